@@ -1,0 +1,254 @@
+"""Shared harness for the kernel differential tests: build a map's library, bind its symbols, guard buffers.
+
+Input: a map id (the JSON under src/kernelmap/kernel_maps/, read directly, no registry needed) ->
+a compiled ctypes library with argtypes taken from the map's call_abi, host-feature checks,
+canary-guarded NumPy buffers and a comparison that prints the first mismatches. It does not decide
+what a kernel should compute; each test module owns its oracle.
+
+Use from a test module in tests/kernels/: `from kernel_harness import load_map_library, ...`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import json
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, build_shared
+
+__all__ = [
+    "MAPS_DIR",
+    "CANARY",
+    "load_map",
+    "load_map_library",
+    "variant_symbols",
+    "host_features",
+    "host_can_run",
+    "bind",
+    "ptr",
+    "guarded",
+    "run_partitioned",
+    "assert_close_or_equal",
+]
+
+MAPS_DIR = KERNEL_ROOT.parent / "kernel_maps"
+CANARY = 64  # guard bytes before and after every guarded buffer
+_CANARY_BYTE = 0xA5
+_ALIGN = 64
+
+_RUNTIME_TYPES = {"ith": ctypes.c_int, "nth": ctypes.c_int}
+_PARAM_TYPES = {
+    "float": ctypes.c_float, "f32": ctypes.c_float,
+    "double": ctypes.c_double, "f64": ctypes.c_double,
+    "int": ctypes.c_int, "int32": ctypes.c_int32, "i32": ctypes.c_int32,
+    "int64": ctypes.c_int64, "i64": ctypes.c_int64, "int64_t": ctypes.c_int64,
+    "bool": ctypes.c_int,
+}
+_POINTER_SOURCES = ("output", "activation", "weight", "weight_opt", "state", "scratch")
+
+
+def load_map(map_id: str) -> dict[str, Any]:
+    """Read kernel_maps/<map_id>.json as a plain dict (no schema validation here)."""
+    path = MAPS_DIR / f"{map_id}.json"
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    if data.get("id") != map_id:
+        raise AssertionError(f"{path}: /id: map id {data.get('id')!r} does not equal the file stem {map_id!r}")
+    return data
+
+
+def variant_symbols(map_id: str) -> list[dict[str, Any]]:
+    """The map's variants as dicts {name, symbol, source, requires, cflags, priority}, in file order."""
+    return [dict(v) for v in load_map(map_id)["variants"]]
+
+
+@functools.cache
+def _library(map_id: str, units_key: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
+    units = [CompileUnit(KERNEL_ROOT / src, tuple(flags)) for src, flags in units_key]
+    return str(build_shared(units, name=f"test_{map_id}"))
+
+
+def load_map_library(map_id: str) -> tuple[ctypes.CDLL, dict[str, Any]]:
+    """Compile every variant source of a map (each with its own cflags) into one .so; return (lib, map)."""
+    spec = load_map(map_id)
+    seen: dict[str, tuple[str, ...]] = {}
+    for v in spec["variants"]:
+        src = v["source"]
+        flags = tuple(v.get("cflags", ()))
+        if src in seen and seen[src] != flags:
+            raise AssertionError(f"{map_id}: source {src} listed with two different cflags sets")
+        seen[src] = flags
+    key = tuple(sorted(seen.items()))
+    return ctypes.CDLL(_library(map_id, key)), spec
+
+
+@functools.lru_cache(maxsize=1)
+def host_features() -> frozenset[str]:
+    """The ISA features tests may use: kernelmap.target.target_features() if present, else /proc/cpuinfo."""
+    try:
+        from kernelmap.target import target_features  # type: ignore[attr-defined]
+    except ImportError:
+        target_features = None
+    if target_features is not None:
+        return frozenset(target_features())
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags.update(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    return frozenset(flags)
+
+
+def host_can_run(requires: Sequence[str]) -> tuple[bool, str]:
+    """(True, "") if the host has every required feature, else (False, "host lacks <features>")."""
+    have = host_features()
+    lacking = [f for f in requires if f not in have]
+    if lacking:
+        return False, "host lacks " + ", ".join(lacking)
+    return True, ""
+
+
+def _argtype(entry: dict[str, Any], spec: dict[str, Any]) -> Any:
+    source = entry["source"]
+    kind, _, name = source.partition(":")
+    if kind in _POINTER_SOURCES:
+        return ctypes.c_void_p
+    if kind == "dim":
+        return ctypes.c_int64
+    if kind == "runtime":
+        return _RUNTIME_TYPES.get(name, ctypes.c_int64)
+    if kind == "param":
+        types = {p["name"]: p.get("type", "") for p in spec.get("params", [])}
+        cast = entry.get("cast", "") or types.get(name, "")
+        if cast not in _PARAM_TYPES:
+            raise AssertionError(f"{spec['id']}: /call_abi: param {name} has no known C type ({cast!r})")
+        return _PARAM_TYPES[cast]
+    if kind == "const":
+        cast = entry.get("cast", "")
+        return _PARAM_TYPES.get(cast, ctypes.c_int64)
+    raise AssertionError(f"{spec['id']}: /call_abi: unknown source kind in {source!r}")
+
+
+def bind(lib: ctypes.CDLL, spec: dict[str, Any], variant: str) -> Callable[..., None]:
+    """The ctypes function of one variant, argtypes derived from the map's call_abi, restype void."""
+    by_name = {v["name"]: v for v in spec["variants"]}
+    if variant not in by_name:
+        raise AssertionError(f"{spec['id']}: no variant {variant!r} (have {sorted(by_name)})")
+    fn = getattr(lib, by_name[variant]["symbol"])
+    fn.argtypes = [_argtype(p, spec) for p in spec["call_abi"]["params"]]
+    fn.restype = None
+    return fn
+
+
+def ptr(arr: np.ndarray | None) -> ctypes.c_void_p:
+    """A void pointer to a C-contiguous NumPy array's data (None -> NULL)."""
+    if arr is None:
+        return ctypes.c_void_p(None)
+    if not arr.flags["C_CONTIGUOUS"]:
+        raise AssertionError("ptr(): array must be C-contiguous")
+    return ctypes.c_void_p(arr.ctypes.data)
+
+
+def guarded(shape: int | Sequence[int], dtype: Any, fill: float | int | None = None
+            ) -> tuple[np.ndarray, Callable[[], None]]:
+    """A 64-byte-aligned array with 64 canary bytes on each side, and a check that the canaries survive.
+
+    The array is filled with `fill` (default: NaN for floats, 0x5A bytes otherwise) so a kernel that
+    skips an element is visible. Call check() after each kernel call; it raises AssertionError naming
+    the side and offset of the first clobbered canary byte.
+    """
+    dt = np.dtype(dtype)
+    shape_t = (shape,) if isinstance(shape, int) else tuple(shape)
+    nbytes = int(np.prod(shape_t, dtype=np.int64)) * dt.itemsize
+    raw = np.empty(nbytes + 2 * CANARY + _ALIGN, dtype=np.uint8)
+    start = (-raw.ctypes.data) % _ALIGN
+    region = raw[start:start + nbytes + 2 * CANARY]
+    region[:] = _CANARY_BYTE
+    body = region[CANARY:CANARY + nbytes]
+    view = body.view(dt).reshape(shape_t)
+    if fill is None:
+        if dt.kind == "f":
+            view[...] = np.nan
+        else:
+            body[:] = 0x5A
+    else:
+        view[...] = fill
+
+    def check() -> None:
+        for side, part in (("before", region[:CANARY]), ("after", region[CANARY + nbytes:])):
+            bad = np.flatnonzero(part != _CANARY_BYTE)
+            if bad.size:
+                raise AssertionError(
+                    f"guard bytes {side} the buffer were overwritten: first at offset {int(bad[0])} "
+                    f"(value 0x{int(part[bad[0]]):02x}; {bad.size} bytes changed)")
+
+    return view, check
+
+
+def run_partitioned(fn: Callable[..., None], args_before_ith: Sequence[Any], nth: int,
+                    threaded: bool = False) -> None:
+    """Call fn(*args, ith, nth) for every ith in 0..nth-1, sequentially or in Python threads (GIL released)."""
+    if not threaded:
+        for ith in range(nth):
+            fn(*args_before_ith, ith, nth)
+        return
+    threads = [threading.Thread(target=fn, args=(*args_before_ith, ith, nth)) for ith in range(nth)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def assert_close_or_equal(expected: np.ndarray, got: np.ndarray, *, map_id: str, variant: str,
+                          comparison: str | dict[str, float] = "bit_exact", context: str = "",
+                          show: int = 8) -> None:
+    """Assert `got` equals `expected` bit for bit ("bit_exact") or within {rtol, atol}; print mismatches.
+
+    On failure the message names the map id, the variant, the context (shape, nth, ...), the first
+    `show` mismatching flat indices with expected and got values, and the max absolute error.
+    """
+    exp = np.asarray(expected)
+    act = np.asarray(got)
+    if exp.shape != act.shape:
+        raise AssertionError(f"{map_id} [{variant}] {context}: shape {act.shape} != expected {exp.shape}")
+    e = exp.reshape(-1)
+    a = act.reshape(-1)
+    if comparison == "bit_exact":
+        if exp.dtype.kind == "f":
+            bits = np.dtype(f"u{exp.dtype.itemsize}")
+            bad = np.flatnonzero(e.view(bits) != a.astype(exp.dtype).view(bits))
+        else:
+            bad = np.flatnonzero(e != a)
+    else:
+        rtol = float(comparison.get("rtol", 0.0))  # type: ignore[union-attr]
+        atol = float(comparison.get("atol", 0.0))  # type: ignore[union-attr]
+        e64 = e.astype(np.float64)
+        a64 = a.astype(np.float64)
+        ok = np.abs(a64 - e64) <= atol + rtol * np.abs(e64)
+        ok |= np.isnan(e64) & np.isnan(a64)
+        ok |= np.isinf(e64) & (e64 == a64)
+        bad = np.flatnonzero(~ok)
+    if bad.size == 0:
+        return
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(a.astype(np.float64) - e.astype(np.float64))
+    finite = diff[np.isfinite(diff)]
+    max_err = float(finite.max()) if finite.size else float("nan")
+    lines = [f"{map_id} [{variant}] {context}: {bad.size} of {e.size} elements differ "
+             f"(comparison {comparison}); max abs error {max_err:.6g}"]
+    for idx in bad[:show]:
+        pos = np.unravel_index(int(idx), exp.shape) if exp.ndim > 1 else int(idx)
+        lines.append(f"  at {pos}: expected {e[idx]!r}, got {a[idx]!r}")
+    message = "\n".join(lines)
+    print(message)
+    raise AssertionError(message)
+
