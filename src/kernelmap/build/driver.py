@@ -1,0 +1,229 @@
+"""Build stage: compile C sources (each with its own variant flags) into a content-addressed shared library.
+
+Input: a list of compile units (source path + variant cflags) and include dirs. Output: the path of
+a `.so` in the user cache, named by a hash of every source and header byte, every flag, the
+compiler's version and the target. Installs are atomic (temp name + rename), so concurrent builds of
+one key are safe and a failed or killed build leaves no file under a final name. It does not decide
+which sources to build (the plan does) nor load the library (the runtime does).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelmap.errors import BuildError
+
+__all__ = [
+    "BASE_CFLAGS",
+    "CompileUnit",
+    "KERNEL_ROOT",
+    "build_shared",
+    "cache_dir",
+    "compiler_version",
+    "reexec_under_sanitizer",
+    "sanitize_enabled",
+    "sanitizer_env",
+]
+
+KERNEL_ROOT = Path(__file__).resolve().parent.parent / "kernels"
+
+# Numerics: no FMA contraction unless a contract says so, never -ffast-math.
+BASE_CFLAGS = ("-std=c11", "-O3", "-fPIC", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror")
+SANITIZE_CFLAGS = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all")
+
+
+@dataclass(frozen=True)
+class CompileUnit:
+    """One C source compiled with its variant's flags (e.g. -mavx2 -mfma)."""
+
+    source: Path
+    cflags: tuple[str, ...] = field(default_factory=tuple)
+
+
+def compiler() -> str:
+    """The C compiler to use: $CC or gcc."""
+    return os.environ.get("CC", "gcc")
+
+
+@functools.cache
+def compiler_version(cc: str | None = None) -> str:
+    """The compiler's full version line (part of every cache key)."""
+    cc = cc or compiler()
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, check=True, timeout=30)
+    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        raise BuildError("cannot run the C compiler", path=cc, value=str(exc),
+                         hint="install gcc or set CC to a working C compiler") from exc
+    return out.stdout.splitlines()[0].strip() if out.stdout else cc
+
+
+def sanitize_enabled() -> bool:
+    """True when KERNELMAP_SANITIZE=1 asks for ASan+UBSan builds."""
+    return os.environ.get("KERNELMAP_SANITIZE", "") not in ("", "0")
+
+
+def _runtime_library(cc: str, name: str) -> str:
+    """Absolute path of a compiler runtime library (libasan.so, ...) or "" if the compiler has none."""
+    try:
+        out = subprocess.run([cc, f"-print-file-name={name}"], capture_output=True, text=True,
+                             check=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        return ""
+    return out if os.path.isabs(out) and os.path.exists(out) else ""
+
+
+def sanitizer_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment to (re-)exec a Python process in so it can load ASan+UBSan-built kernel libraries.
+
+    An ASan shared object loaded by ctypes needs the ASan runtime first in the process, so the
+    runtime libraries go into LD_PRELOAD; leak checking is off (the interpreter itself leaks by
+    design) and any report aborts the process with a non-zero exit.
+    """
+    env = dict(os.environ if base is None else base)
+    cc = compiler()
+    libs = [_runtime_library(cc, n) for n in ("libasan.so", "libubsan.so")]
+    if not all(libs):
+        raise BuildError("the C compiler has no ASan/UBSan runtime libraries", path=cc,
+                         value="libasan.so, libubsan.so", hint="install libasan and libubsan for this compiler")
+    preload = [p for p in env.get("LD_PRELOAD", "").split(":") if p and p not in libs]
+    env["LD_PRELOAD"] = ":".join([*libs, *preload])
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS") or "detect_leaks=0:abort_on_error=0:exitcode=86"
+    env["UBSAN_OPTIONS"] = env.get("UBSAN_OPTIONS") or "print_stacktrace=1:halt_on_error=1:exitcode=87"
+    env["KERNELMAP_SANITIZE"] = "1"
+    return env
+
+
+def reexec_under_sanitizer() -> None:
+    """If KERNELMAP_SANITIZE=1 and the ASan runtime is not preloaded, replace this process by itself under it.
+
+    Call it first thing in a test session (a conftest `pytest_configure`), so `make sanitize` works
+    with a plain `KERNELMAP_SANITIZE=1 pytest ...` command line. A no-op otherwise.
+    """
+    if not sanitize_enabled() or "libasan" in os.environ.get("LD_PRELOAD", ""):
+        return
+    env = sanitizer_env()
+    argv = list(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, *argv[1:]], env)
+
+
+def cache_dir() -> Path:
+    """Root of the build cache ($KERNELMAP_CACHE or the user cache dir)."""
+    env = os.environ.get("KERNELMAP_CACHE")
+    if env:
+        return Path(env)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("kernelmap"))
+
+
+def _headers(include_dirs: Iterable[Path]) -> list[Path]:
+    found: list[Path] = []
+    for inc in include_dirs:
+        if inc.is_dir():
+            found.extend(sorted(inc.rglob("*.h")))
+    return found
+
+
+def _key(units: Sequence[CompileUnit], include_dirs: Sequence[Path], extra: Sequence[str],
+         link_flags: Sequence[str], target: str, cc: str) -> str:
+    h = hashlib.sha256()
+    h.update(b"kernelmap-build-v1\0")
+    h.update(compiler_version(cc).encode() + b"\0" + target.encode() + b"\0")
+    for flag in (*BASE_CFLAGS, *extra, "|", *link_flags):
+        h.update(flag.encode() + b"\0")
+    for unit in units:
+        h.update(b"unit\0" + unit.source.name.encode() + b"\0")
+        h.update(hashlib.sha256(unit.source.read_bytes()).digest())
+        for flag in unit.cflags:
+            h.update(flag.encode() + b"\0")
+    for header in _headers(include_dirs):
+        h.update(b"hdr\0" + header.name.encode() + b"\0" + hashlib.sha256(header.read_bytes()).digest())
+    return h.hexdigest()[:24]
+
+
+_MAX_MESSAGE_LINES = 30
+
+
+def _run(cmd: list[str], what: str) -> None:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as exc:
+        raise BuildError(f"{what} failed: cannot run {cmd[0]}: {exc}", path=cmd[0],
+                         hint="install gcc or set CC to a working C compiler") from exc
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        if len(lines) > _MAX_MESSAGE_LINES:
+            lines = [*lines[:_MAX_MESSAGE_LINES], f"... ({len(lines) - _MAX_MESSAGE_LINES} more lines)"]
+        msg = " | ".join(line.rstrip() for line in lines if line.strip())
+        raise BuildError(f"{what} failed: {msg}", path=cmd[-1] if what == "compile" else None,
+                         hint=f"command: {' '.join(cmd)}; nothing was installed in the cache")
+
+
+def build_shared(
+    units: Sequence[CompileUnit],
+    *,
+    name: str = "kernels",
+    include_dirs: Sequence[Path] = (),
+    extra_cflags: Sequence[str] = (),
+    link_flags: Sequence[str] = (),
+    target: str = "",
+    sanitize: bool | None = None,
+    out_dir: Path | None = None,
+) -> Path:
+    """Compile `units` into `<cache>/lib/<hash>/lib<name>.so` (or reuse it) and return its path."""
+    if not units:
+        raise BuildError("nothing to build: no compile units", path=name)
+    for unit in units:
+        if not unit.source.is_file():
+            raise BuildError("source file not found", path=unit.source)
+    include_dirs = [KERNEL_ROOT / "common", *include_dirs]
+    if sanitize is None:
+        sanitize = sanitize_enabled()
+    extra = [*extra_cflags, *(SANITIZE_CFLAGS if sanitize else ())]
+    cc = compiler()
+    key = _key(units, include_dirs, extra, link_flags, target, cc)
+    final_dir = (out_dir or cache_dir() / "lib") / key
+    final = final_dir / f"lib{name}.so"
+    if final.is_file():
+        return final
+    final_dir.mkdir(parents=True, exist_ok=True)
+    incs = [f"-I{p}" for p in include_dirs]
+    try:
+        with tempfile.TemporaryDirectory(prefix="km-build-", dir=final_dir) as tmp:
+            objs = []
+            for i, unit in enumerate(units):
+                obj = Path(tmp) / f"u{i}_{unit.source.stem}.o"
+                _run([cc, *BASE_CFLAGS, *extra, *unit.cflags, *incs, "-c", "-o", str(obj),
+                      str(unit.source)], "compile")
+                objs.append(str(obj))
+            tmp_so = Path(tmp) / final.name
+            _run([cc, "-shared", *(SANITIZE_CFLAGS if sanitize else ()), "-o", str(tmp_so), *objs,
+                  *link_flags, "-lm"], "link")
+            # The rename is the only step that creates the final name: atomic on one filesystem.
+            os.chmod(tmp_so, 0o755)
+            os.replace(tmp_so, final)
+    except BuildError:
+        _remove_if_empty(final_dir)
+        raise
+    except OSError as exc:
+        _remove_if_empty(final_dir)
+        raise BuildError(f"cannot write the build cache: {exc}", path=final_dir,
+                         hint="check permissions and free space, or set KERNELMAP_CACHE") from exc
+    return final
+
+
+def _remove_if_empty(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError:
+        pass

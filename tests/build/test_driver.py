@@ -1,0 +1,201 @@
+"""Tests for kernelmap.build.driver: content-hash keys, atomic installs, failures, kills, concurrency, ASan."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelmap.build import driver
+from kernelmap.build.driver import CompileUnit, build_shared
+from kernelmap.errors import BuildError
+
+ADD_SRC = """#include <stdint.h>
+void km_add_one__ref(float *y, int64_t n) { for (int64_t i = 0; i < n; i++) y[i] += 1.0f; }
+"""
+
+OOB_SRC = """#include <stdint.h>
+/* Writes one element past the end: ASan must report it. */
+void km_oob__ref(float *y, int64_t n) { for (int64_t i = 0; i <= n; i++) y[i] = 1.0f; }
+"""
+
+
+def _src(tmp_path: Path, text: str, name: str = "k.c") -> Path:
+    path = tmp_path / "src" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _finals(root: Path) -> list[Path]:
+    """Every library under a final cache name (temporary build dirs excluded)."""
+    return [p for p in root.rglob("*.so") if not any(part.startswith("km-build-") for part in p.parts)]
+
+
+def _fake_cc(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def test_build_shared_tiny_kernel_loads_and_runs(tmp_path):
+    lib_path = build_shared([CompileUnit(_src(tmp_path, ADD_SRC))], name="t", out_dir=tmp_path / "c")
+    lib = ctypes.CDLL(str(lib_path))
+    buf = (ctypes.c_float * 3)(1.0, 2.0, 3.0)
+    lib.km_add_one__ref(buf, ctypes.c_int64(3))
+    assert list(buf) == [2.0, 3.0, 4.0]
+
+
+def test_build_shared_same_inputs_reuse_cached_file(tmp_path):
+    unit = CompileUnit(_src(tmp_path, ADD_SRC))
+    first = build_shared([unit], name="t", out_dir=tmp_path / "c")
+    mtime = first.stat().st_mtime_ns
+    second = build_shared([unit], name="t", out_dir=tmp_path / "c")
+    assert first == second and second.stat().st_mtime_ns == mtime
+
+
+def test_build_shared_source_change_changes_key(tmp_path):
+    src = _src(tmp_path, ADD_SRC)
+    a = build_shared([CompileUnit(src)], name="t", out_dir=tmp_path / "c")
+    src.write_text(ADD_SRC + "\nint km_extra__ref(void) { return 1; }\n")
+    b = build_shared([CompileUnit(src)], name="t", out_dir=tmp_path / "c")
+    assert a.parent != b.parent and a.is_file() and b.is_file()
+
+
+def test_build_shared_flag_change_changes_key(tmp_path):
+    src = _src(tmp_path, ADD_SRC)
+    a = build_shared([CompileUnit(src)], name="t", out_dir=tmp_path / "c")
+    b = build_shared([CompileUnit(src, ("-mavx2",))], name="t", out_dir=tmp_path / "c")
+    c = build_shared([CompileUnit(src)], name="t", out_dir=tmp_path / "c", extra_cflags=["-DKM_X=1"])
+    assert len({a.parent, b.parent, c.parent}) == 3
+
+
+def test_build_shared_compiler_change_changes_key(tmp_path, monkeypatch):
+    src = _src(tmp_path, ADD_SRC)
+    a = build_shared([CompileUnit(src)], name="t", out_dir=tmp_path / "c")
+    other = _fake_cc(tmp_path, "othercc",
+                     'if [ "$1" = "--version" ]; then echo "othercc 99.1"; exit 0; fi\nexec gcc "$@"\n')
+    monkeypatch.setenv("CC", str(other))
+    b = build_shared([CompileUnit(src)], name="t", out_dir=tmp_path / "c")
+    assert a.parent != b.parent
+
+
+def test_build_shared_compile_error_raises_with_compiler_message_and_installs_nothing(tmp_path):
+    src = _src(tmp_path, "void km_bad__ref(void) { this is not C; }\n", "bad.c")
+    with pytest.raises(BuildError) as err:
+        build_shared([CompileUnit(src)], name="t", out_dir=tmp_path / "c")
+    assert "compile failed" in str(err.value) and "error:" in str(err.value)
+    assert err.value.path == str(src)
+    assert _finals(tmp_path / "c") == []
+    assert not any((tmp_path / "c").iterdir())
+
+
+def test_build_shared_missing_source_is_refused(tmp_path):
+    with pytest.raises(BuildError) as err:
+        build_shared([CompileUnit(tmp_path / "nope.c")], name="t", out_dir=tmp_path / "c")
+    assert "source file not found" in str(err.value)
+
+
+BUILD_SCRIPT = """
+import sys
+from pathlib import Path
+from kernelmap.build.driver import CompileUnit, build_shared
+print(build_shared([CompileUnit(Path(sys.argv[1]))], name="t", out_dir=Path(sys.argv[2])), flush=True)
+"""
+
+
+def test_build_shared_concurrent_processes_same_key_agree(tmp_path):
+    src = _src(tmp_path, ADD_SRC)
+    out = tmp_path / "c"
+    procs = [subprocess.Popen([sys.executable, "-c", BUILD_SCRIPT, str(src), str(out)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    results = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [r[1] for r in results]
+    paths = {r[0].strip() for r in results}
+    assert len(paths) == 1
+    assert len(_finals(out)) == 1
+    lib = ctypes.CDLL(paths.pop())
+    assert hasattr(lib, "km_add_one__ref")
+
+
+def test_build_shared_killed_mid_build_leaves_no_final_file(tmp_path):
+    src = _src(tmp_path, ADD_SRC)
+    out = tmp_path / "c"
+    slow = _fake_cc(tmp_path, "slowcc",
+                    'case " $* " in *" -c "*) touch "$KM_TEST_MARK"; sleep 60;; esac\nexec gcc "$@"\n')
+    mark = tmp_path / "compiling"
+    env = dict(os.environ, CC=str(slow), KM_TEST_MARK=str(mark))
+    proc = subprocess.Popen([sys.executable, "-c", BUILD_SCRIPT, str(src), str(out)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not mark.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert mark.exists(), "the build never reached the compiler"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert _finals(out) == []
+    # The same key builds cleanly afterwards (the wrapper's --version is gcc's, so the key is equal).
+    again = build_shared([CompileUnit(src)], name="t", out_dir=out)
+    assert again.is_file() and _finals(out) == [again]
+
+
+def test_sanitizer_env_preloads_asan_and_ubsan():
+    env = driver.sanitizer_env({"PATH": "/usr/bin"})
+    libs = env["LD_PRELOAD"].split(":")
+    assert "libasan" in libs[0] and any("libubsan" in p for p in libs)
+    assert "detect_leaks=0" in env["ASAN_OPTIONS"] and env["KERNELMAP_SANITIZE"] == "1"
+
+
+RUN_SCRIPT = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+n = int(sys.argv[2])
+buf = libc.malloc(16 * 4)
+getattr(lib, sys.argv[3])(ctypes.c_void_p(buf), ctypes.c_int64(n))
+print("finished", flush=True)
+"""
+
+
+def test_sanitize_build_out_of_bounds_write_is_caught_in_preloaded_subprocess(tmp_path):
+    src = _src(tmp_path, OOB_SRC + ADD_SRC.split("\n", 1)[1], "oob.c")
+    lib = build_shared([CompileUnit(src)], name="asan", out_dir=tmp_path / "c", sanitize=True)
+    env = driver.sanitizer_env()
+    ok = subprocess.run([sys.executable, "-c", RUN_SCRIPT, str(lib), "16", "km_add_one__ref"],
+                        env=env, capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "finished" in ok.stdout, ok.stderr[-2000:]
+    bad = subprocess.run([sys.executable, "-c", RUN_SCRIPT, str(lib), "16", "km_oob__ref"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "finished" not in bad.stdout
+    assert "heap-buffer-overflow" in bad.stderr, bad.stderr[-2000:]
+
+
+def test_reexec_under_sanitizer_restarts_process_with_preload(tmp_path):
+    script = textwrap.dedent("""
+        import os
+        from kernelmap.build.driver import reexec_under_sanitizer
+        reexec_under_sanitizer()
+        print(os.environ.get("LD_PRELOAD", ""))
+    """)
+    env = dict(os.environ, KERNELMAP_SANITIZE="1")
+    env.pop("LD_PRELOAD", None)
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "libasan" in proc.stdout
+
+
+def test_reexec_under_sanitizer_without_env_is_noop(monkeypatch):
+    monkeypatch.delenv("KERNELMAP_SANITIZE", raising=False)
+    driver.reexec_under_sanitizer()
