@@ -1,0 +1,290 @@
+/* km_simd.h — small SIMD helpers shared by the 32-block linear, quantize and embedding kernels.
+ *
+ * Contract: every helper is exact integer work or a fixed sequence of IEEE float operations, so
+ * kernels that use them keep the reduction order their own contract states. The AVX2 helpers are
+ * compiled only when __AVX2__ is defined, the AVX-512 ones only when __AVX512F__ and __AVX512BW__
+ * are, and dot products use VNNI (vpdpbusd) only when the file is compiled with -mavx512vnni.
+ *
+ * Shared numerics of the 32-block integer-dot linear contracts (linear.q{8,5,4}_0.q8_0.f32.v1):
+ * for output y[m][n], block b of the row contributes isum_b = the exact int32 sum of its 32 products
+ * and t_b = fp16(w.d_b) * fp16(x.d_b) (one f32 multiply); partial p[b mod 8] = fmaf(t_b, (float)isum_b,
+ * p[b mod 8]) in increasing b, all eight partials starting at +0; then
+ * y = ((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7)). km_tree8() is that final tree.
+ */
+#ifndef KM_SIMD_H
+#define KM_SIMD_H
+
+#include <math.h>
+
+#include "km_common.h"
+
+/* The fixed 8-partial tree of the 32-block linear contracts (scalar form, used by every ref). */
+static inline float km_tree8(const float p[8]) {
+    return ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7]));
+}
+
+/* The fixed 16-partial tree of the float linear contracts: fold halves 8, 4, 2, 1 (scalar form). */
+static inline float km_tree16(const float p[16]) {
+    float s8[8];
+    for (int l = 0; l < 8; l++) s8[l] = p[l] + p[l + 8];
+    return km_tree8(s8);
+}
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+
+#define KM_ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* km_tree8 on the eight lanes of a vector: ((p0+p4)+(p2+p6)) + ((p1+p5)+(p3+p7)). */
+static inline float km_avx2_tree8(__m256 p) {
+    __m128 a = _mm_add_ps(_mm256_castps256_ps128(p), _mm256_extractf128_ps(p, 1));
+    __m128 b = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    __m128 c = _mm_add_ss(b, _mm_shuffle_ps(b, b, 1));
+    return _mm_cvtss_f32(c);
+}
+
+/* Eight int32 lanes, each the exact sum of 4 adjacent products w[i]*x[i] (x in [-127, 127]). */
+static inline __m256i km_avx2_dot_i8(__m256i w, __m256i x) {
+    __m256i aw = _mm256_sign_epi8(w, w);
+    __m256i sx = _mm256_sign_epi8(x, w);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1));
+}
+
+/* Lane j of the result = the sum of all eight lanes of v[j] (exact int32 addition). */
+static inline __m256i km_avx2_reduce8_i32(const __m256i v[8]) {
+    __m256i h01 = _mm256_hadd_epi32(v[0], v[1]);
+    __m256i h23 = _mm256_hadd_epi32(v[2], v[3]);
+    __m256i h45 = _mm256_hadd_epi32(v[4], v[5]);
+    __m256i h67 = _mm256_hadd_epi32(v[6], v[7]);
+    __m256i h0123 = _mm256_hadd_epi32(h01, h23);
+    __m256i h4567 = _mm256_hadd_epi32(h45, h67);
+    __m256i lo = _mm256_permute2x128_si256(h0123, h4567, 0x20);
+    __m256i hi = _mm256_permute2x128_si256(h0123, h4567, 0x31);
+    return _mm256_add_epi32(lo, hi);
+}
+
+/* Eight f16 values read at p, p + stride, ..., p + 7*stride bytes, converted exactly to f32. */
+static inline __m256 km_avx2_f16x8_strided(const void *p, int64_t stride) {
+    const uint8_t *b = (const uint8_t *)p;
+    uint16_t h[8];
+    for (int j = 0; j < 8; j++) memcpy(&h[j], b + j * stride, 2);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+}
+
+/* Like km_avx2_f16x8_strided but only the first n (< 8) values; the other lanes are +0. */
+static inline __m256 km_avx2_f16x8_strided_n(const void *p, int64_t stride, int n) {
+    const uint8_t *b = (const uint8_t *)p;
+    uint16_t h[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int j = 0; j < n; j++) memcpy(&h[j], b + j * stride, 2);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+}
+
+/* 32 int8 values from 16 packed nibbles: low nibbles are elements 0..15, high nibbles 16..31. */
+static inline __m256i km_avx2_nibbles32(const uint8_t *qs) {
+    __m128i q = _mm_loadu_si128((const __m128i *)qs);
+    __m256i both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+    return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+}
+
+/* 32 bytes, byte j = 0xFF if bit j of the little-endian 32-bit word at p is set, else 0. */
+static inline __m256i km_avx2_bits32(const uint8_t *p) {
+    uint32_t bits;
+    memcpy(&bits, p, 4);
+    __m256i rep = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
+                                      _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
+                                                        0x0101010101010101LL, 0x0000000000000000LL));
+    __m256i mask = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(rep, mask), mask);
+}
+
+/* q8_0 block -> 32 int8 weights. */
+static inline __m256i km_avx2_w_q8_0(const uint8_t *blk) {
+    return _mm256_loadu_si256((const __m256i *)(blk + 2));
+}
+
+/* q4_0 block -> 32 int8 weights in [-8, 7]. */
+static inline __m256i km_avx2_w_q4_0(const uint8_t *blk) {
+    return _mm256_sub_epi8(km_avx2_nibbles32(blk + 2), _mm256_set1_epi8(8));
+}
+
+/* q5_0 block -> 32 int8 weights in [-16, 15]: (nibble | bit << 4) - 16. */
+static inline __m256i km_avx2_w_q5_0(const uint8_t *blk) {
+    __m256i lo = km_avx2_nibbles32(blk + 6);
+    __m256i hi = _mm256_andnot_si256(km_avx2_bits32(blk + 2), _mm256_set1_epi8((char)0xF0));
+    return _mm256_or_si256(lo, hi);
+}
+
+typedef __m256i (*km_avx2_wload)(const uint8_t *blk);
+
+/* R output columns (weight rows w, w + wrow, ...) for one q8_0 activation row x of nb blocks.
+ * Implements the shared 32-block contract exactly; wblk is the weight block size in bytes (the
+ * block's f16 scale is its first two bytes). */
+KM_ALWAYS_INLINE void km_avx2_q32_rows(float *y, const uint8_t *w, int64_t wrow, int64_t wblk,
+                                       km_avx2_wload load, const km_block_q8_0 *x, int64_t nb,
+                                       const int R) {
+    __m256 acc[4];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+        __m256 dx = km_avx2_f16x8_strided(&x[b].d, sizeof(km_block_q8_0));
+        for (int r = 0; r < R; r++) {
+            __m256i v[8];
+            for (int j = 0; j < 8; j++) {
+                __m256i xv = _mm256_loadu_si256((const __m256i *)x[b + j].qs);
+                v[j] = km_avx2_dot_i8(load(w + r * wrow + (b + j) * wblk), xv);
+            }
+            __m256 t = _mm256_mul_ps(km_avx2_f16x8_strided(w + r * wrow + b * wblk, wblk), dx);
+            acc[r] = _mm256_fmadd_ps(t, _mm256_cvtepi32_ps(km_avx2_reduce8_i32(v)), acc[r]);
+        }
+    }
+    if (b < nb) {
+        const int n = (int)(nb - b);
+        __m256i v[4][8];
+        for (int j = 0; j < 8; j++) {
+            __m256i xv = j < n ? _mm256_loadu_si256((const __m256i *)x[b + j].qs) : _mm256_setzero_si256();
+            for (int r = 0; r < R; r++) {
+                v[r][j] = j < n ? km_avx2_dot_i8(load(w + r * wrow + (b + j) * wblk), xv) : _mm256_setzero_si256();
+            }
+        }
+        __m256 dx = km_avx2_f16x8_strided_n(&x[b].d, sizeof(km_block_q8_0), n);
+        for (int r = 0; r < R; r++) {
+            __m256 t = _mm256_mul_ps(km_avx2_f16x8_strided_n(w + r * wrow + b * wblk, wblk, n), dx);
+            acc[r] = _mm256_fmadd_ps(t, _mm256_cvtepi32_ps(km_avx2_reduce8_i32(v[r])), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) y[r] = km_avx2_tree8(acc[r]);
+}
+
+/* The whole linear.token_major.v1 call for a 32-block weight format: columns [lo, hi) of this
+ * thread, 4 weight rows at a time, every activation row against the 4 rows while they are in L1. */
+KM_ALWAYS_INLINE void km_avx2_q32_linear(float *y, const void *w, const void *x, int64_t M, int64_t N,
+                                         int64_t K, int ith, int nth, int64_t wblk, km_avx2_wload load) {
+    int64_t lo, hi;
+    km_part(N, ith, nth, &lo, &hi);
+    const int64_t nb = K / KM_QK8_0;
+    const int64_t wrow = nb * wblk;
+    const uint8_t *wb = (const uint8_t *)w;
+    const km_block_q8_0 *xb = (const km_block_q8_0 *)x;
+    float out[4];
+    int64_t n = lo;
+    for (; n + 4 <= hi; n += 4) {
+        for (int64_t m = 0; m < M; m++) {
+            km_avx2_q32_rows(out, wb + n * wrow, wrow, wblk, load, xb + m * nb, nb, 4);
+            memcpy(&y[m * N + n], out, sizeof out);
+        }
+    }
+    for (; n < hi; n++) {
+        for (int64_t m = 0; m < M; m++) {
+            km_avx2_q32_rows(&y[m * N + n], wb + n * wrow, wrow, wblk, load, xb + m * nb, nb, 1);
+        }
+    }
+}
+#endif /* __AVX2__ */
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+
+/* Two blocks' weights in one register: block a in the low 256 bits, block b in the high. */
+static inline __m512i km_avx512_pair(__m256i a, __m256i b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+}
+
+/* Sixteen int32 lanes, each the exact sum of 4 adjacent products w[i]*x[i] (x in [-127, 127]). */
+static inline __m512i km_avx512_dot_i8(__m512i w, __m512i x) {
+    __mmask64 neg = _mm512_movepi8_mask(w);
+    __m512i aw = _mm512_abs_epi8(w);
+    __m512i sx = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
+#if defined(__AVX512VNNI__)
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, sx);
+#else
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(aw, sx), _mm512_set1_epi16(1));
+#endif
+}
+
+/* z[k] holds blocks 2k (low 8 lanes) and 2k+1 (high 8 lanes); lane j of the result = block j's total. */
+static inline __m256i km_avx512_reduce8_i32(const __m512i z[4]) {
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    __m512i p = _mm512_add_epi32(_mm512_permutex2var_epi32(z[0], even, z[1]),
+                                 _mm512_permutex2var_epi32(z[0], odd, z[1]));
+    __m512i q = _mm512_add_epi32(_mm512_permutex2var_epi32(z[2], even, z[3]),
+                                 _mm512_permutex2var_epi32(z[2], odd, z[3]));
+    __m512i r = _mm512_add_epi32(_mm512_permutex2var_epi32(p, even, q),
+                                 _mm512_permutex2var_epi32(p, odd, q));
+    __m512i s = _mm512_add_epi32(r, _mm512_srli_epi64(r, 32));
+    return _mm512_cvtepi64_epi32(s);
+}
+
+/* The AVX-512 form of km_avx2_q32_rows: same numerics, two blocks per 512-bit register. */
+KM_ALWAYS_INLINE void km_avx512_q32_rows(float *y, const uint8_t *w, int64_t wrow, int64_t wblk,
+                                         km_avx2_wload load, const km_block_q8_0 *x, int64_t nb,
+                                         const int R) {
+    __m256 acc[4];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+        __m256 dx = km_avx2_f16x8_strided(&x[b].d, sizeof(km_block_q8_0));
+        __m512i xv[4];
+        for (int k = 0; k < 4; k++) {
+            xv[k] = km_avx512_pair(_mm256_loadu_si256((const __m256i *)x[b + 2 * k].qs),
+                                   _mm256_loadu_si256((const __m256i *)x[b + 2 * k + 1].qs));
+        }
+        for (int r = 0; r < R; r++) {
+            const uint8_t *wr = w + r * wrow + b * wblk;
+            __m512i v[4];
+            for (int k = 0; k < 4; k++) {
+                v[k] = km_avx512_dot_i8(km_avx512_pair(load(wr + 2 * k * wblk), load(wr + (2 * k + 1) * wblk)), xv[k]);
+            }
+            __m256 t = _mm256_mul_ps(km_avx2_f16x8_strided(wr, wblk), dx);
+            acc[r] = _mm256_fmadd_ps(t, _mm256_cvtepi32_ps(km_avx512_reduce8_i32(v)), acc[r]);
+        }
+    }
+    if (b < nb) {
+        const int n = (int)(nb - b);
+        __m512i v[4][4];
+        for (int k = 0; k < 4; k++) {
+            const int64_t j = b + 2 * k;
+            __m256i x0 = 2 * k < n ? _mm256_loadu_si256((const __m256i *)x[j].qs) : _mm256_setzero_si256();
+            __m256i x1 = 2 * k + 1 < n ? _mm256_loadu_si256((const __m256i *)x[j + 1].qs) : _mm256_setzero_si256();
+            __m512i xv = km_avx512_pair(x0, x1);
+            for (int r = 0; r < R; r++) {
+                const uint8_t *wr = w + r * wrow;
+                __m256i w0 = 2 * k < n ? load(wr + j * wblk) : _mm256_setzero_si256();
+                __m256i w1 = 2 * k + 1 < n ? load(wr + (j + 1) * wblk) : _mm256_setzero_si256();
+                v[r][k] = km_avx512_dot_i8(km_avx512_pair(w0, w1), xv);
+            }
+        }
+        __m256 dx = km_avx2_f16x8_strided_n(&x[b].d, sizeof(km_block_q8_0), n);
+        for (int r = 0; r < R; r++) {
+            __m256 t = _mm256_mul_ps(km_avx2_f16x8_strided_n(w + r * wrow + b * wblk, wblk, n), dx);
+            acc[r] = _mm256_fmadd_ps(t, _mm256_cvtepi32_ps(km_avx512_reduce8_i32(v[r])), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) y[r] = km_avx2_tree8(acc[r]);
+}
+
+/* The AVX-512 form of km_avx2_q32_linear (same partition and tiling). */
+KM_ALWAYS_INLINE void km_avx512_q32_linear(float *y, const void *w, const void *x, int64_t M, int64_t N,
+                                           int64_t K, int ith, int nth, int64_t wblk, km_avx2_wload load) {
+    int64_t lo, hi;
+    km_part(N, ith, nth, &lo, &hi);
+    const int64_t nb = K / KM_QK8_0;
+    const int64_t wrow = nb * wblk;
+    const uint8_t *wb = (const uint8_t *)w;
+    const km_block_q8_0 *xb = (const km_block_q8_0 *)x;
+    float out[4];
+    int64_t n = lo;
+    for (; n + 4 <= hi; n += 4) {
+        for (int64_t m = 0; m < M; m++) {
+            km_avx512_q32_rows(out, wb + n * wrow, wrow, wblk, load, xb + m * nb, nb, 4);
+            memcpy(&y[m * N + n], out, sizeof out);
+        }
+    }
+    for (; n < hi; n++) {
+        for (int64_t m = 0; m < M; m++) {
+            km_avx512_q32_rows(&y[m * N + n], wb + n * wrow, wrow, wblk, load, xb + m * nb, nb, 1);
+        }
+    }
+}
+#endif /* __AVX512F__ && __AVX512BW__ */
+
+#endif /* KM_SIMD_H */
