@@ -6,10 +6,11 @@ roundf halves away from zero, f16 scale), so it is the independent oracle for th
 
 from __future__ import annotations
 
-import gguf
 import numpy as np
 import pytest
 from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+
+import gguf
 
 MAP_ID = "quantize_act_q8_0"
 
