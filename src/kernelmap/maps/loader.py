@@ -1,0 +1,380 @@
+"""Map stage: one kernel-map JSON file -> a validated `Provider` (schema first, then semantic checks).
+
+The schema (kernel_map.schema.json, draft 2020-12) checks shapes and vocabularies; this module adds
+what a schema cannot: id equals the file stem, call_abi binds every port exactly once with the right
+source kind, names and expressions refer to declared dims, symbols follow `km_<id>__<variant>`,
+sources exist. Every failure is a one-line MapError with path and JSON pointer. It does not compare
+maps with each other (registry.py does).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from kernelmap.errors import MapError, closest
+from kernelmap.maps.expr import Expr, ExprSyntaxError, parse_expr
+from kernelmap.maps.provider import CallParam, Constraint, Param, Port, Provider, Scratch, Variant
+from kernelmap.target import KNOWN_FEATURES
+
+__all__ = ["SCHEMA_PATH", "check_schema", "load_map", "parse_json", "validate_map"]
+
+SCHEMA_PATH = Path(__file__).with_name("kernel_map.schema.json")
+MAX_MAP_BYTES = 1 << 20
+
+# The -m flag that enables each ISA feature: a variant requiring the feature must compile with it.
+_FEATURE_FLAG = {
+    "avx": "-mavx", "avx2": "-mavx2", "fma": "-mfma", "f16c": "-mf16c", "bmi2": "-mbmi2",
+    "avx512f": "-mavx512f", "avx512bw": "-mavx512bw", "avx512vl": "-mavx512vl", "avx512dq": "-mavx512dq",
+    "avx512cd": "-mavx512cd", "avx512_vnni": "-mavx512vnni", "avx512_bf16": "-mavx512bf16",
+    "avx_vnni": "-mavxvnni", "avx512vbmi": "-mavx512vbmi",
+}
+_PORT_KINDS = ("output", "activation", "weight", "weight_opt", "state", "scratch")
+
+
+@functools.lru_cache(maxsize=1)
+def _validator() -> Draft202012Validator:
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(data: bytes, path: Path | str, error: type = MapError) -> Any:
+    """Strict JSON: UTF-8, no duplicate keys, no NaN/Infinity; failures raise `error` naming the file."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error("not UTF-8 text", path=path, pointer="", value=f"byte {exc.start}") from None
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise error(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                    path=path, pointer="") from None
+    except ValueError as exc:
+        raise error(f"not valid JSON: {exc}", path=path, pointer="") from None
+
+
+def _pointer(parts: Any) -> str:
+    out = ""
+    for p in parts:
+        out += "/" + str(p).replace("~", "~0").replace("/", "~1")
+    return out
+
+
+def schema_error(err: ValidationError, path: Path | str, error: type = MapError) -> Exception:
+    """Translate one jsonschema error into a one-line error in our words (shared with the policy loader)."""
+    ptr = _pointer(err.absolute_path)
+    title = err.schema.get("title") if isinstance(err.schema, dict) else None
+    v = err.validator
+    if v == "additionalProperties":
+        allowed = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
+        word = extra[0] if extra else "?"
+        near = closest(word, allowed)
+        return error(f"unknown field \"{word}\"", path=path, pointer=ptr + "/" + word,
+                     expected=allowed or None, hint=f"did you mean \"{near}\"?" if near else None)
+    if v == "required":
+        missing = [k for k in err.validator_value if isinstance(err.instance, dict) and k not in err.instance]
+        word = missing[0] if missing else "?"
+        return error(f"missing field \"{word}\"", path=path, pointer=ptr + "/" + word)
+    if v == "enum":
+        allowed = [str(x) for x in err.validator_value]
+        near = closest(str(err.instance), allowed)
+        noun = title or "value"
+        return error(f"unknown {noun}", path=path, pointer=ptr, value=err.instance, expected=allowed,
+                     hint=f"closest: {near}" if near else None)
+    if v == "const":
+        return error(f"unsupported {title or 'value'}", path=path, pointer=ptr, value=err.instance,
+                     expected=json.dumps(err.validator_value))
+    if v == "type":
+        want = err.validator_value if isinstance(err.validator_value, str) else " or ".join(err.validator_value)
+        return error(f"wrong type for {title or 'field'}", path=path, pointer=ptr, value=err.instance,
+                     expected=want)
+    if v == "pattern":
+        return error(f"malformed {title or 'string'}", path=path, pointer=ptr, value=err.instance,
+                     expected=f"a string matching {err.validator_value}")
+    if v in ("minItems", "maxItems", "minLength", "maxLength", "minProperties"):
+        return error(f"{title or 'field'} violates {v} {err.validator_value}", path=path, pointer=ptr,
+                     value=err.instance)
+    if v == "uniqueItems":
+        return error(f"{title or 'list'} has duplicate items", path=path, pointer=ptr, value=err.instance)
+    if v in ("minimum", "maximum"):
+        return error(f"{title or 'number'} out of range ({v} {err.validator_value})", path=path,
+                     pointer=ptr, value=err.instance)
+    if v in ("oneOf", "anyOf"):
+        return error(f"invalid {title or 'value'}", path=path, pointer=ptr, value=err.instance,
+                     hint="see the schema for the allowed forms")
+    return error(f"invalid value ({v})", path=path, pointer=ptr, value=err.instance)
+
+
+def _relevance(err: ValidationError) -> tuple[Any, ...]:
+    # Prefer deep, specific errors; break ties deterministically by pointer text.
+    return (-len(err.absolute_path), err.validator in ("oneOf", "anyOf"), _pointer(err.absolute_path))
+
+
+def check_schema(validator: Draft202012Validator, doc: Any, path: Path | str, error: type = MapError) -> None:
+    """Validate `doc`; raise `error` for the most specific failure (deepest pointer, deterministic)."""
+    errors = sorted(validator.iter_errors(doc), key=_relevance)
+    if not errors:
+        return
+    err = errors[0]
+    while err.context:
+        err = sorted(err.context, key=_relevance)[0]
+    raise schema_error(err, path, error) from None
+
+
+def validate_map(doc: Any, path: Path | str) -> None:
+    """Schema-validate a parsed map; raise a MapError for the most specific failure."""
+    check_schema(_validator(), doc, path)
+
+
+class _Checker:
+    """Semantic checks over one schema-valid map; raises MapError at the first violation."""
+
+    def __init__(self, doc: dict[str, Any], path: Path, kernel_root: Path | None) -> None:
+        self.doc = doc
+        self.path = path
+        self.kernel_root = kernel_root
+        self.dims = set(doc["dims"])
+
+    def fail(self, message: str, pointer: str, **kw: Any) -> None:
+        raise MapError(message, path=self.path, pointer=pointer, **kw)
+
+    def expr(self, value: Any, pointer: str) -> Expr:
+        try:
+            e = parse_expr(value)
+        except ExprSyntaxError as exc:
+            self.fail(f"bad expression: {exc}", pointer, value=value)
+        unknown = sorted(e.names - self.dims)
+        if unknown:
+            near = closest(unknown[0], sorted(self.dims))
+            self.fail(f"expression uses undeclared dim \"{unknown[0]}\"", pointer, value=value,
+                      expected=sorted(self.dims) or "a name listed in /dims",
+                      hint=f"closest: {near}" if near else "declare it in /dims")
+        return e
+
+    def constraints(self, obj: dict[str, Any], pointer: str) -> tuple[Constraint, ...]:
+        out = []
+        for dim in sorted(obj):
+            if dim not in self.dims:
+                near = closest(dim, sorted(self.dims))
+                self.fail(f"constraint on undeclared dim \"{dim}\"", f"{pointer}/{dim}",
+                          expected=sorted(self.dims), hint=f"closest: {near}" if near else None)
+            for rule in sorted(obj[dim]):
+                e = self.expr(obj[dim][rule], f"{pointer}/{dim}/{rule}")
+                out.append(Constraint(dim, rule, e))
+        return tuple(out)
+
+    def ports(self) -> dict[str, Port]:
+        seen: dict[str, str] = {}
+        ports: dict[str, Port] = {}
+        for key, role in (("inputs", "input"), ("weights", "weight"), ("outputs", "output")):
+            for i, p in enumerate(self.doc[key]):
+                ptr = f"/{key}/{i}"
+                if p["name"] in seen:
+                    self.fail(f"duplicate port name \"{p['name']}\" (also {seen[p['name']]})", ptr + "/name")
+                seen[p["name"]] = ptr
+                shape = tuple(self.expr(s, f"{ptr}/shape/{j}") for j, s in enumerate(p["shape"]))
+                if role == "weight" and p["storage"] != "weight":
+                    self.fail("a weight port must have storage \"weight\"", ptr + "/storage",
+                              value=p["storage"], expected="weight")
+                if role != "weight" and p["storage"] == "weight":
+                    self.fail(f"storage \"weight\" is only for /weights ports, not {key}", ptr + "/storage")
+                if role == "input" and p["access"] != "read" and p["storage"] != "state":
+                    self.fail("an input port that is not state must be read-only", ptr + "/access",
+                              value=p["access"], expected="read")
+                if role == "output" and p["access"] == "read":
+                    self.fail("an output port must be written", ptr + "/access", value="read",
+                              expected="write, read_write")
+                if p.get("may_alias") and role != "output":
+                    self.fail("only output ports may declare may_alias", ptr + "/may_alias")
+                ports[p["name"]] = Port(p["name"], role, p["dtype"], shape, p["layout"], p["access"],
+                                        p["storage"], bool(p.get("optional", False)),
+                                        tuple(p.get("may_alias", ())))
+        inputs = {n for n, p in ports.items() if p.role == "input"}
+        for key, i, p in ((k, i, p) for k in ("outputs",) for i, p in enumerate(self.doc[k])):
+            for j, alias in enumerate(p.get("may_alias", ())):
+                target = alias.split(":", 1)[1]
+                if target not in inputs:
+                    near = closest(target, sorted(inputs))
+                    self.fail(f"may_alias names unknown input \"{target}\"", f"/{key}/{i}/may_alias/{j}",
+                              expected=sorted(inputs), hint=f"closest: {near}" if near else None)
+        return ports
+
+    def variants(self, map_id: str) -> tuple[Variant, ...]:
+        sources = set(self.doc["sources"])
+        out: list[Variant] = []
+        names: dict[str, int] = {}
+        prios: dict[int, str] = {}
+        for i, v in enumerate(self.doc["variants"]):
+            ptr = f"/variants/{i}"
+            if v["name"] in names:
+                self.fail(f"duplicate variant name \"{v['name']}\"", ptr + "/name")
+            names[v["name"]] = i
+            want = f"km_{map_id}__{v['name']}"
+            if v["symbol"] != want:
+                self.fail("symbol does not follow km_<id>__<variant>", ptr + "/symbol", value=v["symbol"],
+                          expected=want)
+            if v["source"] not in sources:
+                self.fail("variant source is not listed in /sources", ptr + "/source", value=v["source"],
+                          expected=sorted(sources))
+            if v["priority"] in prios:
+                self.fail(f"variant priority {v['priority']} ties with variant \"{prios[v['priority']]}\"",
+                          ptr + "/priority", hint="variant priorities must be distinct so ranking is total")
+            prios[v["priority"]] = v["name"]
+            for j, feat in enumerate(v["requires"]):
+                if feat not in KNOWN_FEATURES:
+                    near = closest(feat, sorted(KNOWN_FEATURES))
+                    self.fail("unknown isa feature", f"{ptr}/requires/{j}", value=feat,
+                              hint=f"closest: {near} (Linux /proc/cpuinfo spelling)" if near
+                              else "use the Linux /proc/cpuinfo spelling")
+                flag = _FEATURE_FLAG.get(feat)
+                if flag and flag not in v["cflags"]:
+                    self.fail(f"variant requires {feat} but its cflags lack {flag}", ptr + "/cflags",
+                              value=v["cflags"])
+            if v["name"] == "ref" and v["requires"]:
+                self.fail("the ref variant is the scalar oracle and may not require isa features",
+                          ptr + "/requires", value=v["requires"], expected="[]")
+            cons = self.constraints(v.get("constraints", {}), ptr + "/constraints")
+            out.append(Variant(v["name"], v["symbol"], v["source"], frozenset(v["requires"]),
+                               tuple(v["cflags"]), v["priority"], cons))
+        # A candidate may be written before its C exists; a production provider may not.
+        if self.kernel_root is not None and self.doc["selection"]["status"] == "production":
+            for i, src in enumerate(self.doc["sources"]):
+                if not (self.kernel_root / src).is_file():
+                    self.fail("source file of a production map not found under the kernel root",
+                              f"/sources/{i}", value=src, hint=f"kernel root is {self.kernel_root}")
+        return tuple(out)
+
+    def call_abi(self, ports: dict[str, Port], params: set[str], scratch: set[str]) -> tuple[CallParam, ...]:
+        out: list[CallParam] = []
+        names: set[str] = set()
+        bound: dict[str, str] = {}
+        for i, cp in enumerate(self.doc["call_abi"]["params"]):
+            ptr = f"/call_abi/params/{i}"
+            if cp["name"] in names:
+                self.fail(f"duplicate C parameter name \"{cp['name']}\"", ptr + "/name")
+            names.add(cp["name"])
+            kind, _, ref = cp["source"].partition(":")
+            if kind in _PORT_KINDS and kind != "scratch":
+                port = ports.get(ref)
+                if port is None:
+                    near = closest(ref, sorted(ports))
+                    self.fail(f"call_abi source names unknown port \"{ref}\"", ptr + "/source",
+                              value=cp["source"], expected=sorted(ports),
+                              hint=f"closest: {near}" if near else None)
+                want = _port_kind(port)
+                if kind != want:
+                    self.fail(f"port \"{ref}\" must be bound as {want}:{ref}", ptr + "/source",
+                              value=cp["source"], expected=f"{want}:{ref}")
+                if ref in bound:
+                    self.fail(f"port \"{ref}\" is bound twice (also {bound[ref]})", ptr + "/source")
+                bound[ref] = ptr
+            elif kind == "scratch" and ref not in scratch:
+                self.fail(f"call_abi source names undeclared scratch \"{ref}\"", ptr + "/source",
+                          expected=sorted(scratch) or "a name listed in /scratch")
+            elif kind == "dim" and ref not in self.dims:
+                near = closest(ref, sorted(self.dims))
+                self.fail(f"call_abi source names undeclared dim \"{ref}\"", ptr + "/source",
+                          expected=sorted(self.dims), hint=f"closest: {near}" if near else None)
+            elif kind == "param" and ref not in params:
+                near = closest(ref, sorted(params))
+                self.fail(f"call_abi source names undeclared param \"{ref}\"", ptr + "/source",
+                          expected=sorted(params) or "a name listed in /params",
+                          hint=f"closest: {near}" if near else None)
+            out.append(CallParam(cp["name"], cp["source"], cp.get("cast")))
+        unbound = [n for n in ports if n not in bound]
+        if unbound:
+            self.fail(f"call_abi does not bind port \"{unbound[0]}\"", "/call_abi/params",
+                      expected=f"{_port_kind(ports[unbound[0]])}:{unbound[0]}")
+        return tuple(out)
+
+    def build(self, data: bytes) -> Provider:
+        doc = self.doc
+        map_id = doc["id"]
+        if map_id != self.path.stem:
+            self.fail("map id does not equal the file stem", "/id", value=map_id, expected=self.path.stem)
+        sel, num = doc["selection"], doc["numerics"]
+        if num["contract"] != sel["equivalence_group"]:
+            self.fail("numerics.contract must equal selection.equivalence_group", "/numerics/contract",
+                      value=num["contract"], expected=sel["equivalence_group"])
+        ports = self.ports()
+        params: dict[str, Param] = {}
+        for i, p in enumerate(doc.get("params", [])):
+            if p["name"] in params:
+                self.fail(f"duplicate param \"{p['name']}\"", f"/params/{i}/name")
+            params[p["name"]] = Param(p["name"], p["type"], p.get("desc", ""))
+        scratch: dict[str, Scratch] = {}
+        for i, s in enumerate(doc.get("scratch", [])):
+            if s["name"] in scratch:
+                self.fail(f"duplicate scratch \"{s['name']}\"", f"/scratch/{i}/name")
+            scratch[s["name"]] = Scratch(s["name"], self.expr(s["size"], f"/scratch/{i}/size"))
+        constraints = self.constraints(doc.get("constraints", {}), "/constraints")
+        variants = self.variants(map_id)
+        refs = [v for v in variants if v.name == "ref"]
+        if not refs:
+            self.fail("no variant named \"ref\" (the scalar oracle)", "/variants",
+                      expected="a variant with name \"ref\"")
+        if num["reference"] != refs[0].symbol:
+            self.fail("numerics.reference must be the symbol of the ref variant", "/numerics/reference",
+                      value=num["reference"], expected=refs[0].symbol)
+        abi = self.call_abi(ports, set(params), set(scratch))
+
+        def port_tuple(key: str) -> tuple[Port, ...]:
+            return tuple(ports[p["name"]] for p in doc[key])
+
+        return Provider(
+            id=map_id, op=doc["op"], interface=doc["interface"], status=sel["status"],
+            priority=sel["priority"], group=sel["equivalence_group"], phases=frozenset(sel["phases"]),
+            contract=num["contract"], reference=num["reference"], comparison=num["comparison"],
+            quant=dict(doc["quant"]), inputs=port_tuple("inputs"), weights=port_tuple("weights"),
+            outputs=port_tuple("outputs"), dims=tuple(doc["dims"]), params=tuple(params.values()),
+            scratch=tuple(scratch.values()), constraints=constraints, variants=variants,
+            sources=tuple(doc["sources"]), call_abi=abi, tests=tuple(doc.get("tests", ())),
+            notes=doc.get("notes", ""), path=self.path, sha256=hashlib.sha256(data).hexdigest(),
+            raw=doc, ports=ports,
+        )
+
+
+def _port_kind(port: Port) -> str:
+    if port.storage == "state":
+        return "state"
+    if port.role == "input":
+        return "activation"
+    if port.role == "weight":
+        return "weight_opt" if port.optional else "weight"
+    return "output"
+
+
+def load_map(path: Path | str, *, kernel_root: Path | None = None, data: bytes | None = None) -> Provider:
+    """Read, schema-validate and semantically check one map; `kernel_root` None skips source-file checks."""
+    path = Path(path)
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise MapError(f"cannot read map: {exc.strerror}", path=path) from None
+    if len(data) > MAX_MAP_BYTES:
+        raise MapError("map file too large", path=path, value=len(data), expected=f"<= {MAX_MAP_BYTES} bytes")
+    doc = parse_json(data, path)
+    validate_map(doc, path)
+    return _Checker(doc, path, kernel_root).build(data)
