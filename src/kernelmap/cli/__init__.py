@@ -28,6 +28,7 @@ def cli() -> None:
 
 # Each module defines `register(cli)`; the order here is the order of `kernelmap --help`.
 _COMMAND_MODULES: list[str] = [
+    "kernelmap.cli.bench_cmd", "kernelmap.cli.kernels_cmd",
 ]
 
 

@@ -1,0 +1,151 @@
+/* harness.c — timing harness for `kernelmap bench`: a pthread team that runs one kernel call as
+ * nth threads (ith = 0..nth-1, the calling thread is ith 0) and the machine's streaming-read kernel.
+ *
+ * Contract: km_bench_run(fn, slots, nth, reps, out) times `reps` team calls of fn(slots, ith, nth)
+ * after one warm-up call and writes each call's wall time in seconds to out[0..reps-1]. A call is
+ * timed from the release of the team until the last thread finishes. Workers spin (with pause and
+ * sched_yield) between calls, so wake-up cost stays small next to microsecond kernels. Returns 0,
+ * or -1 if a thread could not be created. No kernel math lives here.
+ *
+ * km_bench_stream_call(slots, ith, nth) is a kernel of the same shape that reads bytes
+ * [lo, hi) of slots[0] (slots[1] bytes long, split in 64-byte lines by km_part) with 256-bit loads
+ * when compiled with -mavx2, and stores a checksum in ((uint64_t *)slots[2])[ith * 8].
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "km_common.h"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+typedef void (*km_bench_fn)(const uint64_t *slots, int ith, int nth);
+
+struct km_team {
+    km_bench_fn fn;
+    const uint64_t *slots;
+    int nth;
+    atomic_long generation; /* bumped to release the workers for one call; -1 = exit */
+    atomic_int done;        /* workers finished with the current generation */
+};
+
+struct km_worker {
+    struct km_team *team;
+    int ith;
+};
+
+static void km_relax(long spins) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (spins > 4096) sched_yield();
+}
+
+static void *km_worker_main(void *arg) {
+    struct km_worker *w = (struct km_worker *)arg;
+    struct km_team *team = w->team;
+    long seen = 0;
+    for (;;) {
+        long gen;
+        long spins = 0;
+        while ((gen = atomic_load_explicit(&team->generation, memory_order_acquire)) == seen) {
+            km_relax(++spins);
+        }
+        if (gen < 0) return NULL;
+        seen = gen;
+        team->fn(team->slots, w->ith, team->nth);
+        atomic_fetch_add_explicit(&team->done, 1, memory_order_acq_rel);
+    }
+}
+
+static double km_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void km_team_call(struct km_team *team, long gen) {
+    atomic_store_explicit(&team->done, 0, memory_order_release);
+    atomic_store_explicit(&team->generation, gen, memory_order_release);
+    team->fn(team->slots, 0, team->nth);
+    long spins = 0;
+    while (atomic_load_explicit(&team->done, memory_order_acquire) < team->nth - 1) km_relax(++spins);
+}
+
+int km_bench_run(km_bench_fn fn, const uint64_t *slots, int nth, int reps, double *out) {
+    enum { KM_MAX_THREADS = 256 };
+    if (nth < 1 || nth > KM_MAX_THREADS || reps < 1) return -1;
+    struct km_team team;
+    team.fn = fn;
+    team.slots = slots;
+    team.nth = nth;
+    atomic_init(&team.generation, 0);
+    atomic_init(&team.done, 0);
+    pthread_t threads[KM_MAX_THREADS];
+    struct km_worker workers[KM_MAX_THREADS];
+    int started = 0;
+    int status = 0;
+    for (int i = 1; i < nth; i++) {
+        workers[i].team = &team;
+        workers[i].ith = i;
+        if (pthread_create(&threads[i], NULL, km_worker_main, &workers[i]) != 0) {
+            status = -1;
+            break;
+        }
+        started++;
+    }
+    if (status == 0) {
+        long gen = 0;
+        km_team_call(&team, ++gen); /* warm-up: page faults, caches, thread start */
+        for (int r = 0; r < reps; r++) {
+            double t0 = km_now();
+            km_team_call(&team, ++gen);
+            out[r] = km_now() - t0;
+        }
+    }
+    atomic_store_explicit(&team.generation, -1, memory_order_release);
+    for (int i = 1; i <= started; i++) pthread_join(threads[i], NULL);
+    return status;
+}
+
+void km_bench_stream_call(const uint64_t *slots, int ith, int nth) {
+    const uint8_t *buf = (const uint8_t *)(uintptr_t)slots[0];
+    int64_t lines = (int64_t)slots[1] / 64;
+    uint64_t *sink = (uint64_t *)(uintptr_t)slots[2];
+    int64_t lo, hi;
+    km_part(lines, ith, nth, &lo, &hi);
+    uint64_t sum = 0;
+#if defined(__AVX2__)
+    __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+    __m256i a2 = _mm256_setzero_si256(), a3 = _mm256_setzero_si256();
+    int64_t i = lo;
+    for (; i + 2 <= hi; i += 2) {
+        const uint8_t *p = buf + i * 64;
+        a0 = _mm256_xor_si256(a0, _mm256_loadu_si256((const __m256i *)(const void *)p));
+        a1 = _mm256_xor_si256(a1, _mm256_loadu_si256((const __m256i *)(const void *)(p + 32)));
+        a2 = _mm256_xor_si256(a2, _mm256_loadu_si256((const __m256i *)(const void *)(p + 64)));
+        a3 = _mm256_xor_si256(a3, _mm256_loadu_si256((const __m256i *)(const void *)(p + 96)));
+    }
+    for (; i < hi; i++) {
+        const uint8_t *p = buf + i * 64;
+        a0 = _mm256_xor_si256(a0, _mm256_loadu_si256((const __m256i *)(const void *)p));
+        a1 = _mm256_xor_si256(a1, _mm256_loadu_si256((const __m256i *)(const void *)(p + 32)));
+    }
+    __m256i a = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+    uint64_t lanes[4];
+    _mm256_storeu_si256((__m256i *)(void *)lanes, a);
+    sum = lanes[0] ^ lanes[1] ^ lanes[2] ^ lanes[3];
+#else
+    for (int64_t i = lo * 8; i < hi * 8; i++) {
+        uint64_t v;
+        memcpy(&v, buf + i * 8, 8);
+        sum ^= v;
+    }
+#endif
+    sink[ith * 8] = sum;
+}

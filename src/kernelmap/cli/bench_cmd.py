@@ -1,0 +1,134 @@
+"""CLI: `kernelmap bench` times every provider variant this CPU can run at the default model's shapes.
+
+Input: flags (filters, rows, threads, output file). Output: a table (or `--json`) on stdout, rows
+appended to the measurements TOML file, skips and build errors on stderr. The timing itself lives in
+kernelmap.bench; this module only parses flags and renders.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from kernelmap.errors import BuildError, RequestError, closest
+
+__all__ = ["register"]
+
+
+def _int_list(text: str, flag: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        values = ()
+    if not values or any(v < 1 for v in values):
+        raise RequestError("expected a comma list of positive integers", pointer=flag, value=text,
+                           hint=f"e.g. {flag} 1,16,128")
+    return values
+
+
+def _select(providers, patterns: tuple[str, ...]):
+    if not patterns:
+        return list(providers)
+    wanted = [p.strip() for pat in patterns for p in pat.split(",") if p.strip()]
+    ids = [p.id for p in providers]
+    chosen = [p for p in providers if any(fnmatch.fnmatchcase(p.id, w) for w in wanted)]
+    for w in wanted:
+        if not any(fnmatch.fnmatchcase(i, w) for i in ids):
+            near = closest(w, ids)
+            raise RequestError(f"no provider matches {w!r}" + (f" (closest: {near})" if near else ""),
+                               pointer="--filter", value=w, hint="`kernelmap bench --filter 'linear_*'`")
+    return chosen
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+@click.command("bench")
+@click.option("--filter", "filters", multiple=True, metavar="ID",
+              help="Provider ids or globs (comma list, repeatable), e.g. linear_q8_0_q8_0 or 'rmsnorm*'.")
+@click.option("--variant", "variants", default="", metavar="NAMES", help="Only these variants, e.g. ref,avx2.")
+@click.option("--rows", default="1,16,128", show_default=True, help="Row counts (tokens per call).")
+@click.option("--threads", default="1,2", show_default=True, help="Thread counts.")
+@click.option("--min-time", default=0.1, show_default=True, type=float, help="Seconds of timed calls per point.")
+@click.option("--bandwidth-mib", default=512, show_default=True, type=int,
+              help="Buffer size of the streaming-read bandwidth measurement (0 = skip it).")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Measurements file to append to [default: $KERNELMAP_MEASUREMENTS or ./measurements.toml].")
+@click.option("--no-record", is_flag=True, help="Do not append to the measurements file.")
+@click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
+def bench(filters: tuple[str, ...], variants: str, rows: str, threads: str, min_time: float,
+          bandwidth_mib: int, out: Path | None, no_record: bool, as_json: bool) -> None:
+    """Time kernel variants at real shapes, with GB/s, GOP/s and the share of measured bandwidth.
+
+    Example: kernelmap bench --filter linear_q8_0_q8_0 --rows 1,16 --threads 1,2
+    """
+    from rich.console import Console
+
+    from kernelmap.bench import default_measurements_path, load_providers, measure_bandwidth, run_bench
+    from kernelmap.bench.record import machine_name, write_measurements
+    from kernelmap.bench.runner import BenchReport
+    from kernelmap.target import host_class
+
+    row_list = _int_list(rows, "--rows")
+    thread_list = _int_list(threads, "--threads")
+    if min_time <= 0 or min_time > 60:
+        raise RequestError("--min-time must be in (0, 60] seconds", pointer="--min-time", value=min_time)
+    providers = _select(load_providers(), filters)
+    wanted_variants = {v.strip() for v in variants.split(",") if v.strip()}
+    if wanted_variants:
+        from dataclasses import replace
+
+        providers = [replace(p, variants=tuple(v for v in p.variants if v.name in wanted_variants))
+                     for p in providers]
+    err = Console(stderr=True)
+    with err.status("measuring read bandwidth...") as status:
+        bandwidth = (measure_bandwidth(thread_list, bandwidth_mib << 20) if bandwidth_mib > 0 else {})
+        report: BenchReport = run_bench(providers, rows=row_list, threads=thread_list, min_time=min_time,
+                                        bandwidth=bandwidth, progress=lambda text: status.update(text))
+    cls = host_class()
+    machine = machine_name()
+    written = 0
+    path = out or default_measurements_path()
+    if not no_record:
+        written = write_measurements(report, path, cls=cls, machine=machine)
+    if as_json:
+        doc = {"class": cls, "machine": machine,
+               "bandwidth_gbps": {str(k): v for k, v in sorted(report.bandwidth.items())},
+               "results": [vars(r) for r in report.results], "skipped": report.skipped,
+               "errors": report.errors, "measurements": {"path": str(path), "rows": written}}
+        click.echo(json.dumps(doc, indent=1, sort_keys=True))
+    else:
+        _render(report, cls, machine)
+        if written:
+            err.print(f"appended {written} rows to {path}")
+    if report.skipped:
+        err.print(f"{len(report.skipped)} points skipped (see --json for reasons)")
+    if report.errors:
+        for e in report.errors:
+            print(f"error: {e['provider']}: {e['error']}", file=sys.stderr)
+        raise BuildError(f"{len(report.errors)} provider(s) could not be built for the bench",
+                         value=sorted(e["provider"] for e in report.errors))
+
+
+def _render(report, cls: str, machine: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    bw = ", ".join(f"{k} thread{'s' if k > 1 else ''}: {v:.1f} GB/s" for k, v in sorted(report.bandwidth.items()))
+    table = Table(title=f"kernelmap bench on {machine} ({cls}); read bandwidth {bw or 'not measured'}")
+    for col in ("provider", "variant", "shape", "rows", "threads", "median us", "GB/s", "GOP/s", "% bw"):
+        table.add_column(col, justify="right" if col not in ("provider", "variant", "shape") else "left")
+    for r in report.results:
+        table.add_row(r.provider, r.variant, r.shape, str(r.rows), str(r.threads), _fmt(r.median_s * 1e6, 1),
+                      _fmt(r.gbps), _fmt(r.gops), _fmt(None if r.frac_bw is None else 100 * r.frac_bw, 0))
+    Console(width=max(100, Console().width)).print(table)
+
+
+def register(cli: click.Group) -> None:
+    """Add `bench` to the CLI group."""
+    cli.add_command(bench)
