@@ -1,0 +1,288 @@
+"""Hydration: circuit file + model config + tensor table -> the logical graph of one phase.
+
+Reads the config values the circuit names (GGUF keys, defaults, derived expressions), evaluates
+per-layer attributes, expands the layer block `n_layers` times, binds every op's dims by unifying its
+interface's port shapes with the tensors it reads, and checks every shape. It does not choose kernels,
+insert quantizers or plan memory (those are the scheduler's, resolver's and planner's jobs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from kernelmap.circuits.expr import Expr, evaluate
+from kernelmap.circuits.graph import Graph, OpNode, StateBuf, Tensor, WeightRef
+from kernelmap.circuits.loader import Circuit, Interfaces
+from kernelmap.errors import CircuitError, ModelError
+
+__all__ = ["read_config", "hydrate", "TensorTable", "c_ident", "QUANTIZED", "row_bytes", "weight_layout"]
+
+C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+QUANTIZED = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k", "q8_k"}
+_BLOCK = {"q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24), "q8_0": (32, 34),
+          "q4_k": (256, 144), "q5_k": (256, 176), "q6_k": (256, 210), "q8_k": (256, 292),
+          "f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "i32": (1, 4)}
+
+
+class TensorInfoLike(Protocol):
+    type_name: str
+    shape: tuple[int, ...]
+
+
+TensorTable = Mapping[str, TensorInfoLike]
+
+
+def c_ident(text: str) -> str:
+    """Check that a derived name is a plain C identifier (never a copy of model-file text)."""
+    if not C_IDENT.match(text):
+        raise CircuitError("derived name is not a C identifier", value=text,
+                           expected="[A-Za-z_][A-Za-z0-9_]{0,63}")
+    return text
+
+
+def row_bytes(dtype: str, cols: int) -> int:
+    """Bytes of one row of `cols` values in `dtype` (blocks for quantized types)."""
+    try:
+        block, size = _BLOCK[dtype]
+    except KeyError:
+        raise ModelError("unsupported dtype", value=dtype, expected=sorted(_BLOCK)) from None
+    if cols % block:
+        raise ModelError(f"row of {cols} values is not a whole number of {dtype} blocks", value=cols,
+                         expected=f"a multiple of {block}")
+    return cols // block * size
+
+
+def _cast(value: Any, kind: str, where: str, pointer: str) -> Any:
+    try:
+        if kind == "int":
+            if isinstance(value, bool) or not float(value).is_integer():
+                raise ValueError
+            return int(value)
+        if kind == "float":
+            return float(value)
+        if kind == "bool":
+            if not isinstance(value, bool):
+                raise ValueError
+            return value
+        return str(value)
+    except (TypeError, ValueError):
+        raise ModelError(f"config value has the wrong type (expected {kind})", path=where, pointer=pointer,
+                         value=value) from None
+
+
+def read_config(circuit: Circuit, metadata: Mapping[str, Any], tensors: TensorTable,
+                *, source: str = "<model>") -> dict[str, Any]:
+    """Evaluate the circuit's `config` block against GGUF metadata and the tensor table."""
+    arch = circuit.architecture
+    cfg: dict[str, Any] = {}
+    where = str(circuit.path)
+    for name, spec in circuit.data["config"].items():
+        pointer = f"/config/{name}"
+        kind = spec.get("type", "float")
+        if "key" in spec:
+            key = spec["key"].replace("{arch}", arch)
+            if key in metadata:
+                cfg[name] = _cast(metadata[key], kind, source, key)
+            elif "default" in spec:
+                cfg[name] = _cast(evaluate(spec["default"], cfg, where=where, pointer=pointer), kind, where, pointer)
+            else:
+                raise ModelError("required metadata key is missing", path=source, pointer=key,
+                                 hint=f"the {arch} circuit reads it for '{name}'")
+        elif "value" in spec:
+            cfg[name] = spec["value"]
+        elif "expr" in spec:
+            cfg[name] = evaluate(spec["expr"], cfg, where=where, pointer=pointer)
+        elif "tensor_dim" in spec:
+            tname, axis = spec["tensor_dim"]
+            info = tensors.get(tname)
+            if info is None or axis >= len(info.shape):
+                raise ModelError("tensor needed for a config value is missing", path=source, pointer=tname,
+                                 hint=f"the {arch} circuit reads dim {axis} of it for '{name}'")
+            cfg[name] = int(info.shape[axis])
+        else:
+            raise CircuitError("config entry has no key, value, expr or tensor_dim", path=where, pointer=pointer)
+    for i, check in enumerate(circuit.data.get("checks", [])):
+        if not evaluate(check["expr"], cfg, where=where, pointer=f"/checks/{i}"):
+            raise ModelError(check["message"], path=source, pointer=f"config ({check['expr']})")
+    return cfg
+
+
+def weight_layout(dtype: str, ndim: int) -> str:
+    if dtype in QUANTIZED:
+        return "ggml_blocks"
+    return "row_major" if ndim >= 2 else "contiguous"
+
+
+class _Hydrator:
+    def __init__(self, circuit: Circuit, config: dict[str, Any], tensors: TensorTable, interfaces: Interfaces,
+                 phase: str, max_rows: int, kv_dtype: str, source: str) -> None:
+        self.circuit = circuit
+        self.where = str(circuit.path)
+        self.config = config
+        self.tensors_in = tensors
+        self.interfaces = interfaces
+        self.phase = phase
+        self.max_rows = max_rows
+        self.kv_dtype = kv_dtype
+        self.source = source
+        self.ops: list[OpNode] = []
+        self.tensors: dict[str, Tensor] = {}
+        self.state: dict[str, StateBuf] = {}
+        self.scope: dict[str, str] = {}
+        self.versions: dict[str, int] = {}
+        self.weight_cnames: dict[str, str] = {}
+
+    def _new_tensor(self, local: str, dtype: str, shape: tuple[int, ...], dynamic: bool, producer: str,
+                    kind: str = "activation") -> str:
+        n = self.versions.get(local, 0)
+        self.versions[local] = n + 1
+        name = c_ident(f"t_{local}_{n}")
+        self.tensors[name] = Tensor(name, dtype, shape, dynamic, producer, kind)
+        self.scope[local] = name
+        return name
+
+    def _weight(self, spec: Any, layer: int, pointer: str) -> WeightRef:
+        names = spec["first_of"] if isinstance(spec, dict) else [spec]
+        names = [n.replace("{layer}", str(layer)) for n in names]
+        for tname in names:
+            info = self.tensors_in.get(tname)
+            if info is not None:
+                shape = tuple(int(d) for d in reversed(tuple(info.shape)))
+                if tname not in self.weight_cnames:
+                    base = re.sub(r"[^A-Za-z0-9]+", "_", tname.removesuffix(".weight")).strip("_")
+                    self.weight_cnames[tname] = c_ident("w_" + base)
+                return WeightRef(self.weight_cnames[tname], tname, info.type_name, shape)
+        raise ModelError("required tensor is missing", path=self.source, pointer=names[0],
+                         hint=f"circuit {self.where} {pointer} reads it")
+
+    def build(self) -> Graph:
+        data = self.circuit.data
+        for name, spec in data["inputs"].items():
+            shape = tuple(self.max_rows if d == "T" else int(evaluate(d, self.config)) for d in spec["shape"])
+            self.tensors[c_ident(f"in_{name}")] = Tensor(f"in_{name}", spec["dtype"], shape,
+                                                         self.phase != "decode", None, "input")
+            self.scope[name] = f"in_{name}"
+        for i, op in enumerate(data["header"]):
+            self._op(op, -1, f"/header/{i}", {})
+        attrs_src = data.get("layer_attrs", {})
+        attr_exprs = {k: Expr(v, where=self.where, pointer=f"/layer_attrs/{k}") for k, v in attrs_src.items()}
+        for layer in range(int(self.config["n_layers"])):
+            env = {**self.config, "layer": layer}
+            for k, expr in attr_exprs.items():
+                env[k] = expr(env)
+            for sname, sspec in data.get("state", {}).items():
+                if sspec.get("per_layer"):
+                    self._state(sname, sspec, layer, env)
+            for i, op in enumerate(data["layer"]):
+                self._op(op, layer, f"/layer/{i}", env)
+        for i, op in enumerate(data["footer"]):
+            self._op(op, -1, f"/footer/{i}", {})
+        outputs = {k: self.scope[v] for k, v in data["outputs"].items()}
+        return Graph(self.phase, self.max_rows, self.ops, self.tensors, self.state, outputs, self.config)
+
+    def _state(self, sname: str, spec: dict[str, Any], layer: int, env: dict[str, Any]) -> None:
+        dtype = self.kv_dtype if spec["dtype"] == "policy:kv" else spec["dtype"]
+        shape = tuple("C" if d == "C" else int(evaluate(d, env, where=self.where)) for d in spec["shape"])
+        cname = c_ident(f"s_blk{layer}_{sname}")
+        self.state[cname] = StateBuf(cname, dtype, shape)
+        self.scope[f"state:{sname}"] = cname
+
+    def _op(self, spec: dict[str, Any], layer: int, pointer: str, env: dict[str, Any]) -> None:
+        env = env or dict(self.config)
+        iface_id, iface = self.interfaces.for_op(spec["op"])
+        ports = iface["ports"]
+        label = f"blk.{layer}.{spec['id']}" if layer >= 0 else spec["id"]
+        cname = c_ident(f"blk{layer}_{spec['id']}" if layer >= 0 else f"op_{spec['id']}")
+        rows_last = spec.get("rows") == "last"
+        declared = set(spec.get("in", {})) | set(spec.get("out", {})) | set(spec.get("weights", {})) | set(
+            spec.get("state", {}))
+        if declared != set(ports):
+            raise CircuitError(f"op ports do not match interface {iface_id}", path=self.where, pointer=pointer,
+                               value=sorted(declared), expected=sorted(ports))
+        dims: dict[str, int] = {}
+        dynamic: dict[str, str] = {}
+        for dname, dexpr in spec.get("dims", {}).items():
+            dims[dname] = int(evaluate(dexpr, env, where=self.where, pointer=f"{pointer}/dims/{dname}"))
+        bound: dict[str, tuple[tuple[int, ...], bool]] = {}
+        inputs: dict[str, str] = {}
+        for port, local in spec.get("in", {}).items():
+            tname = self.scope.get(local)
+            if tname is None:
+                raise CircuitError(f"op reads '{local}' before anything writes it", path=self.where,
+                                   pointer=f"{pointer}/in/{port}")
+            t = self.tensors[tname]
+            shape, dyn = t.shape, t.rows_dynamic
+            if rows_last:
+                shape, dyn = (1, *shape[1:]), False
+            bound[port] = (shape, dyn)
+            inputs[port] = tname
+        weights: dict[str, WeightRef] = {}
+        for port, wspec in spec.get("weights", {}).items():
+            ref = self._weight(wspec, layer, f"{pointer}/weights/{port}")
+            weights[port] = ref
+            bound[port] = (ref.shape, False)
+        state: dict[str, str] = {}
+        for port, sname in spec.get("state", {}).items():
+            cname_s = self.scope.get(f"state:{sname}")
+            if cname_s is None:
+                raise CircuitError(f"op uses unknown state '{sname}'", path=self.where, pointer=f"{pointer}/state/{port}")
+            state[port] = cname_s
+        # unify simple dim names first, then check composite shape expressions
+        for port, (shape, dyn) in bound.items():
+            want = ports[port]["shape"]
+            if len(want) != len(shape):
+                raise ModelError(f"{label}: port '{port}' has rank {len(shape)}", path=self.source,
+                                 pointer=inputs.get(port) or weights[port].tensor, value=list(shape),
+                                 expected=f"rank {len(want)} {want} ({iface_id})")
+            for axis, (dname, size) in enumerate(zip(want, shape, strict=False)):
+                if C_IDENT.match(dname) and dname not in dims:
+                    dims[dname] = size
+                    if dyn and axis == 0:
+                        dynamic[dname] = "n_tokens"
+        for sport, sname in state.items():
+            for dname, size in zip(ports[sport]["shape"], self.state[sname].shape, strict=False):
+                if C_IDENT.match(dname) and dname not in dims and isinstance(size, int):
+                    dims[dname] = size
+        if state:  # KV capacity: chosen at run time (--ctx), bounded by the trained context
+            dims["C"] = int(self.config.get("ctx_train", 0)) or self.max_rows
+            dynamic["C"] = "n_ctx"
+        for port, (shape, _dyn) in bound.items():
+            expect = tuple(int(evaluate(d, dims)) for d in ports[port]["shape"])
+            if expect != tuple(shape):
+                raise ModelError(f"{label}: impossible shape for port '{port}'", path=self.source,
+                                 pointer=inputs.get(port) or weights[port].tensor, value=list(shape),
+                                 expected=f"{list(expect)} from {iface_id} with dims {dims}")
+        for sport, sname in state.items():
+            sb = self.state[sname]
+            expect = tuple("C" if d == "C" else int(evaluate(d, dims)) for d in ports[sport]["shape"])
+            if expect != sb.shape:
+                raise ModelError(f"{label}: state '{sport}' shape mismatch", value=list(sb.shape),
+                                 expected=list(expect))
+        params: dict[str, Any] = {}
+        for pname, ptype in iface["params"].items():
+            if pname not in spec.get("params", {}):
+                raise CircuitError(f"op lacks param '{pname}' of {iface_id}", path=self.where, pointer=pointer)
+            value = evaluate(spec["params"][pname], env, where=self.where, pointer=f"{pointer}/params/{pname}")
+            params[pname] = float(value) if ptype == "float" else int(value)
+        extra = set(spec.get("params", {})) - set(iface["params"])
+        if extra:
+            raise CircuitError(f"op has params its interface lacks: {sorted(extra)}", path=self.where, pointer=pointer)
+        node = OpNode(label=label, cname=cname, op=spec["op"], layer=layer, interface=iface_id, inputs=inputs,
+                      outputs={}, weights=weights, state=state, dims=dims, dynamic_dims=dynamic,
+                      params=params, policy_keys=dict(spec.get("policy", {})), rows_last=rows_last)
+        for port, local in spec.get("out", {}).items():
+            shape = tuple(int(evaluate(d, dims)) for d in ports[port]["shape"])
+            dyn = bool(shape) and ports[port]["shape"][0] in dynamic
+            node.outputs[port] = self._new_tensor(local, ports[port].get("dtype", "f32"), shape, dyn, label)
+        self.ops.append(node)
+
+
+def hydrate(circuit: Circuit, config: dict[str, Any], tensors: TensorTable, interfaces: Interfaces, *,
+            phase: str, max_rows: int, kv_dtype: str, source: str = "<model>") -> Graph:
+    """Expand the circuit into the logical graph of `phase` (decode has one row, prefill up to max_rows)."""
+    if phase not in ("prefill", "decode"):
+        raise CircuitError("unknown phase", value=phase, expected=["prefill", "decode"])
+    rows = 1 if phase == "decode" else max_rows
+    return _Hydrator(circuit, config, tensors, interfaces, phase, rows, kv_dtype, source).build()

@@ -1,0 +1,170 @@
+"""Call-ABI binding: turn each selected provider's `call_abi` into a C argument list and a prototype.
+
+Input: a resolved op (provider map, variant symbol), the phase's memory plan, weight offsets and
+state indices. Output: C expressions, one per ABI parameter, built only from derived identifiers,
+integer literals and exact hex-float literals — never from model-file or map text. Binding fails
+closed (PlanError) when a source cannot be resolved.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kernelmap.circuits.graph import Graph, OpNode
+from kernelmap.circuits.hydrate import row_bytes
+from kernelmap.errors import PlanError
+
+__all__ = ["BoundCall", "bind_call", "c_type_of", "c_comment", "check_ident", "float_literal"]
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_LABEL = re.compile(r"^[A-Za-z0-9_.]{1,128}$")
+_CAST = re.compile(r"^(const )?(void|float|int8_t|int16_t|int32_t|int64_t|uint8_t|uint16_t) ?\*$")
+_SCALAR_CAST = {"float": "float", "int64_t": "int64_t", "int32_t": "int32_t", "int": "int", "double": "double"}
+_PARAM_TYPES = {"float": "float", "int64": "int64_t", "int32": "int32_t"}
+_RUNTIME = {"ith": ("ith", "int"), "nth": ("nth", "int"), "n_tokens": ("n_tokens", "int64_t"),
+            "pos": ("pos", "int64_t"), "n_ctx": ("m->n_ctx", "int64_t")}
+
+
+def check_ident(text: str) -> str:
+    """Refuse anything that is not a plain C identifier."""
+    if not _IDENT.match(text):
+        raise PlanError("refusing to emit a non-identifier into C", value=text)
+    return text
+
+
+def check_label(text: str) -> str:
+    """Refuse op labels outside [A-Za-z0-9_.] (labels are emitted as C string literals)."""
+    if not _LABEL.match(text):
+        raise PlanError("refusing to emit a label with unsafe characters into C", value=text)
+    return text
+
+
+def c_comment(text: str) -> str:
+    """Make arbitrary text safe inside a C block comment: ASCII printable only, no */, no backslashes."""
+    clean = "".join(ch for ch in str(text) if 32 <= ord(ch) < 127 and ch != "\\")
+    while "*/" in clean or "/*" in clean:
+        clean = clean.replace("*/", "* /").replace("/*", "/ *")
+    return clean.replace("??", "? ?")
+
+
+def float_literal(value: float) -> str:
+    """An exact C float literal (hex) for the f32 rounding of `value`."""
+    f = float(np.float32(value))
+    if not np.isfinite(f):
+        raise PlanError("parameter is not finite in f32", value=value)
+    return f"{f.hex()}f" if f != 0.0 else "0.0f"
+
+
+def c_type_of(entry: dict[str, Any], spec: dict[str, Any]) -> str:
+    """The C type of one call_abi parameter (from its cast, or from its source kind)."""
+    cast = entry.get("cast")
+    kind, _, name = entry["source"].partition(":")
+    if cast:
+        if _CAST.match(cast):
+            return cast
+        if cast in _SCALAR_CAST:
+            return _SCALAR_CAST[cast]
+        raise PlanError("call_abi cast is not an allowed C type", path=spec.get("id"),
+                        pointer="/call_abi/params", value=cast)
+    if kind in ("output", "state", "scratch"):
+        return "void *"
+    if kind in ("activation", "weight", "weight_opt"):
+        return "const void *"
+    if kind in ("dim", "const"):
+        return "int64_t"
+    if kind == "runtime":
+        if name not in _RUNTIME:
+            raise PlanError("unknown runtime source", path=spec.get("id"), value=entry["source"],
+                            expected=sorted(_RUNTIME))
+        return _RUNTIME[name][1]
+    if kind == "param":
+        types = {p["name"]: p["type"] for p in spec.get("params", [])}
+        if types.get(name) not in _PARAM_TYPES:
+            raise PlanError("param has no known C type", path=spec.get("id"), value=name)
+        return _PARAM_TYPES[types[name]]
+    raise PlanError("unknown call_abi source kind", path=spec.get("id"), value=entry["source"])
+
+
+@dataclass(frozen=True)
+class BoundCall:
+    """One emitted kernel call: the symbol, its argument expressions, and its C prototype."""
+
+    symbol: str
+    args: tuple[str, ...]
+    prototype: str
+
+
+def _row_offset(graph: Graph, tname: str) -> str:
+    t = graph.tensors[tname]
+    return f" + (size_t)(n_tokens - 1) * {row_bytes(t.dtype, t.shape[-1])}u"
+
+
+def bind_call(op: OpNode, spec: dict[str, Any], symbol: str, graph: Graph, offsets: dict[str, int],
+              weight_offsets: dict[str, int], state_index: dict[str, int]) -> BoundCall:
+    """Resolve every call_abi source of `spec` for `op` into a C expression."""
+    check_ident(symbol)
+    args: list[str] = []
+    types: list[str] = []
+    for i, entry in enumerate(spec["call_abi"]["params"]):
+        ctype = c_type_of(entry, spec)
+        kind, _, name = entry["source"].partition(":")
+        where = f"{op.label}: {spec['id']} /call_abi/params/{i}"
+        ptr_cast = f"({ctype})" if "*" in ctype else ""
+        if kind == "output":
+            tname = op.outputs.get(name)
+            if tname is None:
+                raise PlanError(f"{where}: op has no output port '{name}'", value=entry["source"])
+            expr = f"{ptr_cast}(A + {offsets[tname]}u)"
+        elif kind == "activation":
+            tname = op.inputs.get(name)
+            if tname is None:
+                raise PlanError(f"{where}: op has no input port '{name}'", value=entry["source"])
+            extra = _row_offset(graph, tname) if op.rows_last and graph.tensors[tname].rows_dynamic else ""
+            expr = f"{ptr_cast}(A + {offsets[tname]}u{extra})"
+        elif kind in ("weight", "weight_opt"):
+            ref = op.weights.get(name)
+            if ref is None:
+                if kind == "weight_opt":
+                    expr = "NULL"
+                else:
+                    raise PlanError(f"{where}: op has no weight port '{name}'", value=entry["source"])
+            else:
+                expr = f"{ptr_cast}(W + UINT64_C({weight_offsets[ref.cname]}))"
+        elif kind == "state":
+            sname = op.state.get(name)
+            if sname is None:
+                raise PlanError(f"{where}: op has no state port '{name}'", value=entry["source"])
+            expr = f"{ptr_cast}m->state[{state_index[sname]}]"
+        elif kind == "scratch":
+            key = f"{op.cname}__scratch_{name}"
+            if key not in offsets:
+                raise PlanError(f"{where}: scratch '{name}' was not planned", value=entry["source"])
+            expr = f"{ptr_cast}(A + {offsets[key]}u)"
+        elif kind == "dim":
+            if name in op.dynamic_dims:
+                expr = _RUNTIME[op.dynamic_dims[name]][0]
+            elif name in op.dims:
+                expr = f"INT64_C({int(op.dims[name])})"
+            else:
+                raise PlanError(f"{where}: dim '{name}' is not bound for this op", value=sorted(op.dims))
+        elif kind == "param":
+            if name not in op.params:
+                raise PlanError(f"{where}: param '{name}' is not set by the circuit", value=sorted(op.params))
+            value = op.params[name]
+            expr = float_literal(value) if ctype == "float" else f"INT64_C({int(value)})"
+        elif kind == "runtime":
+            expr = _RUNTIME[name][0]
+        elif kind == "const":
+            if not re.fullmatch(r"-?[0-9]{1,18}", name):
+                raise PlanError(f"{where}: const source is not an integer", value=name)
+            expr = f"INT64_C({int(name)})"
+        else:
+            raise PlanError(f"{where}: unknown source kind", value=entry["source"])
+        args.append(expr)
+        types.append(ctype)
+    proto = f"void {symbol}({', '.join(types) if types else 'void'});"
+    return BoundCall(symbol, tuple(args), proto)

@@ -1,0 +1,38 @@
+/* km_model.h — the C API every generated model exports (the Python runtime and the standalone
+ * executable both use it). A model is created from its weights file, then fed with prefill (many
+ * tokens) and decode (one token) calls; logits of the last processed row stay valid until the next call.
+ */
+#ifndef KM_MODEL_H
+#define KM_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KM_ERR_CONTEXT (-1) /* pos + n exceeds the KV capacity chosen at creation */
+#define KM_ERR_TOKEN (-2)   /* a token id outside the vocabulary */
+
+typedef struct km_model km_model;
+
+typedef struct {
+    const char *phase;
+    const char *op;
+    const char *provider;
+    const char *variant;
+} km_selection_row;
+
+extern const km_selection_row km_selection[];
+extern const int km_selection_count;
+
+km_model *km_model_create(const char *weights_path, int64_t n_ctx, int n_threads, char *err, size_t errlen);
+void km_model_free(km_model *m);
+int km_model_prefill(km_model *m, const int32_t *tokens, int64_t n, int64_t pos);
+int km_model_decode(km_model *m, int32_t token, int64_t pos);
+const float *km_model_logits(const km_model *m);
+int64_t km_model_n_vocab(void);
+int64_t km_model_max_rows(void);
+int64_t km_model_n_ctx(const km_model *m);
+int km_model_profile(const km_model *m, int phase, double *out, int n);
+void km_model_profile_reset(km_model *m);
+int km_model_profiling(void);
+
+#endif /* KM_MODEL_H */

@@ -1,0 +1,77 @@
+"""Scheduling: apply the numerics policy to the logical graph and insert the ops it implies.
+
+Input: a hydrated graph and a numerics policy. Output: the same graph with every op's contract set
+and an activation quantizer inserted wherever an op's policy rule asks for a quantized activation its
+producer does not give (one quantizer per (tensor, dtype), shared by all its consumers, placed right
+after the producer). It does not pick kernels (the resolver does) nor allocate memory.
+"""
+
+from __future__ import annotations
+
+from kernelmap.circuits.graph import Graph, OpNode, Tensor
+from kernelmap.circuits.hydrate import c_ident
+from kernelmap.circuits.loader import Interfaces
+from kernelmap.numerics.policy import Policy
+
+__all__ = ["schedule", "policy_keys"]
+
+
+def policy_keys(op: OpNode) -> dict[str, str]:
+    """The keys the policy matches on: the first weight's dtype, plus the circuit's own policy keys."""
+    keys = dict(op.policy_keys)
+    if op.weights:
+        first = sorted(op.weights)[0]
+        keys.setdefault("weight", op.weights[first].dtype)
+    return keys
+
+
+def schedule(graph: Graph, policy: Policy, interfaces: Interfaces) -> dict[str, str]:
+    """Return the contract of every op (by label) and insert the activation quantizers the policy implies."""
+    contracts: dict[str, str] = {}
+    quantized: dict[tuple[str, str], str] = {}
+    new_ops: list[OpNode] = []
+    pending: dict[str, list[OpNode]] = {}  # producer label -> quantizers to place after it
+    for op in graph.ops:
+        rule = policy.rule_for(op.op, **policy_keys(op))
+        contracts[op.label] = rule.contract
+        if rule.activation is None:
+            continue
+        ports = interfaces.by_id[op.interface]["ports"]
+        for port, tname in list(op.inputs.items()):
+            if ports[port]["role"] != "input":
+                continue
+            t = graph.tensors[tname]
+            if t.dtype == rule.activation or t.dtype != "f32":
+                continue
+            key = (tname, rule.activation)
+            if key not in quantized:
+                qop, qt = _quantizer(graph, t, rule.activation, op, interfaces)
+                qrule = policy.rule_for("quantize_act", activation=rule.activation)
+                contracts[qop.label] = qrule.contract
+                quantized[key] = qt.name
+                pending.setdefault(t.producer or "", []).append(qop)
+            op.inputs[port] = quantized[key]
+    # place each quantizer right after its producer (inputs produced by nobody go first)
+    for q in pending.get("", []):
+        new_ops.append(q)
+    for op in graph.ops:
+        new_ops.append(op)
+        new_ops.extend(pending.get(op.label, []))
+    graph.ops[:] = new_ops
+    return contracts
+
+
+def _quantizer(graph: Graph, t: Tensor, dtype: str, consumer: OpNode, interfaces: Interfaces) -> tuple[OpNode, Tensor]:
+    iface_id, _ = interfaces.for_op("quantize_act")
+    base = t.name.removeprefix("t_")
+    qname = c_ident(f"q_{base}_{dtype}")
+    rows, cols = t.shape[0], t.shape[-1]
+    qt = Tensor(qname, dtype, t.shape, t.rows_dynamic, None)
+    label = f"{t.producer}.quantize_{dtype}" if t.producer else f"quantize_{dtype}.{base}"
+    op = OpNode(label=label, cname=c_ident(f"quant_{base}_{dtype}"), op="quantize_act", layer=consumer.layer,
+                interface=iface_id, inputs={"x": t.name}, outputs={"y": qname},
+                dims={"M": rows, "K": cols}, dynamic_dims={"M": "n_tokens"} if t.rows_dynamic else {},
+                inserted_by="activation_quantize", rows_last=False)
+    qt.producer = label
+    graph.tensors[qname] = qt
+    return op, qt
