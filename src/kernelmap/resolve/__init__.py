@@ -39,7 +39,7 @@ def resolve(request: Request, registry: Registry) -> Resolution:
     """Resolve one request; raises ResolutionError (with `.trace_entry`) when nothing or too much survives."""
     survivors, rows = filter_providers(request, registry.by_op(request.op))
     try:
-        provider, variant, rows = rank(request, survivors, rows)
+        provider, variant, rows = rank(request, survivors, rows, registry.providers)
     except ResolutionError as exc:
         exc.trace_entry = {"label": request.label, "request": request.to_dict(), "rows": _sort_rows(rows),
                            "selected": None, "error": exc.line()}

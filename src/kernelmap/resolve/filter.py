@@ -15,7 +15,7 @@ from typing import Any
 from kernelmap.maps.provider import Constraint, Provider, Variant
 from kernelmap.resolve.request import Request
 
-__all__ = ["STAGES", "Survivor", "filter_providers", "row"]
+__all__ = ["STAGES", "Survivor", "failed_checks", "filter_providers", "row"]
 
 # Stage order; the index says how far a rejected candidate got (the "closest" one got furthest).
 STAGES = ("status", "phase", "interface", "contract", "dtype", "layout", "port", "constraint", "isa",
@@ -162,3 +162,35 @@ def filter_providers(req: Request, providers: Sequence[Provider]) -> tuple[list[
             survivors.append(survivor)
         rows.extend(vrows)
     return survivors, rows
+
+
+def failed_checks(req: Request, p: Provider) -> list[str]:
+    """Every reason code `p` fails for `req`, without stopping at the first (used to name the closest)."""
+    out: list[str] = []
+    if p.status not in req.allow_status:
+        out.append(f"status_not_production:{p.status}")
+    if req.phase not in p.phases:
+        out.append("phase_mismatch")
+    if req.interface is not None and req.interface != p.interface:
+        out.append("interface_mismatch")
+    if req.contract is not None and req.contract != p.contract:
+        out.append("contract_mismatch")
+    for name, (dtype, layout) in req.ports.items():
+        port = p.ports.get(name)
+        if port is None:
+            out.append(f"port_missing:{name}")
+            continue
+        if port.dtype != dtype:
+            out.append(f"dtype_mismatch:{name}")
+        if port.layout != layout:
+            out.append(f"layout_mismatch:{name}")
+    failed = _constraints(p.constraints, req.dims, [])
+    if failed is not None:
+        out.append(f"constraint_failed:{failed.dim}:{failed.rule}")
+    if not any(not (v.requires - req.isa) for v in p.variants):
+        out.append("isa_unavailable")
+    for out_port, in_port in sorted(req.aliases):
+        port = p.ports.get(out_port)
+        if port is None or f"input:{in_port}" not in port.may_alias:
+            out.append(f"alias_unsafe:{out_port}")
+    return out

@@ -8,12 +8,12 @@ best eligible variant by variant priority. Any tie is a fault; file order never 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kernelmap.errors import ResolutionError
 from kernelmap.maps.provider import Provider, Variant
-from kernelmap.resolve.filter import STAGE_INDEX, Survivor, row
+from kernelmap.resolve.filter import STAGE_INDEX, Survivor, failed_checks, row
 from kernelmap.resolve.request import Request
 
 __all__ = ["rank"]
@@ -27,11 +27,11 @@ def _hint(req: Request) -> str:
     return f"run `kernelmap explain --op {req.label}` to see every candidate and why it was rejected"
 
 
-def rank(req: Request, survivors: Sequence[Survivor],
-         rows: list[dict[str, Any]]) -> tuple[Provider, Variant, list[dict[str, Any]]]:
+def rank(req: Request, survivors: Sequence[Survivor], rows: list[dict[str, Any]],
+         providers: Mapping[str, Provider]) -> tuple[Provider, Variant, list[dict[str, Any]]]:
     """Choose one survivor and its variant; append ranked rows; raise ResolutionError on any fault."""
     if not survivors:
-        raise ResolutionError(_no_survivor_message(req, rows), path=req.label, hint=_hint(req))
+        raise ResolutionError(_no_survivor_message(req, rows, providers), path=req.label, hint=_hint(req))
     groups = sorted({s.provider.group for s in survivors})
     if len(groups) > 1:
         listing = "; ".join(f"{s.provider.id} ({s.provider.group}, priority {s.provider.priority})"
@@ -73,20 +73,18 @@ def rank(req: Request, survivors: Sequence[Survivor],
     return top, variants[0], rows
 
 
-def _no_survivor_message(req: Request, rows: Sequence[dict[str, Any]]) -> str:
-    n = sum(1 for r in rows if "variant" not in r)
+def _no_survivor_message(req: Request, rows: Sequence[dict[str, Any]],
+                         providers: Mapping[str, Provider]) -> str:
+    prov_rows = [r for r in rows if "variant" not in r]
+    n = len(prov_rows)
     if n == 0:
         return f"no provider implements op {req.op}"
-    # The closest candidate: furthest stage, then production first, then priority, then id.
-    best = None
-    best_key: tuple[Any, ...] | None = None
-    for r in rows:
-        if "variant" in r:
-            continue
-        k = (-STAGE_INDEX.get(r["stage"], 0), r["status"] != "production", -r["priority"], r["provider"])
-        if best_key is None or k < best_key:
-            best, best_key = r, k
-    assert best is not None
+    # The closest candidate fails the fewest checks; then it got furthest; then lifecycle, priority, id.
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+        p = providers[r["provider"]]
+        return (len(failed_checks(req, p)), -STAGE_INDEX.get(r["stage"], 0), p.lifecycle, -p.priority, p.id)
+
+    best = min(prov_rows, key=key)
     return (f"no provider for op {req.op} in phase {req.phase}: {n} candidate"
             f"{'s' if n != 1 else ''} rejected; closest {best['provider']}: {best['reason']}"
-            + (f" ({best['detail']})" if best.get("detail") else ""))
+            + (f" [{best['detail']}]" if best.get("detail") else ""))
