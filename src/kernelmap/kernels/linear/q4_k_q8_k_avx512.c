@@ -1,0 +1,74 @@
+/* linear/q4_k_q8_k_avx512.c — km_linear_q4_k_q8_k__avx512 (AVX-512 F/BW/VL/DQ + F16C): contract
+ * linear.q4_k.q8_k.f32.v1.
+ *
+ * Op, layouts, partition (output columns n) and numerics exactly as linear/q4_k_q8_k_ref.c; must be
+ * byte-identical to km_linear_q4_k_q8_k__ref (and so to the avx2 variant) for every M, N, K
+ * (multiple of 256) and every nth. One 512-bit step covers a 64-value chunk: the chunk's 32 q4
+ * bytes are broadcast to both halves, the upper half shifted by 4, so the vector holds the low-nibble
+ * sub-block then the high-nibble sub-block in value order and the q8 side is a plain 64-byte load.
+ * isum/imin are exact int32; the per-block float step is scalar f32 in the ref's order. No FMA.
+ * Tiling: one weight row against up to 4 activation rows (unpacked block reused 4x).
+ */
+#include <immintrin.h>
+
+#include "km_common.h"
+#include "km_kquant.h"
+
+static inline __attribute__((always_inline)) void row_tile(float *y, int64_t N, const km_block_q4_k *wr,
+                                                           const km_block_q8_k *xr, int64_t nb, const int MT) {
+    float p[4][8];
+    for (int r = 0; r < MT; ++r) {
+        for (int i = 0; i < 8; ++i) p[r][i] = 0.0f;
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+    for (int64_t b = 0; b < nb; ++b) {
+        const km_block_q4_k *wb = &wr[b];
+        uint8_t sc[8], mn[8];
+        km_q4k_scales(wb->scales, sc, mn);
+        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+        __m512i acc[4];
+        for (int r = 0; r < MT; ++r) acc[r] = _mm512_setzero_si512();
+        for (int c = 0; c < 4; ++c) {
+            const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c)));
+            const __m512i wq = _mm512_and_si512(_mm512_srlv_epi16(q4, shift), m4);
+            const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)),
+                                                   _mm256_set1_epi16((short)(2 * c + 1)), 1);
+            const __m512i s = _mm512_permutexvar_epi16(idx, sc16);
+            for (int r = 0; r < MT; ++r) {
+                const __m512i a = _mm512_loadu_si512((const void *)(xr[r * nb + b].qs + 64 * c));
+                acc[r] = _mm512_add_epi32(acc[r], _mm512_madd_epi16(_mm512_maddubs_epi16(wq, a), s));
+            }
+        }
+        const __m128i mn16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
+        const __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16), _mm_unpacklo_epi16(mn16, mn16));
+        const float wd = _cvtsh_ss(wb->d);
+        const float wm = _cvtsh_ss(wb->dmin);
+        for (int r = 0; r < MT; ++r) {
+            const km_block_q8_k *xb = &xr[r * nb + b];
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)xb->bsums);
+            const int32_t imin = _mm512_reduce_add_epi32(_mm512_castsi256_si512(_mm256_madd_epi16(bs, mins)));
+            const int32_t isum = _mm512_reduce_add_epi32(acc[r]);
+            const float fd = wd * xb->d;
+            const float fm = wm * xb->d;
+            const float t1 = fd * (float)isum;
+            const float t2 = fm * (float)imin;
+            p[r][b & 7] += t1 - t2;
+        }
+    }
+    for (int r = 0; r < MT; ++r) y[r * N] = km_kq_reduce8(p[r]);
+}
+
+void km_linear_q4_k_q8_k__avx512(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
+                                 int ith, int nth) {
+    const int64_t nb = K / KM_QK_K;
+    int64_t n0, n1;
+    km_part(N, ith, nth, &n0, &n1);
+    const km_block_q8_k *xq = (const km_block_q8_k *)x;
+    for (int64_t n = n0; n < n1; ++n) {
+        const km_block_q4_k *wr = (const km_block_q4_k *)w + n * nb;
+        int64_t m = 0;
+        for (; m + 4 <= M; m += 4) row_tile(y + m * N + n, N, wr, xq + m * nb, nb, 4);
+        for (; m < M; ++m) row_tile(y + m * N + n, N, wr, xq + m * nb, nb, 1);
+    }
+}
