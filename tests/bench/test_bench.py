@@ -1,0 +1,179 @@
+"""Tests for kernelmap.bench and `kernelmap bench`: trampolines, workloads, a tiny timed run, the TOML file.
+
+Times are never asserted; only that the bench runs, skips what it must and writes a parseable file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernelmap.bench import providers as prov
+from kernelmap.bench.record import measurement_rows, write_measurements
+from kernelmap.bench.runner import BenchReport, BenchResult, measure_bandwidth, run_bench, trampoline_source
+from kernelmap.bench.workload import bench_cases, elsize, evaluate, make_workload
+from kernelmap.cli import main
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+; the format is plain TOML either way
+
+ADD_SRC = """#include <stdint.h>
+#include "km_common.h"
+void km_toy_add__ref(float *y, const float *a, const float *b, int64_t M, int64_t N, int ith, int nth) {
+    int64_t lo, hi;
+    km_part(M, ith, nth, &lo, &hi);
+    for (int64_t i = lo * N; i < hi * N; i++) y[i] = a[i] + b[i];
+}
+void km_toy_add__avx512(float *y, const float *a, const float *b, int64_t M, int64_t N, int ith, int nth) {
+    km_toy_add__ref(y, a, b, M, N, ith, nth);
+}
+"""
+
+
+def _port(name, access, storage="activation"):
+    return {"name": name, "dtype": "f32", "shape": ["M", "N"], "layout": "row_major", "access": access,
+            "storage": storage}
+
+
+def toy_raw(src: Path) -> dict:
+    return {
+        "id": "toy_add", "op": "residual_add", "interface": "residual_add.v1",
+        "quant": {"weight": "none", "activation": "f32", "output": "f32"},
+        "inputs": [_port("a", "read"), _port("b", "read")], "weights": [], "outputs": [_port("y", "write")],
+        "dims": ["M", "N"], "params": [], "scratch": [], "constraints": {"N": {"multiple": 64}},
+        "variants": [
+            {"name": "ref", "symbol": "km_toy_add__ref", "source": str(src), "requires": [], "cflags": [],
+             "priority": 0},
+            {"name": "avx512", "symbol": "km_toy_add__avx512", "source": str(src), "requires": ["avx512_nope"],
+             "cflags": [], "priority": 10}],
+        "call_abi": {"version": 1, "params": [
+            {"name": "y", "source": "output:y", "cast": "float *"},
+            {"name": "a", "source": "activation:a", "cast": "const float *"},
+            {"name": "b", "source": "activation:b", "cast": "const float *"},
+            {"name": "M", "source": "dim:M"}, {"name": "N", "source": "dim:N"},
+            {"name": "ith", "source": "runtime:ith"}, {"name": "nth", "source": "runtime:nth"}]},
+    }
+
+
+@pytest.fixture()
+def toy_provider(tmp_path) -> prov.BenchProvider:
+    src = tmp_path / "toy_add.c"
+    src.write_text(ADD_SRC)
+    raw = toy_raw(src)
+    return prov._record(raw, tmp_path / "toy_add.json")
+
+
+def test_trampoline_source_declares_map_abi_types(toy_provider):
+    text = trampoline_source(toy_provider.raw, toy_provider.variants[:1])
+    assert "void km_toy_add__ref(float *, const float *, const float *, int64_t, int64_t, int, int);" in text
+    assert "km_toy_add__ref((float *)(uintptr_t)s[0]" in text and "ith, nth); }" in text
+
+
+def test_trampoline_source_float_params_decode_bits():
+    raw = {"id": "x", "params": [{"name": "eps", "type": "float"}], "call_abi": {"version": 1, "params": [
+        {"name": "eps", "source": "param:eps"}, {"name": "ith", "source": "runtime:ith"},
+        {"name": "nth", "source": "runtime:nth"}]}}
+    text = trampoline_source(raw, [prov.BenchVariant("ref", "km_x__ref", "x.c", (), (), 0)])
+    assert "void km_x__ref(float, int, int);" in text and "km_bench_f32(s[0])" in text
+
+
+def test_evaluate_exact_fractions_and_ceil():
+    assert evaluate("ceil(K/256)*292", {"K": 640}) == 3 * 292
+    assert evaluate("M*D*e", {"M": 2, "D": 32, "e": elsize("q8_0")}) == 68
+
+
+def test_make_workload_constraint_failure_is_reason(toy_provider):
+    entry, _ = bench_cases("residual_add.v1")
+    reason = make_workload(toy_provider.raw, entry, {"label": "x", "dims": {"N": 100}}, 1)
+    assert reason == "constraint_failed:N:multiple 64"
+
+
+def test_make_workload_block_weights_have_finite_scales():
+    raw = {"quant": {"weight": "q8_0"}, "dims": ["M", "N", "K"], "constraints": {},
+           "inputs": [{"name": "x", "dtype": "f32", "shape": ["M", "K"], "access": "read"}],
+           "weights": [{"name": "w", "dtype": "q8_0", "shape": ["N", "K"], "access": "read"}],
+           "outputs": [{"name": "y", "dtype": "f32", "shape": ["M", "N"], "access": "write"}]}
+    entry, cases = bench_cases("linear.token_major.v1")
+    work = make_workload(raw, entry, {"label": "t", "dims": {"N": 8, "K": 64}}, 2)
+    w = work.buffers["w"]
+    assert w.size == 8 * 2 * 34 and w.ctypes.data % 64 == 0
+    scales = w.reshape(-1, 34)[:, :2].copy().view(np.float16).astype(np.float32)
+    assert np.all(np.isfinite(scales)) and np.all(scales > 0)
+    assert work.flops == 2 * 2 * 8 * 64
+    assert work.bytes_moved == 2 * 64 * 4 + 8 * 2 * 34 + 2 * 8 * 4
+
+
+def test_run_bench_tiny_provider_times_runnable_variant_and_skips_other(toy_provider):
+    report = run_bench([toy_provider], rows=(1, 4), threads=(1, 2), min_time=0.002, bandwidth={1: 10.0})
+    assert {(r.variant, r.rows, r.threads) for r in report.results} == {
+        ("ref", 1, 1), ("ref", 1, 2), ("ref", 4, 1), ("ref", 4, 2)}
+    assert all(r.median_s > 0 and r.gbps > 0 and r.reps >= 3 for r in report.results)
+    assert all((r.frac_bw is not None) == (r.threads == 1) for r in report.results)
+    assert report.skipped == [{"provider": "toy_add", "variant": "avx512", "reason": "isa_unavailable:avx512_nope"}]
+    assert report.errors == []
+
+
+def test_run_bench_build_failure_is_recorded_not_raised(toy_provider, tmp_path):
+    (tmp_path / "toy_add.c").write_text("this is not C\n")
+    report = run_bench([toy_provider], rows=(1,), threads=(1,), min_time=0.001)
+    assert report.results == [] and report.errors and "compile failed" in report.errors[0]["error"]
+
+
+def test_measure_bandwidth_small_buffer_returns_positive_gbps():
+    bw = measure_bandwidth(threads=(1, 2), size_bytes=4 << 20, min_time=0.005)
+    assert set(bw) == {1, 2} and all(v > 0 for v in bw.values())
+
+
+def _report() -> BenchReport:
+    r = BenchResult(provider="linear_q8_0_q8_0", variant="avx512", interface="linear.token_major.v1",
+                    shape="262144x640", rows=1, threads=2, median_s=0.01, reps=5, bytes_moved=1.2e8,
+                    flops=3.3e8, gbps=12.3, gops=33.0, frac_bw=0.5)
+    return BenchReport(bandwidth={1: 20.0}, results=[r])
+
+
+def test_write_measurements_appends_parseable_toml(tmp_path):
+    path = tmp_path / "m.toml"
+    n1 = write_measurements(_report(), path, cls="x86_64_v4_vnni", machine='AMD "EPYC" \\ 1', date="2026-11-29")
+    n2 = write_measurements(_report(), path, cls="x86_64_v4_vnni", machine="m", date="2026-11-29")
+    doc = tomllib.loads(path.read_text())
+    rows = doc["measurement"]
+    assert len(rows) == n1 + n2 == 8
+    first = rows[0]
+    assert first == {"class": "x86_64_v4_vnni", "provider": "linear_q8_0_q8_0", "variant": "avx512", "rows": 1,
+                     "threads": 2, "shape": "262144x640", "metric": "gbps", "value": 12.3,
+                     "machine": 'AMD "EPYC" \\ 1', "date": "2026-11-29"}
+    assert {r["metric"] for r in rows} == {"gbps", "gops", "median_us"}
+    assert not list(tmp_path.glob(".m.toml.*"))
+
+
+def test_measurement_rows_include_bandwidth_rows():
+    rows = measurement_rows(_report(), "c", "m", "d")
+    assert {"provider": "stream_read", "threads": 1, "metric": "gbps", "value": 20.0}.items() <= rows[-1].items()
+
+
+def test_bench_cli_tiny_filter_writes_file_and_json(toy_provider, monkeypatch, tmp_path, capsys):
+    other = prov._record({**toy_provider.raw, "id": "toy_other"}, tmp_path / "toy_other.json")
+    monkeypatch.setattr(prov, "load_providers", lambda *a, **k: [other, toy_provider])
+    monkeypatch.setattr("kernelmap.bench.load_providers", lambda *a, **k: [other, toy_provider])
+    out = tmp_path / "meas.toml"
+    rc = main(["bench", "--filter", "toy_add", "--rows", "1,2", "--threads", "1", "--min-time", "0.002",
+               "--bandwidth-mib", "4", "--out", str(out), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    doc = json.loads(captured.out)
+    assert {r["provider"] for r in doc["results"]} == {"toy_add"}
+    assert doc["measurements"]["rows"] == len(tomllib.loads(out.read_text())["measurement"])
+    assert "1" in doc["bandwidth_gbps"]
+
+
+def test_bench_cli_unknown_filter_exits_1_with_closest(monkeypatch, toy_provider, capsys):
+    monkeypatch.setattr("kernelmap.bench.load_providers", lambda *a, **k: [toy_provider])
+    assert main(["bench", "--filter", "toy_ad", "--no-record"]) == 1
+    assert "closest: toy_add" in capsys.readouterr().err
+
+
+def test_bench_cli_bad_rows_exits_1(capsys):
+    assert main(["bench", "--rows", "1,x", "--no-record"]) == 1
+    assert "--rows" in capsys.readouterr().err
