@@ -1,0 +1,17 @@
+"""Suite-wide test setup: make tests/support importable and give builds an isolated cache.
+
+The kernel and model build caches go to a per-session temporary directory unless KERNELMAP_CACHE
+is already set, so the suite never depends on (or pollutes) the user's cache.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
+
+if "KERNELMAP_CACHE" not in os.environ:
+    os.environ["KERNELMAP_CACHE"] = tempfile.mkdtemp(prefix="km-test-cache-")
