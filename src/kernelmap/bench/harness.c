@@ -1,8 +1,10 @@
 /* harness.c — timing harness for `kernelmap bench`: a pthread team that runs one kernel call as
  * nth threads (ith = 0..nth-1, the calling thread is ith 0) and the machine's streaming-read kernel.
  *
- * Contract: km_bench_run(fn, slots, nth, reps, out) times `reps` team calls of fn(slots, ith, nth)
- * after one warm-up call and writes each call's wall time in seconds to out[0..reps-1]. A call is
+ * Contract: km_bench_run(fn, slots, nslots, nsets, nth, reps, out) times `reps` team calls of
+ * fn(set, ith, nth) after one warm-up call and writes each call's wall time in seconds to
+ * out[0..reps-1]; call r uses argument set r % nsets (set k = slots + k * nslots), so rotating over
+ * copies of the weights keeps them out of the caches as in a real decode step. A call is
  * timed from the release of the team until the last thread finishes. Workers spin (with pause and
  * sched_yield) between calls, so wake-up cost stays small next to microsecond kernels. Returns 0,
  * or -1 if a thread could not be created. No kernel math lives here.
@@ -77,9 +79,10 @@ static void km_team_call(struct km_team *team, long gen) {
     while (atomic_load_explicit(&team->done, memory_order_acquire) < team->nth - 1) km_relax(++spins);
 }
 
-int km_bench_run(km_bench_fn fn, const uint64_t *slots, int nth, int reps, double *out) {
+int km_bench_run(km_bench_fn fn, const uint64_t *slots, int nslots, int nsets, int nth, int reps,
+                 double *out) {
     enum { KM_MAX_THREADS = 256 };
-    if (nth < 1 || nth > KM_MAX_THREADS || reps < 1) return -1;
+    if (nth < 1 || nth > KM_MAX_THREADS || reps < 1 || nslots < 1 || nsets < 1) return -1;
     struct km_team team;
     team.fn = fn;
     team.slots = slots;
@@ -103,6 +106,7 @@ int km_bench_run(km_bench_fn fn, const uint64_t *slots, int nth, int reps, doubl
         long gen = 0;
         km_team_call(&team, ++gen); /* warm-up: page faults, caches, thread start */
         for (int r = 0; r < reps; r++) {
+            team.slots = slots + (size_t)(r % nsets) * (size_t)nslots;
             double t0 = km_now();
             km_team_call(&team, ++gen);
             out[r] = km_now() - t0;

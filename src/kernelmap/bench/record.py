@@ -60,8 +60,12 @@ def _toml_float(value: float) -> str:
     return text if ("." in text or "e" in text) else text + ".0"
 
 
-def measurement_rows(report: BenchReport, cls: str, machine: str, date: str) -> list[dict[str, object]]:
-    """One row per (result, metric): gbps always, gops when the shape declares operations, median_us."""
+def measurement_rows(report: BenchReport, cls: str, machine: str, date: str,
+                     suffix: str = "") -> list[dict[str, object]]:
+    """One row per (result, metric): gbps always, gops when the shape declares operations, median_us.
+
+    `suffix` marks non-default conditions in the metric name (e.g. "_hot" for cache-resident weights).
+    """
     rows: list[dict[str, object]] = []
     for r in report.results:
         metrics = [("gbps", r.gbps)]
@@ -70,7 +74,7 @@ def measurement_rows(report: BenchReport, cls: str, machine: str, date: str) -> 
         metrics.append(("median_us", r.median_s * 1e6))
         for metric, value in metrics:
             rows.append({"class": cls, "provider": r.provider, "variant": r.variant, "rows": r.rows,
-                         "threads": r.threads, "shape": r.shape, "metric": metric, "value": float(value),
+                         "threads": r.threads, "shape": r.shape, "metric": metric + suffix, "value": float(value),
                          "machine": machine, "date": date})
     for nth, gbps in sorted(report.bandwidth.items()):
         rows.append({"class": cls, "provider": "stream_read", "variant": "bench", "rows": 0, "threads": nth,
@@ -98,10 +102,10 @@ def _render(rows: list[dict[str, object]]) -> str:
 
 
 def write_measurements(report: BenchReport, path: Path, *, cls: str, machine: str | None = None,
-                       date: str | None = None) -> int:
+                       date: str | None = None, suffix: str = "") -> int:
     """Append the report's rows to `path` atomically; return the number of rows written."""
     rows = measurement_rows(report, cls, machine or machine_name(),
-                            date or _dt.datetime.now(_dt.timezone.utc).date().isoformat())
+                            date or _dt.datetime.now(_dt.timezone.utc).date().isoformat(), suffix)
     if not rows:
         return 0
     path = Path(path)

@@ -27,7 +27,7 @@ from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, build_shared
 from kernelmap.errors import BuildError, KernelmapError, RequestError
 from kernelmap.target import missing, target_features
 
-__all__ = ["BenchResult", "BenchReport", "measure_bandwidth", "run_bench", "time_call"]
+__all__ = ["BenchResult", "BenchReport", "llc_bytes", "measure_bandwidth", "run_bench", "time_call"]
 
 HARNESS = Path(__file__).resolve().parent / "harness.c"
 _SYMBOL = re.compile(r"^km_[a-z0-9_]+__[a-z0-9_]+$")
@@ -134,15 +134,16 @@ def trampoline_source(raw: dict[str, Any], variants: Sequence[BenchVariant]) -> 
     return "\n".join(lines) + "\n"
 
 
-def _slots(raw: dict[str, Any], work: Workload) -> np.ndarray:
+def _slots(raw: dict[str, Any], work: Workload, override: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """The uint64 argument slots of one call (pointers, dims, params as bits, runtime values)."""
+    buffers = {**work.buffers, **(override or {})}
     params = raw["call_abi"]["params"]
     out = np.zeros(max(len(params), 1), dtype=np.uint64)
     for j, p in enumerate(params):
         kind, _, name = p["source"].partition(":")
         ctype = _c_type(p, raw)
         if kind in _POINTER_KINDS:
-            buf = work.buffers.get(name)
+            buf = buffers.get(name)
             value = 0 if buf is None else buf.ctypes.data
         elif kind == "dim":
             value = work.dims[name]
@@ -169,7 +170,7 @@ class _Library:
     def __init__(self, path: Path) -> None:
         self.lib = ctypes.CDLL(str(path))
         self.lib.km_bench_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
-                                          ctypes.POINTER(ctypes.c_double)]
+                                          ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_double)]
         self.lib.km_bench_run.restype = ctypes.c_int
 
     def fn(self, name: str) -> int:
@@ -178,14 +179,19 @@ class _Library:
 
 def time_call(lib: _Library, fn_addr: int, slots: np.ndarray, nth: int, min_time: float,
               max_reps: int = 200) -> tuple[float, int]:
-    """Median seconds of one team call and the number of timed repetitions (at least 3)."""
+    """Median seconds of one team call and the number of timed repetitions (at least 3).
+
+    `slots` is one argument set (1-D) or several (2-D, one row each) that successive calls rotate over.
+    """
+    sets = np.ascontiguousarray(slots.reshape(-1, slots.shape[-1]), dtype=np.uint64)
+    nsets, nslots = sets.shape
     probe = np.zeros(1, dtype=np.float64)
-    if lib.lib.km_bench_run(fn_addr, slots.ctypes.data, nth, 1,
+    if lib.lib.km_bench_run(fn_addr, sets.ctypes.data, nslots, nsets, nth, 1,
                             probe.ctypes.data_as(ctypes.POINTER(ctypes.c_double))) != 0:
         raise BuildError("the bench harness could not start its threads", value=nth)
     reps = int(min(max_reps, max(3, math.ceil(min_time / max(float(probe[0]), 1e-7)))))
     times = np.zeros(reps, dtype=np.float64)
-    lib.lib.km_bench_run(fn_addr, slots.ctypes.data, nth, reps,
+    lib.lib.km_bench_run(fn_addr, sets.ctypes.data, nslots, nsets, nth, reps,
                          times.ctypes.data_as(ctypes.POINTER(ctypes.c_double)))
     return float(statistics.median(times.tolist())), reps
 
@@ -223,10 +229,37 @@ def _build_provider(provider: BenchProvider, variants: Sequence[BenchVariant],
     return _Library(path)
 
 
+def llc_bytes() -> int:
+    """Size of the largest CPU cache (sysfs), or 32 MiB when it cannot be read."""
+    best = 0
+    for path in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        try:
+            text = path.read_text().strip().upper()
+            mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+            best = max(best, int(text.rstrip("KMG")) * mult)
+        except (OSError, ValueError):
+            continue
+    return best or (32 << 20)
+
+
+def _weight_sets(weights: dict[str, np.ndarray], cold_bytes: int) -> list[dict[str, np.ndarray]]:
+    """The weights plus enough copies that rotating over them streams `cold_bytes` (max 4096 sets)."""
+    total = sum(a.nbytes for a in weights.values())
+    if not weights or total == 0 or cold_bytes <= total:
+        return [weights]
+    count = min(4096, math.ceil(cold_bytes / total))
+    return [weights] + [{k: v.copy() for k, v in weights.items()} for _ in range(count - 1)]
+
+
 def run_bench(providers: Sequence[BenchProvider], *, rows: Sequence[int] = (1, 16, 128),
               threads: Sequence[int] = (1, 2), min_time: float = 0.1, bandwidth: dict[int, float] | None = None,
-              progress: Callable[[str], None] | None = None) -> BenchReport:
-    """Time each runnable variant of each provider at its interface's shapes for every rows x threads."""
+              cold: bool = True, progress: Callable[[str], None] | None = None) -> BenchReport:
+    """Time each runnable variant of each provider at its interface's shapes for every rows x threads.
+
+    With `cold` (the default), successive calls rotate over copies of the weights that together
+    exceed three times the last-level cache, so weights come from memory as in a decode step.
+    """
+    cold_bytes = 3 * llc_bytes() if cold else 0
     features = target_features()
     report = BenchReport(bandwidth=dict(bandwidth or {}))
     for provider in providers:
@@ -257,6 +290,7 @@ def run_bench(providers: Sequence[BenchProvider], *, rows: Sequence[int] = (1, 1
                 report.skipped.append({"provider": provider.id, "variant": "*", "shape": case["label"],
                                        "reason": f"no_bench_value_for_dim:{exc}"})
                 continue
+            weight_sets = _weight_sets(weights, cold_bytes)
             for m in rows:
                 try:
                     work = make_workload(provider.raw, entry, case, int(m), weights=weights)
@@ -266,7 +300,7 @@ def run_bench(providers: Sequence[BenchProvider], *, rows: Sequence[int] = (1, 1
                     report.skipped.append({"provider": provider.id, "variant": "*", "shape": case["label"],
                                            "rows": int(m), "reason": work})
                     continue
-                slots = _slots(provider.raw, work)
+                slots = np.stack([_slots(provider.raw, work, ws) for ws in weight_sets])
                 for i, var in enumerate(runnable):
                     rule = var_constraint_failure(provider.raw, var.name, work.dims)
                     if rule:

@@ -60,9 +60,11 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Measurements file to append to [default: $KERNELMAP_MEASUREMENTS or ./measurements.toml].")
 @click.option("--no-record", is_flag=True, help="Do not append to the measurements file.")
+@click.option("--hot", is_flag=True,
+              help="Reuse one weight copy (cache-resident); recorded metrics get a _hot suffix.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
 def bench(filters: tuple[str, ...], variants: str, rows: str, threads: str, min_time: float,
-          bandwidth_mib: int, out: Path | None, no_record: bool, as_json: bool) -> None:
+          bandwidth_mib: int, out: Path | None, no_record: bool, hot: bool, as_json: bool) -> None:
     """Time kernel variants at real shapes, with GB/s, GOP/s and the share of measured bandwidth.
 
     Example: kernelmap bench --filter linear_q8_0_q8_0 --rows 1,16 --threads 1,2
@@ -89,13 +91,14 @@ def bench(filters: tuple[str, ...], variants: str, rows: str, threads: str, min_
     with err.status("measuring read bandwidth...") as status:
         bandwidth = (measure_bandwidth(thread_list, bandwidth_mib << 20) if bandwidth_mib > 0 else {})
         report: BenchReport = run_bench(providers, rows=row_list, threads=thread_list, min_time=min_time,
-                                        bandwidth=bandwidth, progress=lambda text: status.update(text))
+                                        bandwidth=bandwidth, cold=not hot,
+                                        progress=lambda text: status.update(text))
     cls = host_class()
     machine = machine_name()
     written = 0
     path = out or default_measurements_path()
     if not no_record:
-        written = write_measurements(report, path, cls=cls, machine=machine)
+        written = write_measurements(report, path, cls=cls, machine=machine, suffix="_hot" if hot else "")
     if as_json:
         doc = {"class": cls, "machine": machine,
                "bandwidth_gbps": {str(k): v for k, v in sorted(report.bandwidth.items())},
