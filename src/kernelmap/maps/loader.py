@@ -112,8 +112,9 @@ def schema_error(err: ValidationError, path: Path | str, error: type = MapError)
     if v == "pattern":
         return error(f"malformed {title or 'string'}", path=path, pointer=ptr, value=err.instance,
                      expected=f"a string matching {err.validator_value}")
-    if v in ("minItems", "maxItems", "minLength", "maxLength", "minProperties"):
-        return error(f"{title or 'field'} violates {v} {err.validator_value}", path=path, pointer=ptr,
+    if v in _SIZE_WORDS:
+        noun = title or (str(err.absolute_path[-1]) if err.absolute_path else "document")
+        return error(f"{noun} {_SIZE_WORDS[v].format(n=err.validator_value)}", path=path, pointer=ptr,
                      value=err.instance)
     if v == "uniqueItems":
         return error(f"{title or 'list'} has duplicate items", path=path, pointer=ptr, value=err.instance)
@@ -124,6 +125,13 @@ def schema_error(err: ValidationError, path: Path | str, error: type = MapError)
         return error(f"invalid {title or 'value'}", path=path, pointer=ptr, value=err.instance,
                      hint="see the schema for the allowed forms")
     return error(f"invalid value ({v})", path=path, pointer=ptr, value=err.instance)
+
+
+_SIZE_WORDS = {
+    "minItems": "has fewer than {n} items", "maxItems": "has more than {n} items",
+    "minLength": "is shorter than {n} characters", "maxLength": "is longer than {n} characters",
+    "minProperties": "has fewer than {n} fields",
+}
 
 
 def _relevance(err: ValidationError) -> tuple[Any, ...]:

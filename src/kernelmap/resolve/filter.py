@@ -133,11 +133,12 @@ def _check_variants(req: Request, p: Provider,
         unchecked.extend(f"variant {v.name} {u}" for u in vun)
         eligible.append(v)
     if not eligible:
-        if cons_fail is not None:
-            return ("constraint", cons_fail[0], cons_fail[1] + "; no other variant is eligible"), None, vrows
-        assert best_missing is not None
-        return (("isa", f"isa_unavailable:{best_missing[2]}",
-                 f"no variant runs on isa [{', '.join(sorted(isa))}]"), None, vrows)
+        # A missing ISA feature is the actionable reason (another machine could run it), so it wins.
+        if best_missing is not None:
+            return (("isa", f"isa_unavailable:{best_missing[2]}",
+                     f"no variant runs on isa [{', '.join(sorted(isa))}]"), None, vrows)
+        assert cons_fail is not None
+        return ("constraint", cons_fail[0], cons_fail[1] + "; no other variant is eligible"), None, vrows
     for out_port, in_port in sorted(req.aliases):
         port = ports.get(out_port)
         if port is None or port.role != "output" or f"input:{in_port}" not in port.may_alias:

@@ -1,0 +1,136 @@
+"""Tests for numerics policies: the shipped pairings, fail-closed lookups and malformed policy files."""
+
+import json
+
+import pytest
+
+from kernelmap.cli import main
+from kernelmap.errors import PolicyError
+from kernelmap.numerics import load_policy, policy_names
+
+
+@pytest.mark.parametrize(("weight", "contract", "act"), [
+    ("q4_k", "linear.q4_k.q8_k.f32.v1", "q8_k"),
+    ("q6_k", "linear.q6_k.q8_k.f32.v1", "q8_k"),
+    ("q5_0", "linear.q5_0.q8_0.f32.v1", "q8_0"),
+    ("q8_0", "linear.q8_0.q8_0.f32.v1", "q8_0"),
+    ("q4_0", "linear.q4_0.q8_0.f32.v1", "q8_0"),
+    ("f32", "linear.f32.f32.f32.v1", "f32"),
+])
+def test_llama_cpu_linear_pairs_weight_with_activation(weight, contract, act):
+    rule = load_policy("llama-cpu").rule_for("linear", weight=weight)
+    assert (rule.contract, rule.activation) == (contract, act)
+
+
+def test_llama_cpu_attention_and_kv_use_f16_cache():
+    pol = load_policy()
+    assert pol.name == "llama-cpu"
+    assert (pol.rule_for("attention").contract, pol.rule_for("attention").kv) == ("attention.f16kv.f32.v1", "f16")
+    assert pol.rule_for("kv_append").contract == "kv_append.f16.v1"
+
+
+@pytest.mark.parametrize("dtype", ["q8_0", "q4_k", "q6_k", "q5_0", "f16", "f32"])
+def test_policies_embedding_contract_follows_table_dtype(dtype):
+    for name in ("llama-cpu", "f32-reference"):
+        assert load_policy(name).rule_for("embedding", weight=dtype).contract == f"embedding.{dtype}.f32.v1"
+
+
+@pytest.mark.parametrize(("op", "keys", "contract"), [
+    ("rmsnorm", {}, "rmsnorm.f32.v1"), ("qk_norm", {}, "qk_norm.f32.v1"),
+    ("rope", {"style": "neox"}, "rope.neox.f32.v1"), ("rope", {"style": "normal"}, "rope.normal.f32.v1"),
+    ("geglu", {}, "geglu.tanh.f32.v1"), ("swiglu", {}, "swiglu.f32.v1"),
+    ("residual_add", {}, "residual_add.f32.v1"), ("residual_save", {}, "residual_save.copy.v1"),
+    ("argmax", {}, "argmax.f32.v1"), ("quantize_act", {"activation": "q8_k"}, "quantize_act.q8_k.v1"),
+    ("quantize_act", {"activation": "q8_0"}, "quantize_act.q8_0.v1"),
+])
+def test_llama_cpu_single_contract_ops(op, keys, contract):
+    assert load_policy().rule_for(op, **keys).contract == contract
+
+
+def test_rule_extra_keys_do_not_prevent_a_match():
+    assert load_policy().rule_for("rmsnorm", weight="f32").contract == "rmsnorm.f32.v1"
+
+
+def test_f32_reference_pairs_and_f32_cache():
+    pol = load_policy("f32-reference")
+    assert pol.rule_for("linear", weight="q8_0").contract == "linear.q8_0.f32.f32.v1"
+    assert pol.rule_for("linear", weight="q8_0").activation == "f32"
+    assert pol.rule_for("linear", weight="f32").contract == "linear.f32.f32.f32.v1"
+    assert pol.rule_for("attention").kv == "f32"
+    assert pol.rule_for("kv_append").contract == "kv_append.f32.v1"
+
+
+def test_f32_reference_refuses_q4_k_weights_without_fallback():
+    pol = load_policy("f32-reference")
+    with pytest.raises(PolicyError) as exc:
+        pol.rule_for("linear", weight="q4_k")
+    text = str(exc.value)
+    assert "f32-reference.json" in text and "linear" in text and "weight=q4_k" in text
+    assert "no fallback" in text and "weight=q8_0" in text
+
+
+def test_policy_unknown_op_names_op_and_closest():
+    with pytest.raises(PolicyError) as exc:
+        load_policy().rule_for("rmsnrom")
+    assert "rmsnrom" in str(exc.value) and exc.value.hint == "closest: rmsnorm"
+
+
+def test_policy_missing_key_is_refused():
+    with pytest.raises(PolicyError, match="no rule for op \"rope\" with no keys"):
+        load_policy().rule_for("rope")
+
+
+def test_policy_unknown_name_lists_shipped_policies():
+    assert policy_names() == ["f32-reference", "llama-cpu"]
+    with pytest.raises(PolicyError) as exc:
+        load_policy("llama-cpuu")
+    assert exc.value.hint == "closest: llama-cpu"
+
+
+def test_policy_hash_is_sha256_of_bytes():
+    import hashlib
+
+    pol = load_policy()
+    assert pol.hash == hashlib.sha256(pol.path.read_bytes()).hexdigest()
+
+
+def _write(tmp_path, rules, **extra):
+    doc = {"schema": "kernelmap.numerics_policy/1", "name": "t", "rules": rules, **extra}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize(("rules", "extra", "fragment", "pointer"), [
+    ([{"op": "linear", "match": {}, "contract": "a.v1"}, {"op": "linear", "match": {"weight": "q8_0"},
+                                                          "contract": "b.v1"}], {}, "rule overlaps /rules/0",
+     "/rules/1"),
+    ([{"op": "linear", "match": {"weight": "q8_0"}, "contract": "a.v1"},
+      {"op": "linear", "match": {"weight": "q8_0"}, "contract": "b.v1"}], {}, "rule overlaps", "/rules/1"),
+    ([{"op": "linear", "match": {}, "contract": "not a contract"}], {}, "malformed contract", "/rules/0/contract"),
+    ([{"op": "linear", "match": {}, "contract": "a.v1", "activation": "q8"}], {}, "unknown dtype",
+     "/rules/0/activation"),
+    ([{"op": "linear", "contract": "a.v1"}], {}, 'missing field "match"', "/rules/0/match"),
+    ([], {}, "rules has fewer than 1 items", "/rules"),
+    ([{"op": "linear", "match": {}, "contract": "a.v1"}], {"extra": 1}, 'unknown field "extra"', "/extra"),
+])
+def test_policy_malformed_file_names_pointer(tmp_path, rules, extra, fragment, pointer):
+    path = _write(tmp_path, rules, **extra)
+    with pytest.raises(PolicyError) as exc:
+        load_policy(path)
+    assert fragment in exc.value.line() and exc.value.pointer == pointer and exc.value.path == str(path)
+
+
+def test_policy_ambiguous_match_at_lookup_names_both_rules(tmp_path):
+    path = _write(tmp_path, [{"op": "linear", "match": {"weight": "q8_0"}, "contract": "a.v1"},
+                             {"op": "linear", "match": {"activation": "f32"}, "contract": "b.v1"}])
+    with pytest.raises(PolicyError, match="2 rules match op \"linear\""):
+        load_policy(path).rule_for("linear", weight="q8_0", activation="f32")
+
+
+def test_cli_resolve_bad_policy_file_exits_1_one_line(tmp_path, capsys):
+    path = tmp_path / "bad.json"
+    path.write_text("{\"schema\": \"kernelmap.numerics_policy/1\", \"name\": \"x\", \"rules\": [")
+    rc = main(["resolve", "--op", "linear", "--phase", "decode", "--dtype", "weight=q8_0", "--policy", str(path)])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.startswith(f"error: {path}: /: not valid JSON") and "Traceback" not in err
