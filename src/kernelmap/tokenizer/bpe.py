@@ -120,6 +120,8 @@ class BpeEncoder:
                 return [tid]
         ranks = self._rank_table()
         n = len(word)
+        if n == 0:
+            return []
         size = [1] * n
         nxt = list(range(1, n + 1))
         nxt[-1] = -1

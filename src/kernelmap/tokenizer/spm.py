@@ -78,6 +78,8 @@ class SpmEncoder:
         """BPE over one segment: merge the best-scoring adjacent pair until none is a token."""
         get = self._ids.get
         n = len(seg)
+        if n == 0:
+            return []
         if n == 1:
             tid = get(seg)
             return [tid] if tid is not None else self._bytes(seg)
