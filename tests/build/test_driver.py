@@ -199,3 +199,17 @@ def test_reexec_under_sanitizer_restarts_process_with_preload(tmp_path):
 def test_reexec_under_sanitizer_without_env_is_noop(monkeypatch):
     monkeypatch.delenv("KERNELMAP_SANITIZE", raising=False)
     driver.reexec_under_sanitizer()
+
+
+def test_sanitize_runner_execs_command_with_preload():
+    code = "import os; print(os.environ['KERNELMAP_SANITIZE'], os.environ['LD_PRELOAD'])"
+    proc = subprocess.run([sys.executable, "-m", "kernelmap.build.sanitize", sys.executable, "-c", code],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("1 ") and "libasan" in proc.stdout
+
+
+def test_sanitize_runner_without_command_is_usage_error():
+    proc = subprocess.run([sys.executable, "-m", "kernelmap.build.sanitize"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and "usage:" in proc.stderr
