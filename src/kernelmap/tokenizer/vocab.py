@@ -185,6 +185,8 @@ def _strings(md: Mapping[str, Any], key: str, source: str, cap: int) -> list[str
     if len(v) > cap:
         raise _err(source, key, "array too long", value=len(v), expected=f"at most {cap}")
     items = v.tolist() if hasattr(v, "tolist") else list(v)
+    if set(map(type, items)) <= {str}:
+        return items
     for i, s in enumerate(items):
         if type(s) is not str:
             if isinstance(s, bytes):
@@ -223,7 +225,7 @@ def read_vocab(md: Mapping[str, Any], source: str = "<metadata>") -> Vocab:
                    expected=f"at most {MAX_TOKEN_CHARS} characters")
     if not all(tokens):
         tokens = [t if t else f"[EMPTY_{i}]" for i, t in enumerate(tokens)]
-    token_to_id = {t: i for i, t in enumerate(tokens)}
+    token_to_id = dict(zip(tokens, range(n), strict=True))
     if len(token_to_id) != n:
         seen: dict[str, int] = {}
         for i, t in enumerate(tokens):
