@@ -32,6 +32,7 @@ _COMMAND_MODULES: list[str] = [
     "kernelmap.cli.bench_cmd", "kernelmap.cli.kernels_cmd",
     "kernelmap.cli.maps_cmd", "kernelmap.cli.resolve_cmd", "kernelmap.cli.explain_cmd",
     "kernelmap.cli.inspect_cmd",
+    "kernelmap.cli.tokenize_cmd",
 ]
 
 
