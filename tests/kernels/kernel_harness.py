@@ -246,7 +246,7 @@ def assert_close_or_equal(expected: np.ndarray, got: np.ndarray, *, map_id: str,
     lines = [f"{map_id} [{variant}] {context}: {bad.size} of {e.size} elements differ "
              f"(comparison {comparison}); max abs error {max_err:.6g}"]
     for idx in bad[:show]:
-        pos = np.unravel_index(int(idx), exp.shape) if exp.ndim > 1 else int(idx)
+        pos = tuple(int(i) for i in np.unravel_index(int(idx), exp.shape)) if exp.ndim > 1 else int(idx)
         lines.append(f"  at {pos}: expected {e[idx]!r}, got {a[idx]!r}")
     message = "\n".join(lines)
     print(message)

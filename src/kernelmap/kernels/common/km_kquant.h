@@ -1,27 +1,38 @@
 /* km_kquant.h — helpers shared by the k-quant kernels (q4_k, q6_k weights x q8_k activations).
  *
- * Contract: ISA-free inline helpers only. km_q4k_scales() unpacks the 12-byte 6-bit scale/min
+ * Contract: inline helpers only. km_q4k_scales() unpacks the 12-byte 6-bit scale/min
  * table of a q4_k block into 8 scales and 8 mins (values 0..63). km_kq_reduce8() is the fixed
  * pairwise tree every k-quant linear variant uses to fold its 8 per-block partial sums:
  *     ((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7))
  * (the order a 256-bit lane fold produces: halves, then pairs, then the last two lanes).
  * Plain float adds, no FMA; the caller is compiled with -ffp-contract=off.
+ * When compiled with AVX2 (the avx2/avx512 variants), km_kq_fold8() and km_kq_reduce8_ps() are the
+ * vector forms: a SIMD variant keeps the 8 partials as the 8 lanes of one __m256 (block b in lane
+ * b % 8), so its per-lane f32 operations and final tree are exactly the ref's.
  */
 #ifndef KM_KQUANT_H
 #define KM_KQUANT_H
 
 #include "km_common.h"
 
-/* q4_k: sub-block j (values 32j..32j+31) has scale sc[j] and min mn[j], both in 0..63. */
+/* q4_k: sub-block j (values 32j..32j+31) has scale sc[j] and min mn[j], both in 0..63.
+ * Bytes q[0..3]: low 6 bits = sc[0..3], top 2 bits = bits 4..5 of sc[4..7];
+ * q[4..7]: low 6 bits = mn[0..3], top 2 bits = bits 4..5 of mn[4..7];
+ * q[8..11]: low nibble = bits 0..3 of sc[4..7], high nibble = bits 0..3 of mn[4..7].
+ * Done four bytes at a time in 32-bit words (GGUF data is little-endian; so are our targets). */
 static inline void km_q4k_scales(const uint8_t q[KM_K_SCALE_SIZE], uint8_t sc[8], uint8_t mn[8]) {
-    for (int j = 0; j < 4; ++j) {
-        sc[j] = q[j] & 63;
-        mn[j] = q[j + 4] & 63;
-    }
-    for (int j = 4; j < 8; ++j) {
-        sc[j] = (uint8_t)((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
-        mn[j] = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
+    uint32_t w0, w1, w2;
+    memcpy(&w0, q, 4);
+    memcpy(&w1, q + 4, 4);
+    memcpy(&w2, q + 8, 4);
+    const uint32_t s_lo = w0 & 0x3F3F3F3Fu;
+    const uint32_t m_lo = w1 & 0x3F3F3F3Fu;
+    const uint32_t s_hi = (w2 & 0x0F0F0F0Fu) | (((w0 >> 6) & 0x03030303u) << 4);
+    const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0Fu) | (((w1 >> 6) & 0x03030303u) << 4);
+    memcpy(sc, &s_lo, 4);
+    memcpy(sc + 4, &s_hi, 4);
+    memcpy(mn, &m_lo, 4);
+    memcpy(mn + 4, &m_hi, 4);
 }
 
 /* The fixed final reduction of the 8 per-block partials (block b went into p[b % 8]). */
@@ -34,5 +45,25 @@ static inline float km_kq_reduce8(const float p[8]) {
     float b1 = a1 + a3;
     return b0 + b1;
 }
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+
+/* Lane j of the result = t[j][0] + t[j][1] + t[j][2] + t[j][3] (exact int32); t 32-byte aligned. */
+static inline __m256i km_kq_fold8(const int32_t t[8][4]) {
+    const __m256i ab = _mm256_hadd_epi32(_mm256_load_si256((const __m256i *)t[0]),
+                                         _mm256_load_si256((const __m256i *)t[2]));
+    const __m256i cd = _mm256_hadd_epi32(_mm256_load_si256((const __m256i *)t[4]),
+                                         _mm256_load_si256((const __m256i *)t[6]));
+    return _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* km_kq_reduce8 on the 8 lanes of p: ((p0+p4)+(p2+p6)) + ((p1+p5)+(p3+p7)). */
+static inline float km_kq_reduce8_ps(__m256 p) {
+    __m128 a = _mm_add_ps(_mm256_castps256_ps128(p), _mm256_extractf128_ps(p, 1));
+    a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    return _mm_cvtss_f32(_mm_add_ss(a, _mm_movehdup_ps(a)));
+}
+#endif
 
 #endif /* KM_KQUANT_H */

@@ -3,8 +3,9 @@
  * Op, layouts, partition (output columns n) and numerics exactly as linear/q4_k_q8_k_ref.c; must be
  * byte-identical to km_linear_q4_k_q8_k__ref for every M, N, K (multiple of 256) and every nth.
  * The integer parts isum/imin are exact int32 (vpmaddubsw pairs stay <= 2*15*127, no saturation),
- * so only the per-block float step matters and it is done in scalar f32 in the ref's order:
- * p[b % 8] += fd*isum - fm*imin, then km_kq_reduce8. No FMA (built with -ffp-contract=off).
+ * so only the per-block float step matters: it runs 8 blocks at a time, block b in lane b % 8, with
+ * the ref's per-element f32 operations (p[b % 8] += fd*isum - fm*imin), then the ref's fixed
+ * reduction tree. No FMA (built with -ffp-contract=off).
  * Tiling: one weight row against up to 4 activation rows, so each unpacked q4 block is reused 4x.
  */
 #include <immintrin.h>
@@ -12,59 +13,79 @@
 #include "km_common.h"
 #include "km_kquant.h"
 
-static inline int32_t hsum_i32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
+static inline __m128i half_fold(__m256i v) {
+    return _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
 }
 
-/* y[m0+r][n] for r < MT: one q4_k row `wr` (nb blocks) against MT q8_k rows starting at xr. */
+/* y[r*N] for r < MT: one q4_k row `wr` (nb blocks) against MT q8_k rows starting at xr.
+ * Blocks go in groups of 8 so that block b's float term lands in lane b % 8 of one vector: the
+ * per-lane f32 operations are exactly the ref's scalar ones (absent blocks contribute +0.0f,
+ * which leaves a partial unchanged because a partial is never -0.0f). */
 static inline __attribute__((always_inline)) void row_tile(float *y, int64_t N, const km_block_q4_k *wr,
                                                            const km_block_q8_k *xr, int64_t nb, const int MT) {
-    float p[4][8];
-    for (int r = 0; r < MT; ++r) {
-        for (int i = 0; i < 8; ++i) p[r][i] = 0.0f;
-    }
+    _Alignas(32) int32_t ti[4][8][4];
+    _Alignas(32) int32_t tm[4][8][4];
+    _Alignas(32) float xd[4][8];
+    _Alignas(32) float wd[8];
+    _Alignas(32) float wm[8];
+    __m256 p[4];
+    for (int r = 0; r < MT; ++r) p[r] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    for (int64_t b = 0; b < nb; ++b) {
-        const km_block_q4_k *wb = &wr[b];
-        uint8_t sc[8], mn[8];
-        km_q4k_scales(wb->scales, sc, mn);
-        __m256i acc[4];
-        for (int r = 0; r < MT; ++r) acc[r] = _mm256_setzero_si256();
-        for (int c = 0; c < 4; ++c) {
-            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c));
-            const __m256i lo = _mm256_and_si256(q4, m4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
-            const __m256i slo = _mm256_set1_epi16((short)sc[2 * c]);
-            const __m256i shi = _mm256_set1_epi16((short)sc[2 * c + 1]);
+    for (int64_t b0 = 0; b0 < nb; b0 += 8) {
+        const int cnt = (nb - b0) < 8 ? (int)(nb - b0) : 8;
+        if (cnt < 8) {
+            memset(ti, 0, sizeof ti);
+            memset(tm, 0, sizeof tm);
+            memset(xd, 0, sizeof xd);
+            memset(wd, 0, sizeof wd);
+            memset(wm, 0, sizeof wm);
+        }
+        for (int j = 0; j < cnt; ++j) {
+            const int64_t b = b0 + j;
+            const km_block_q4_k *wb = &wr[b];
+            uint8_t sc[8], mn[8];
+            km_q4k_scales(wb->scales, sc, mn);
+            __m256i acc[4];
+            for (int r = 0; r < MT; ++r) acc[r] = _mm256_setzero_si256();
+            for (int c = 0; c < 4; ++c) {
+                const __m256i q4 = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c));
+                const __m256i lo = _mm256_and_si256(q4, m4);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+                const __m256i slo = _mm256_set1_epi16((short)sc[2 * c]);
+                const __m256i shi = _mm256_set1_epi16((short)sc[2 * c + 1]);
+                for (int r = 0; r < MT; ++r) {
+                    const int8_t *q8 = xr[r * nb + b].qs + 64 * c;
+                    const __m256i a = _mm256_madd_epi16(
+                        _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)q8)), slo);
+                    const __m256i h = _mm256_madd_epi16(
+                        _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q8 + 32))), shi);
+                    acc[r] = _mm256_add_epi32(acc[r], _mm256_add_epi32(a, h));
+                }
+            }
+            const __m128i mn16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
+            const __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16), _mm_unpacklo_epi16(mn16, mn16));
+            wd[j] = _cvtsh_ss(wb->d);
+            wm[j] = _cvtsh_ss(wb->dmin);
             for (int r = 0; r < MT; ++r) {
-                const int8_t *q8 = xr[r * nb + b].qs + 64 * c;
-                const __m256i a = _mm256_madd_epi16(
-                    _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)q8)), slo);
-                const __m256i h = _mm256_madd_epi16(
-                    _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q8 + 32))), shi);
-                acc[r] = _mm256_add_epi32(acc[r], _mm256_add_epi32(a, h));
+                const km_block_q8_k *xb = &xr[r * nb + b];
+                const __m256i bs = _mm256_loadu_si256((const __m256i *)xb->bsums);
+                _mm_store_si128((__m128i *)tm[r][j], half_fold(_mm256_madd_epi16(bs, mins)));
+                _mm_store_si128((__m128i *)ti[r][j], half_fold(acc[r]));
+                xd[r][j] = xb->d;
             }
         }
-        const __m128i mn16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
-        const __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16), _mm_unpacklo_epi16(mn16, mn16));
-        const float wd = _cvtsh_ss(wb->d);
-        const float wm = _cvtsh_ss(wb->dmin);
+        const __m256 vwd = _mm256_load_ps(wd);
+        const __m256 vwm = _mm256_load_ps(wm);
         for (int r = 0; r < MT; ++r) {
-            const km_block_q8_k *xb = &xr[r * nb + b];
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)xb->bsums);
-            const int32_t imin = hsum_i32(_mm256_madd_epi16(bs, mins));
-            const int32_t isum = hsum_i32(acc[r]);
-            const float fd = wd * xb->d;
-            const float fm = wm * xb->d;
-            const float t1 = fd * (float)isum;
-            const float t2 = fm * (float)imin;
-            p[r][b & 7] += t1 - t2;
+            const __m256 vx = _mm256_load_ps(xd[r]);
+            const __m256 fd = _mm256_mul_ps(vwd, vx);
+            const __m256 fm = _mm256_mul_ps(vwm, vx);
+            const __m256 t1 = _mm256_mul_ps(fd, _mm256_cvtepi32_ps(km_kq_fold8(ti[r])));
+            const __m256 t2 = _mm256_mul_ps(fm, _mm256_cvtepi32_ps(km_kq_fold8(tm[r])));
+            p[r] = _mm256_add_ps(p[r], _mm256_sub_ps(t1, t2));
         }
     }
-    for (int r = 0; r < MT; ++r) y[r * N] = km_kq_reduce8(p[r]);
+    for (int r = 0; r < MT; ++r) y[r * N] = km_kq_reduce8_ps(p[r]);
 }
 
 void km_linear_q4_k_q8_k__avx2(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
