@@ -79,7 +79,7 @@ def classify(p: Provider, kernel_root: Path, tests_text: str, root: Path) -> lis
         out.append("abi_crossvalidated")
     ref = next((v for v in p.variants if v.name == "ref"), None)
     ref_src = _text(kernel_root / ref.source) if ref else ""
-    mentioned = p.id in tests_text or p.reference in tests_text
+    mentioned = re.search(r"\b(" + re.escape(p.id) + "|" + re.escape(p.reference) + r")\b", tests_text) is not None
     backed = bool(ref_src) and _defines(ref_src, p.reference) and mentioned
     if backed:
         out.append("reference_backed")
@@ -94,6 +94,13 @@ def classify(p: Provider, kernel_root: Path, tests_text: str, root: Path) -> lis
     else:
         out.append("deprecated")
     return out
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.relative_to(PACKAGE_ROOT.parent))
+    except ValueError:
+        return str(path)
 
 
 def _docstring_nodes(tree: ast.AST) -> set[int]:
@@ -129,7 +136,7 @@ def scan_model_literals(src_root: Path, families: Sequence[str], allowed: Sequen
                     text = text.replace(phrase.lower(), " ")
                 words = set(re.findall(r"[a-z]+", text)) & fam
                 if words:
-                    found.append({"file": str(path.relative_to(src_root.parent)), "line": node.lineno,
+                    found.append({"file": _rel(path), "line": node.lineno,
                                   "words": sorted(words)})
     return found
 
@@ -151,11 +158,10 @@ def scan_op_conditionals(dirs: Iterable[Path], ops: frozenset[str]) -> list[dict
         for path in _py_files(d):
             tree = ast.parse(_text(path), filename=str(path))
             for node in ast.walk(tree):
-                if isinstance(node, ast.Compare) and any(
-                        _op_strings(x, ops) for x in (node.left, *node.comparators)):
-                    found.append({"file": str(path.relative_to(PACKAGE_ROOT.parent)), "line": node.lineno})
-                elif isinstance(node, ast.MatchValue) and _op_strings(node.value, ops):
-                    found.append({"file": str(path.relative_to(PACKAGE_ROOT.parent)), "line": node.lineno})
+                if (isinstance(node, ast.Compare)
+                        and any(_op_strings(x, ops) for x in (node.left, *node.comparators))) or (
+                        isinstance(node, ast.MatchValue) and _op_strings(node.value, ops)):
+                    found.append({"file": _rel(path), "line": node.lineno})
     return found
 
 
