@@ -35,6 +35,8 @@ MAX_TENSOR_NAME = 63  # ggml's GGML_MAX_NAME is 64 including the terminating NUL
 MAX_ALIGNMENT = 1 << 20
 MAX_ELEMENTS = 1 << 62
 DEFAULT_ALIGNMENT = 32
+MAX_KV = 1 << 16  # absolute caps: each record is a Python object, so bytes-left alone is not enough
+MAX_TENSORS = 1 << 16
 _MIN_KV_RECORD = 8 + 1 + 4 + 1  # key length, one key byte, value type, one value byte
 _MIN_TENSOR_RECORD = 8 + 1 + 4 + 8 + 4 + 8  # name length, one name byte, n_dims, one dim, type, offset
 
@@ -178,7 +180,7 @@ class GGUFArray(Sequence):
             raise GGUFError("a string array has no numpy view; use metadata_array()",
                             path=self._file.path, pointer=f"metadata/{self.key}")
         _, dtype, _ = _SCALARS[self.element_type]
-        view = np.frombuffer(self._file._buffer(), dtype=dtype, count=self._count, offset=self._offset)
+        view = np.frombuffer(self._file._mapped(), dtype=dtype, count=self._count, offset=self._offset)
         if self.element_type == ValueType.BOOL:
             if self._count and int(view.max()) > 1:
                 bad = int(np.argmax(view > 1))
@@ -274,11 +276,11 @@ class _Metadata(Mapping):
 class GGUFFile:
     """A validated GGUF file: header, lazy metadata, tensor table, zero-copy tensor data."""
 
-    def __init__(self, buf: Any, size: int, path: str, owner: Any = None) -> None:
+    def __init__(self, buf: Any, size: int, path: str, fh: Any = None) -> None:
         self.path = path
         self.size = size
         self._buf = buf
-        self._owner = owner
+        self._fh = fh
         self._sha256: str | None = None
         self._values: dict[str, tuple[tuple[ValueType, ...], Any]] = {}
         self._tensors: dict[str, TensorInfo] = {}
@@ -310,6 +312,11 @@ class GGUFFile:
         n_tensors = cur.u64("header/n_tensors", "tensor count")
         n_kv = cur.u64("header/n_kv", "metadata count")
         left = self.size - cur.pos
+        if n_kv > MAX_KV:
+            raise self._error("metadata count exceeds the limit", "header/n_kv", value=n_kv, expected=f"<= {MAX_KV}")
+        if n_tensors > MAX_TENSORS:
+            raise self._error("tensor count exceeds the limit", "header/n_tensors", value=n_tensors,
+                              expected=f"<= {MAX_TENSORS}")
         if n_kv > left // _MIN_KV_RECORD:
             raise self._error("metadata count exceeds what the file can hold", "header/n_kv", value=n_kv,
                               expected=f"<= {left // _MIN_KV_RECORD} for {left} bytes left")
@@ -477,6 +484,17 @@ class GGUFFile:
             raise GGUFError("file is closed", path=self.path, pointer="")
         return self._buf
 
+    def _mapped(self) -> Any:
+        """The buffer, after checking the file has not shrunk under the mapping (SIGBUS otherwise)."""
+        buf = self._buffer()
+        if self._fh is not None:
+            now = os.fstat(self._fh.fileno()).st_size
+            if now < self.size:
+                raise GGUFError("file shrank after it was opened", path=self.path, pointer="",
+                                value=now, expected=f"{self.size} bytes",
+                                hint="another process is rewriting the model file; wait and retry")
+        return buf
+
     def _tensor(self, name: str) -> TensorInfo:
         info = self._tensors.get(name)
         if info is None:
@@ -506,7 +524,7 @@ class GGUFFile:
     def tensor_data(self, name: str) -> np.ndarray:
         """The raw bytes of tensor `name` as a read-only zero-copy numpy uint8 view."""
         info = self._tensor(name)
-        return np.frombuffer(self._buffer(), dtype=np.uint8, count=info.n_bytes, offset=info.offset)
+        return np.frombuffer(self._mapped(), dtype=np.uint8, count=info.n_bytes, offset=info.offset)
 
     def tensor_array(self, name: str) -> np.ndarray:
         """A zero-copy numpy view of a plain (f32/f16/f64/i8..i64) tensor, shaped in numpy order (ne0 last)."""
@@ -518,7 +536,7 @@ class GGUFFile:
             raise GGUFError(f"tensor {name!r} is block-quantized; use tensor_data() for its bytes",
                             path=self.path, pointer=f"tensors/{name}/type", value=info.type_name,
                             expected=", ".join(_TENSOR_DTYPES))
-        view = np.frombuffer(self._buffer(), dtype=dtype, count=info.n_elements, offset=info.offset)
+        view = np.frombuffer(self._mapped(), dtype=dtype, count=info.n_elements, offset=info.offset)
         return view.reshape(tuple(reversed(info.shape)))
 
     def sha256(self) -> str:
@@ -535,9 +553,9 @@ class GGUFFile:
                 buf.close()
             except BufferError:
                 pass
-        if self._owner is not None:
-            self._owner.close()
-            self._owner = None
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
 
     def __enter__(self) -> GGUFFile:
         return self
@@ -579,15 +597,19 @@ def open_gguf(path: str | os.PathLike[str]) -> GGUFFile:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise GGUFError("not a regular file", path=shown, pointer="")
-        if st.st_size == 0:
-            return GGUFFile(b"", 0, shown)
-        mm = mmap.mmap(fd, st.st_size, access=mmap.ACCESS_READ)
-    finally:
+        mm = mmap.mmap(fd, st.st_size, access=mmap.ACCESS_READ) if st.st_size else None
+    except BaseException:
         os.close(fd)
+        raise
+    if mm is None:
+        os.close(fd)
+        return GGUFFile(b"", 0, shown)
+    fh = os.fdopen(fd, "rb", buffering=0)  # kept open to re-check the size before handing out views
     try:
-        return GGUFFile(mm, st.st_size, shown)
+        return GGUFFile(mm, st.st_size, shown, fh)
     except BaseException:
         mm.close()
+        fh.close()
         raise
 
 
@@ -622,6 +644,7 @@ def _cached_sha256(f: GGUFFile) -> str:
     """
     if not isinstance(f._buf, mmap.mmap):
         return _hash_buffer(f._buffer(), f.size)
+    f._mapped()
     from kernelmap.build.driver import cache_dir
 
     try:

@@ -225,3 +225,21 @@ def test_reader_error_message_escapes_control_bytes():
     with pytest.raises(GGUFError) as info:
         open_gguf_bytes(b"\x1b[31" + sample_image()[4:])
     assert "\x1b" not in str(info.value)
+
+
+def test_reader_file_truncated_after_open_raises_instead_of_sigbus(tmp_path):
+    path = tmp_path / "shrink.gguf"
+    path.write_bytes(build_gguf([ARCH], [RawTensor("t", (4096,), F32)]))
+    f = open_gguf(path)
+    try:
+        with open(path, "r+b") as fh:
+            fh.truncate(64)
+        with pytest.raises(GGUFError, match="shrank"):
+            f.tensor_data("t")
+    finally:
+        f.close()
+
+
+def test_reader_huge_metadata_count_hits_absolute_cap():
+    with pytest.raises(GGUFError, match="metadata count exceeds the limit"):
+        open_gguf_bytes(build_gguf([ARCH], n_kv=(1 << 16) + 1))
