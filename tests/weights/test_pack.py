@@ -258,3 +258,21 @@ def test_pack_real_model_layer_matches_gguf_bytes(model_path, tmp_path, monkeypa
             assert np.array_equal(views[need.name], g.tensor_data(need.tensor)), need.name
     check_manifest(manifest, needs)
     assert len(manifest.entries) == len(needs) > 10
+
+
+def test_pack_out_dir_is_a_file_raises_model_error(model_file, tmp_path):
+    (tmp_path / "w").write_text("x")
+    with open_gguf(model_file) as g, pytest.raises(ModelError, match="cannot create the weights directory"):
+        pack_weights(g, NEEDS, tmp_path / "w")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_pack_read_only_out_dir_raises_model_error(model_file, tmp_path):
+    out = tmp_path / "w"
+    out.mkdir()
+    out.chmod(0o500)
+    try:
+        with open_gguf(model_file) as g, pytest.raises(ModelError):
+            pack_weights(g, NEEDS, out)
+    finally:
+        out.chmod(0o700)

@@ -89,7 +89,11 @@ def _reusable(out_dir: Path, key: str) -> Manifest | None:
 @contextlib.contextmanager
 def _locked(out_dir: Path) -> Iterator[None]:
     """Serialise writers of one out_dir (correctness never depends on it: publication is by rename)."""
-    fd = os.open(out_dir / _LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        fd = os.open(out_dir / _LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        raise ModelError(f"cannot lock the weights directory: {exc.strerror}", path=out_dir,
+                         pointer="") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
