@@ -1,0 +1,139 @@
+"""Tests for attention_f16kv and attention_f32kv: SIMD within the map's tolerance of ref, avx2 == avx512, ref vs NumPy.
+
+The NumPy oracle is float64 causal GQA softmax attention over the cache as stored (f16 widened
+exactly), with llama.cpp's standard sliding window (key j visible from position p iff j <= p and,
+when window > 0, p - j < window). Cache rows at or beyond pos + M are filled with NaN, so a kernel
+that reads a key it must not see fails loudly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+
+KINDS = ("f16", "f32")
+CASES = {
+    # name: (M, Hq, Hkv, D, C, pos, window)
+    "decode_gqa4_full": (1, 4, 1, 256, 300, 200, 0),
+    "decode_gqa4_window": (1, 4, 1, 256, 300, 200, 64),
+    "decode_pos0": (1, 4, 1, 256, 8, 0, 0),
+    "window1": (3, 2, 2, 64, 40, 10, 1),
+    "window_beyond_context": (2, 4, 1, 128, 100, 50, 512),
+    "chunked_prefill_gqa4": (17, 4, 1, 256, 128, 40, 16),
+    "prefill_from0_gqa1": (9, 3, 3, 80, 16, 0, 0),
+    "gqa2_d16": (5, 4, 2, 16, 64, 33, 7),
+    "long_decode_chunks": (1, 4, 1, 256, 2100, 2047, 0),
+}
+FAST_NTH = (1, 2, 3)
+
+
+def attention_numpy(q, kc, vc, m_rows, hq, hkv, d, pos, scale, window):
+    """float64 oracle: q [M, Hq*D], caches [Hkv, C, D] (already float) -> y [M, Hq*D]."""
+    y = np.zeros((m_rows, hq, d))
+    group = hq // hkv
+    for m in range(m_rows):
+        p = pos + m
+        j0 = max(0, p - window + 1) if window > 0 else 0
+        for h in range(hq):
+            k = kc[h // group, j0:p + 1].astype(np.float64)
+            v = vc[h // group, j0:p + 1].astype(np.float64)
+            s = scale * (k @ q[m, h * d:(h + 1) * d].astype(np.float64))
+            w = np.exp(s - s.max())
+            y[m, h] = (w / w.sum()) @ v
+    return y.reshape(m_rows, hq * d)
+
+
+def _inputs(kind, m, hq, hkv, d, c, pos):
+    rng = np.random.default_rng(m * 7919 + hq * 31 + d + pos)
+    q = rng.standard_normal((m, hq * d)).astype(np.float32)
+    k = rng.standard_normal((hkv, c, d)).astype(np.float32)
+    v = rng.standard_normal((hkv, c, d)).astype(np.float32)
+    k[:, 0, :] *= 3.0  # a dominant early key: exercises the running-max rescale
+    dtype = np.float16 if kind == "f16" else np.float32
+    kc = k.astype(dtype)
+    vc = v.astype(dtype)
+    kc[:, pos + m:, :] = np.nan
+    vc[:, pos + m:, :] = np.nan
+    return q, kc, vc
+
+
+def _run(fn, q, kc, vc, dims, scale, nth):
+    m, hq, hkv, d, c, pos, window = dims
+    y, check = guarded((m, hq * d), np.float32)
+    for ith in range(nth):
+        fn(ptr(y), ptr(q), ptr(kc), ptr(vc), m, hq, hkv, d, c, pos, scale, window, ith, nth)
+        check()
+    return y.copy()
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def kind_lib(request):
+    lib, spec = load_map_library(f"attention_{request.param}kv")
+    return request.param, lib, spec
+
+
+def _skip(spec, variant):
+    ok, why = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
+    if not ok:
+        pytest.skip(f"{spec['id']} [{variant}]: {why}")
+
+
+@pytest.mark.parametrize("variant", ["avx2", "avx512"])
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_attention_variants_match_ref(kind_lib, variant, case):
+    kind, lib, spec = kind_lib
+    _skip(spec, variant)
+    dims = CASES[case]
+    m, hq, hkv, d, c, pos, _ = dims
+    q, kc, vc = _inputs(kind, m, hq, hkv, d, c, pos)
+    scale = float(1.0 / np.sqrt(d))
+    expected = _run(bind(lib, spec, "ref"), q, kc, vc, dims, scale, 1)
+    fn = bind(lib, spec, variant)
+    first = _run(fn, q, kc, vc, dims, scale, 1)
+    assert_close_or_equal(expected, first, map_id=spec["id"], variant=variant,
+                          comparison=spec["numerics"]["comparison"], context=case)
+    for nth in FAST_NTH[1:]:
+        got = _run(fn, q, kc, vc, dims, scale, nth)
+        assert_close_or_equal(first, got, map_id=spec["id"], variant=variant, context=f"{case} nth={nth} vs nth=1")
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_attention_simd_variants_identical(kind_lib, case):
+    kind, lib, spec = kind_lib
+    _skip(spec, "avx2")
+    _skip(spec, "avx512")
+    dims = CASES[case]
+    m, hq, hkv, d, c, pos, _ = dims
+    q, kc, vc = _inputs(kind, m, hq, hkv, d, c, pos)
+    a = _run(bind(lib, spec, "avx2"), q, kc, vc, dims, 0.0625, 1)
+    b = _run(bind(lib, spec, "avx512"), q, kc, vc, dims, 0.0625, 3)
+    assert_close_or_equal(a, b, map_id=spec["id"], variant="avx512 vs avx2", context=case)
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_attention_ref_matches_numpy(kind_lib, case):
+    kind, lib, spec = kind_lib
+    dims = CASES[case]
+    m, hq, hkv, d, c, pos, window = dims
+    q, kc, vc = _inputs(kind, m, hq, hkv, d, c, pos)
+    scale = float(1.0 / np.sqrt(d))
+    got = _run(bind(lib, spec, "ref"), q, kc, vc, dims, scale, 2)
+    want = attention_numpy(q, kc.astype(np.float64), vc.astype(np.float64), m, hq, hkv, d, pos, scale, window)
+    assert_close_or_equal(want, got.astype(np.float64), map_id=spec["id"], variant="ref",
+                          comparison={"rtol": 1e-4, "atol": 2e-5}, context=f"{case} vs float64")
+
+
+def test_attention_window_masks_exactly(kind_lib):
+    """A key just outside the window carries a huge value: any leak shows in the output."""
+    kind, lib, spec = kind_lib
+    m, hq, hkv, d, c, pos, window = 2, 1, 1, 32, 32, 9, 4
+    q, kc, vc = _inputs(kind, m, hq, hkv, d, c, pos)
+    kc[0, : pos - window + 1, :] = 0
+    vc[0, : pos - window + 1, :] = 1000.0  # keys 0..5 are outside every row's window
+    for variant in ("ref", "avx2", "avx512"):
+        ok, _ = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
+        if not ok:
+            continue
+        got = _run(bind(lib, spec, variant), q, kc, vc, (m, hq, hkv, d, c, pos, window), 0.5, 1)
+        assert np.all(np.abs(got) < 10), f"{spec['id']} [{variant}]: a masked key leaked into the output"

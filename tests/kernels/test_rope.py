@@ -1,0 +1,141 @@
+"""Differential tests for rope_neox_f32 and rope_normal_f32: variants bit-exact with ref, ref equal to NumPy.
+
+The NumPy oracle recomputes the contract: theta_scale = powf(base, -2/D) (f32), theta multiplied
+by theta_scale pair after pair in f32, t = freq_scale*theta, cos/sin from the C library's cosf/sinf
+(ctypes, the functions ref calls), rotation without FMA in f32. A float64 check bounds the f32
+angle recurrence against the exact rotation.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+
+import numpy as np
+import pytest
+from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+
+_LIBM = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+for _name in ("cosf", "sinf"):
+    getattr(_LIBM, _name).argtypes = [ctypes.c_float]
+    getattr(_LIBM, _name).restype = ctypes.c_float
+_LIBM.powf.argtypes = [ctypes.c_float, ctypes.c_float]
+_LIBM.powf.restype = ctypes.c_float
+
+KINDS = ("neox", "normal")
+
+
+def rope_numpy(x: np.ndarray, h: int, d: int, pos: int, base: float, fscale: float, kind: str) -> np.ndarray:
+    """The contract: x f32 [M, H*D] -> y f32 [M, H*D]."""
+    m = x.shape[0]
+    ts = np.float32(_LIBM.powf(np.float32(base), np.float32(-2.0) / np.float32(d)))
+    y = np.empty_like(x)
+    for r in range(m):
+        theta = np.float32(pos + r)
+        cs = np.empty(d // 2, np.float32)
+        sn = np.empty(d // 2, np.float32)
+        for i in range(d // 2):
+            t = np.float32(np.float32(fscale) * theta)
+            cs[i], sn[i] = _LIBM.cosf(t), _LIBM.sinf(t)
+            theta = np.float32(theta * ts)
+        heads = x[r].reshape(h, d)
+        if kind == "neox":
+            x0, x1 = heads[:, : d // 2], heads[:, d // 2:]
+        else:
+            x0, x1 = heads[:, 0::2], heads[:, 1::2]
+        y0 = (x0 * cs - x1 * sn).astype(np.float32)
+        y1 = (x0 * sn + x1 * cs).astype(np.float32)
+        out = np.empty((h, d), np.float32)
+        if kind == "neox":
+            out[:, : d // 2], out[:, d // 2:] = y0, y1
+        else:
+            out[:, 0::2], out[:, 1::2] = y0, y1
+        y[r] = out.reshape(-1)
+    return y
+
+
+CASES = {
+    # name: (M, H, D, pos, base, freq_scale)
+    "decode_q_4x256_pos0": (1, 4, 256, 0, 10000.0, 1.0),
+    "decode_k_1x256_pos777": (1, 1, 256, 777, 1e6, 1.0),
+    "prefill_9x4x256_pos30": (9, 4, 256, 30, 10000.0, 1.0),
+    "small_d_3x3x6": (3, 3, 6, 5, 10000.0, 0.5),
+    "d2": (2, 2, 2, 1, 500.0, 1.0),
+    "d128_far": (2, 2, 128, 32000, 1e6, 0.25),
+}
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def kind_lib(request):
+    lib, spec = load_map_library(f"rope_{request.param}_f32")
+    return request.param, lib, spec
+
+
+def _inputs(m, h, d):
+    rng = np.random.default_rng(m * 131 + h * 7 + d)
+    x = rng.standard_normal((m, h * d)).astype(np.float32)
+    x[0, : min(4, d)] = 0.0
+    return x
+
+
+def _run(fn, x, h, d, pos, base, fscale, nth, in_place=False):
+    m = x.shape[0]
+    y, check = guarded(x.shape, np.float32)
+    if in_place:
+        y[...] = x
+        src = y
+    else:
+        src = np.ascontiguousarray(x)
+    for ith in range(nth):
+        fn(ptr(y), ptr(src), m, h, d, pos, base, fscale, ith, nth)
+        check()
+    return y.copy()
+
+
+@pytest.mark.parametrize("variant", ["avx2", "avx512"])
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_rope_variants_match_ref(kind_lib, variant, case):
+    kind, lib, spec = kind_lib
+    map_id = spec["id"]
+    ok, why = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
+    if not ok:
+        pytest.skip(f"{map_id} [{variant}]: {why}")
+    m, h, d, pos, base, fscale = CASES[case]
+    x = _inputs(m, h, d)
+    expected = _run(bind(lib, spec, "ref"), x, h, d, pos, base, fscale, 1)
+    fn = bind(lib, spec, variant)
+    for nth in (1, 2, 3):
+        got = _run(fn, x, h, d, pos, base, fscale, nth)
+        assert_close_or_equal(expected, got, map_id=map_id, variant=variant, context=f"{case} nth={nth}")
+    got = _run(fn, x, h, d, pos, base, fscale, 2, in_place=True)
+    assert_close_or_equal(expected, got, map_id=map_id, variant=variant, context=f"{case} in place")
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_rope_ref_matches_numpy(kind_lib, case):
+    kind, lib, spec = kind_lib
+    m, h, d, pos, base, fscale = CASES[case]
+    x = _inputs(m, h, d)
+    got = _run(bind(lib, spec, "ref"), x, h, d, pos, base, fscale, 3)
+    want = rope_numpy(x, h, d, pos, base, fscale, kind)
+    assert_close_or_equal(want, got, map_id=spec["id"], variant="ref", context=f"{case} vs numpy")
+
+
+def test_rope_ref_close_to_float64_rotation(kind_lib):
+    kind, lib, spec = kind_lib
+    m, h, d, pos, base = 4, 2, 256, 100, 10000.0
+    x = _inputs(m, h, d)
+    got = _run(bind(lib, spec, "ref"), x, h, d, pos, base, 1.0, 1)
+    i = np.arange(d // 2)
+    want = np.empty((m, h, d))
+    for r in range(m):
+        ang = (pos + r) * base ** (-2.0 * i / d)
+        heads = x[r].reshape(h, d).astype(np.float64)
+        x0, x1 = (heads[:, : d // 2], heads[:, d // 2:]) if kind == "neox" else (heads[:, 0::2], heads[:, 1::2])
+        y0, y1 = x0 * np.cos(ang) - x1 * np.sin(ang), x0 * np.sin(ang) + x1 * np.cos(ang)
+        if kind == "neox":
+            want[r, :, : d // 2], want[r, :, d // 2:] = y0, y1
+        else:
+            want[r, :, 0::2], want[r, :, 1::2] = y0, y1
+    assert_close_or_equal(want.reshape(m, -1), got.astype(np.float64), map_id=spec["id"], variant="ref",
+                          comparison={"rtol": 0.0, "atol": 2e-3}, context="vs float64 rotation")
