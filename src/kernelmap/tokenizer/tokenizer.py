@@ -65,8 +65,9 @@ class Tokenizer:
     def encode(self, text: str, *, add_bos: bool | None = None, parse_special: bool = True) -> list[int]:
         """Token ids of `text`, as llama.cpp's tokenize(text, add_special, parse_special).
 
-        add_bos None follows the model (its add_bos/add_eos flags); True forces BOS; False adds
-        neither BOS nor EOS. parse_special False leaves control-token texts as plain text.
+        add_bos None follows the model (its add_bos/add_eos flags; llama.cpp's add_special=true);
+        True forces BOS; False adds neither BOS nor EOS (add_special=false). parse_special False
+        leaves control-token texts as plain text (user-defined tokens are still split out).
         """
         if not isinstance(text, str):
             raise TokenizerError("text to encode is not a str", path=self.vocab.source, pointer="encode",
