@@ -192,9 +192,19 @@ class GGUFArray(Sequence):
 
     def tolist(self) -> list:
         """All elements as Python values (strings decoded and checked)."""
-        if self._starts is not None:
-            return [self._string(i) for i in range(self._count)]
-        return self.numpy().tolist()
+        if self._starts is None:
+            return self.numpy().tolist()
+        buf = self._file._buffer()
+        unpack = _U64.unpack_from
+        out: list[str] = []
+        append = out.append
+        try:
+            for start in self._starts:
+                (n,) = unpack(buf, start)
+                append(str(buf[start + 8:start + 8 + n], "utf-8"))
+        except UnicodeDecodeError:
+            self._string(len(out))  # raises GGUFError naming the element
+        return out
 
     def __iter__(self) -> Iterator:
         for i in range(self._count):
