@@ -33,12 +33,13 @@ static inline __attribute__((always_inline)) void row_tile(float *y, int64_t N, 
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int64_t b0 = 0; b0 < nb; b0 += 8) {
         const int cnt = (nb - b0) < 8 ? (int)(nb - b0) : 8;
-        if (cnt < 8) {
-            memset(ti, 0, sizeof ti);
-            memset(tm, 0, sizeof tm);
-            memset(xd, 0, sizeof xd);
-            memset(wd, 0, sizeof wd);
-            memset(wm, 0, sizeof wm);
+        for (int j = cnt; j < 8; ++j) { /* absent blocks of a short last group: zero terms */
+            wd[j] = wm[j] = 0.0f;
+            for (int r = 0; r < MT; ++r) {
+                xd[r][j] = 0.0f;
+                memset(ti[r][j], 0, sizeof ti[r][j]);
+                memset(tm[r][j], 0, sizeof tm[r][j]);
+            }
         }
         for (int j = 0; j < cnt; ++j) {
             const int64_t b = b0 + j;
