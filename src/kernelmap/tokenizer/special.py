@@ -8,6 +8,7 @@ non-overlapping occurrences in the text not yet claimed. It does not run BPE.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from kernelmap.tokenizer.vocab import TokenType, Vocab
 __all__ = ["SpecialSplitter"]
 
 _END = ""  # trie key marking "a token ends here" (no token text is empty)
+_RUN = re.compile(r"(.)\1*", re.S)
 
 
 class SpecialSplitter:
@@ -27,6 +29,7 @@ class SpecialSplitter:
         self._trie: dict = {}
         self._starts: re.Pattern[str] | None = None
         self._rank: dict[int, int] = {}
+        self._depth = 0
         self._parse_only: set[int] = set()
 
     def _build(self) -> None:
@@ -43,6 +46,7 @@ class SpecialSplitter:
                 node = node.setdefault(ch, {})
             node[_END] = tid
         self._trie = trie
+        self._depth = max((len(v.tokens[i]) for i in ids), default=0)
         if trie:
             self._starts = re.compile("[" + "".join(re.escape(c) for c in sorted(trie)) + "]")
         self._built = True
@@ -53,35 +57,10 @@ class SpecialSplitter:
             self._build()
         if not text or self._starts is None:
             return [text] if text else []
-        tokens = self._vocab.tokens
-        found: dict[int, list[int]] = {}
-        trie = self._trie
-        n = len(text)
-        for m in self._starts.finditer(text):
-            p = m.start()
-            node = trie
-            q = p
-            while q < n:
-                node = node.get(text[q])
-                if node is None:
-                    break
-                q += 1
-                tid = node.get(_END)
-                if tid is not None and (parse_special or tid not in self._parse_only):
-                    found.setdefault(tid, []).append(p)
+        found = self._occurrences(text, () if parse_special else self._parse_only)
         if not found:
             return [text]
-        rank = self._rank
-        claimed = bytearray(n)
-        picks: list[tuple[int, int, int]] = []
-        for tid in sorted(found, key=rank.__getitem__):
-            size = len(tokens[tid])
-            mark = b"\x01" * size
-            for p in found[tid]:
-                if claimed.find(1, p, p + size) == -1:
-                    claimed[p:p + size] = mark
-                    picks.append((p, size, tid))
-        picks.sort()
+        picks = self._claim(text, found)
         out: list[str | int] = []
         pos = 0
         for p, size, tid in picks:
@@ -89,6 +68,67 @@ class SpecialSplitter:
                 out.append(text[pos:p])
             out.append(tid)
             pos = p + size
-        if pos < n:
+        if pos < len(text):
             out.append(text[pos:])
         return out
+
+    def _walk(self, text: str, p: int, skip: Collection[int]) -> list[int]:
+        """Ids of the special tokens that occur at position `p`."""
+        node = self._trie
+        hits = []
+        for ch in text[p:p + self._depth]:
+            node = node.get(ch)
+            if node is None:
+                break
+            tid = node.get(_END)
+            if tid is not None and tid not in skip:
+                hits.append(tid)
+        return hits
+
+    def _occurrences(self, text: str, skip: Collection[int]) -> dict[int, list[range]]:
+        """Start positions of every special token, as ascending ranges (a long run of one character
+        is walked once: every position whose look-ahead stays inside the run matches alike)."""
+        found: dict[int, list[range]] = {}
+        depth = self._depth
+        n = len(text)
+        search = self._starts.search
+        pos = 0
+        while True:
+            m = search(text, pos)
+            if m is None:
+                break
+            p = m.start()
+            span = range(p, p + 1)
+            if p + depth < n and text[p + 1] == text[p]:
+                end = _RUN.match(text, p).end()
+                if end - p > depth:
+                    span = range(p, end - depth + 1)
+            for tid in self._walk(text, p, skip):
+                found.setdefault(tid, []).append(span)
+            pos = span.stop
+        return found
+
+    def _claim(self, text: str, found: dict[int, list[range]]) -> list[tuple[int, int, int]]:
+        """Longest token first, each takes its leftmost occurrences that overlap nothing claimed."""
+        tokens = self._vocab.tokens
+        n = len(text)
+        claimed = bytearray(n)
+        picks: list[tuple[int, int, int]] = []
+        for tid in sorted(found, key=self._rank.__getitem__):
+            size = len(tokens[tid])
+            mark = b"\x01" * size
+            cursor = 0
+            for span in found[tid]:
+                p = max(span.start, cursor)
+                while p < span.stop:
+                    blocked = claimed.find(1, p, p + size)
+                    if blocked == -1:
+                        claimed[p:p + size] = mark
+                        picks.append((p, size, tid))
+                        p += size
+                        cursor = p
+                        continue
+                    free = claimed.find(0, blocked)
+                    p = free if free != -1 else n
+        picks.sort()
+        return picks
