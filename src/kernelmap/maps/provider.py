@@ -6,6 +6,7 @@ generator read. It does not validate (loader.py does) and does not choose anythi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,16 +58,23 @@ class Constraint:
     dim: str
     rule: str
     value: Expr
+    const: int | None = field(default=None, repr=False, compare=False)
 
-    def check(self, dims: dict[str, int]) -> bool | None:
+    def __post_init__(self) -> None:
+        if not self.value.names:  # constant bound: evaluate once, not per request
+            object.__setattr__(self, "const", self.value.evaluate({}))
+
+    def check(self, dims: Mapping[str, int]) -> bool | None:
         """True/False on concrete dims; None when the dim or a name in the value is not bound."""
-        if self.dim not in dims:
+        got = dims.get(self.dim)
+        if got is None:
             return None
-        try:
-            bound = self.value.evaluate(dims)
-        except ExprValueError:
-            return None
-        got = dims[self.dim]
+        bound = self.const
+        if bound is None:
+            try:
+                bound = self.value.evaluate(dims)
+            except ExprValueError:
+                return None
         if self.rule == "multiple":
             return bound > 0 and got % bound == 0
         if self.rule == "min":
@@ -141,6 +149,16 @@ class Provider:
     sha256: str
     raw: dict[str, Any] = field(repr=False, compare=False)
     ports: dict[str, Port] = field(repr=False, compare=False, default_factory=dict)
+    base_row: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+    ranked_variants: tuple[Variant, ...] = field(repr=False, compare=False, default=())
+    isa_cache: dict[frozenset[str], Any] = field(repr=False, compare=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Built once for the resolver: the fields every trace row repeats, and variants best-first.
+        object.__setattr__(self, "base_row", {"provider": self.id, "status": self.status,
+                                              "priority": self.priority, "equivalence_group": self.group})
+        object.__setattr__(self, "ranked_variants",
+                           tuple(sorted(self.variants, key=lambda v: (-v.priority, v.name))))
 
     @property
     def lifecycle(self) -> int:

@@ -8,19 +8,21 @@ layout, port presence, constraints, ISA (per variant), alias safety. It does not
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kernelmap.maps.provider import Constraint, Provider, Variant
 from kernelmap.resolve.request import Request
 
-__all__ = ["STAGES", "Survivor", "failed_checks", "filter_providers", "row"]
+__all__ = ["STAGES", "Survivor", "failed_checks", "filter_providers", "prefilter", "row"]
 
 # Stage order; the index says how far a rejected candidate got (the "closest" one got furthest).
 STAGES = ("status", "phase", "interface", "contract", "dtype", "layout", "port", "constraint", "isa",
           "alias", "rank")
 STAGE_INDEX = {s: i for i, s in enumerate(STAGES)}
+
+_Rejection = tuple[str, str, str]
 
 
 @dataclass(frozen=True)
@@ -35,8 +37,9 @@ class Survivor:
 def row(p: Provider, decision: str, stage: str, *, reason: str | None = None, rank: int | None = None,
         variant: str | None = None, detail: str | None = None) -> dict[str, Any]:
     """One trace row (keys absent when not applicable, so the JSON stays minimal and stable)."""
-    out: dict[str, Any] = {"provider": p.id, "decision": decision, "stage": stage, "status": p.status,
-                           "priority": p.priority, "equivalence_group": p.group}
+    out = dict(p.base_row)
+    out["decision"] = decision
+    out["stage"] = stage
     if reason is not None:
         out["reason"] = reason
     if rank is not None:
@@ -48,7 +51,36 @@ def row(p: Provider, decision: str, stage: str, *, reason: str | None = None, ra
     return out
 
 
-def _constraints(cons: Sequence[Constraint], dims: Any, unchecked: list[str]) -> Constraint | None:
+def prefilter(providers: Sequence[Provider], req: Request) -> tuple[tuple[dict[str, Any], ...],
+                                                                    tuple[Provider, ...]]:
+    """Status, phase, interface and contract checks: rows for the rejected, and the rest.
+
+    These depend only on (op, phase, allow_status, interface, contract), so the resolver caches the
+    result per key and each request examines only the providers of its contract.
+    """
+    rows = []
+    rest = []
+    allowed = ", ".join(sorted(req.allow_status))
+    phase, interface, contract = req.phase, req.interface, req.contract
+    for p in providers:
+        if p.status not in req.allow_status:
+            rows.append(row(p, "rejected", "status", reason=f"status_not_production:{p.status}",
+                            detail=f"status {p.status} is not allowed (allowed: {allowed})"))
+        elif phase not in p.phases:
+            rows.append(row(p, "rejected", "phase", reason="phase_mismatch",
+                            detail=f"phases {', '.join(sorted(p.phases))}; request {phase}"))
+        elif interface is not None and interface != p.interface:
+            rows.append(row(p, "rejected", "interface", reason="interface_mismatch",
+                            detail=f"interface {p.interface}; request {interface}"))
+        elif contract is not None and contract != p.contract:
+            rows.append(row(p, "rejected", "contract", reason="contract_mismatch",
+                            detail=f"contract {p.contract}; request {contract}"))
+        else:
+            rest.append(p)
+    return tuple(rows), tuple(rest)
+
+
+def _constraints(cons: Sequence[Constraint], dims: Mapping[str, int], unchecked: list[str]) -> Constraint | None:
     """The first failing constraint (None if all pass); unbound ones are appended to `unchecked`."""
     for c in cons:
         ok = c.check(dims)
@@ -59,109 +91,113 @@ def _constraints(cons: Sequence[Constraint], dims: Any, unchecked: list[str]) ->
     return None
 
 
-_Rejection = tuple[str, str, str]
-
-
-def _check(req: Request, p: Provider) -> tuple[_Rejection | None, Survivor | None, list[dict]]:
-    """All checks for one provider: (rejection as (stage, reason, detail) or None, survivor, variant rows)."""
-    rej = _check_provider(req, p)
-    if rej is not None:
-        return rej, None, []
-    unchecked: list[str] = [f"port:{n}" for n in p.ports if n not in req.ports]
-    failed = _constraints(p.constraints, req.dims, unchecked)
-    if failed is not None:
-        return (("constraint", f"constraint_failed:{failed.dim}:{failed.rule}",
-                 f"{failed.text} fails for {failed.dim}={req.dims[failed.dim]}"), None, [])
-    return _check_variants(req, p, unchecked)
-
-
-def _check_provider(req: Request, p: Provider) -> _Rejection | None:
-    """Status, phase, interface, contract and port checks."""
-    if p.status not in req.allow_status:
-        return ("status", f"status_not_production:{p.status}",
-                f"status {p.status} is not allowed (allowed: {', '.join(sorted(req.allow_status))})")
-    if req.phase not in p.phases:
-        return ("phase", "phase_mismatch", f"phases {', '.join(sorted(p.phases))}; request {req.phase}")
-    if req.interface is not None and req.interface != p.interface:
-        return ("interface", "interface_mismatch", f"interface {p.interface}; request {req.interface}")
-    if req.contract is not None and req.contract != p.contract:
-        return ("contract", "contract_mismatch", f"contract {p.contract}; request {req.contract}")
+def _check_ports(req: Request, p: Provider) -> _Rejection | None:
+    """Port dtype, layout and presence checks (the earlier stages were done by `prefilter`)."""
     ports = p.ports
-    for name, (dtype, _layout) in req.ports.items():
+    items = req.port_items
+    for name, (dtype, _layout) in items:
         port = ports.get(name)
         if port is not None and port.dtype != dtype:
             return ("dtype", f"dtype_mismatch:{name}", f"port {name} is {port.dtype}; request {dtype}")
-    for name, (_dtype, layout) in req.ports.items():
+    for name, (_dtype, layout) in items:
         port = ports.get(name)
         if port is not None and port.layout != layout:
             return ("layout", f"layout_mismatch:{name}", f"port {name} is {port.layout}; request {layout}")
-    for name in req.ports:
+    for name, _spec in items:
         if name not in ports:
-            return ("port", f"port_missing:{name}",
-                    f"provider has no port {name} (ports: {', '.join(sorted(ports))})")
+            return ("port", f"port_missing:{name}", f"provider has no port {name} (ports: {', '.join(ports)})")
     return None
 
 
-def _check_variants(req: Request, p: Provider,
-                    unchecked: list[str]) -> tuple[_Rejection | None, Survivor | None, list[dict]]:
-    """ISA and variant constraints per variant, then alias safety."""
-    ports = p.ports
-    eligible: list[Variant] = []
+def _isa_split(p: Provider, isa: frozenset[str]) -> tuple[tuple[Variant, ...], tuple[dict, ...], str | None]:
+    """Variants runnable on `isa` (best first), rows for the others, and the most actionable missing
+    feature (from the variant missing the fewest). Depends only on (provider, isa): cached on the provider."""
+    hit = p.isa_cache.get(isa)
+    if hit is not None:
+        return hit
+    runnable: list[Variant] = []
     vrows: list[dict] = []
-    best_missing: tuple[int, int, str, str] | None = None
-    cons_fail: tuple[str, str] | None = None
-    isa = req.isa
-    for v in p.variants:
+    best: tuple[int, int, str, str] | None = None
+    for v in p.ranked_variants:
         missing = v.requires - isa
         if missing:
             feat = min(missing)
             vrows.append(row(p, "rejected", "isa", reason=f"isa_unavailable:{feat}", variant=v.name,
                              detail=f"variant {v.name} needs {', '.join(sorted(missing))}"))
             key = (len(missing), -v.priority, feat, v.name)
-            if best_missing is None or key < best_missing:
-                best_missing = key
-            continue
-        vun: list[str] = []
-        vfail = _constraints(v.constraints, req.dims, vun)
-        if vfail is not None:
-            reason = f"constraint_failed:{vfail.dim}:{vfail.rule}"
-            detail = f"variant {v.name}: {vfail.text} fails for {vfail.dim}={req.dims[vfail.dim]}"
-            vrows.append(row(p, "rejected", "constraint", reason=reason, variant=v.name, detail=detail))
-            if cons_fail is None:
-                cons_fail = (reason, detail)
-            continue
-        unchecked.extend(f"variant {v.name} {u}" for u in vun)
+            if best is None or key < best:
+                best = key
+        else:
+            runnable.append(v)
+    hit = p.isa_cache[isa] = (tuple(runnable), tuple(vrows), best[2] if best else None)
+    return hit
+
+
+def _check_variants(req: Request, p: Provider,
+                    unchecked: list[str]) -> tuple[_Rejection | None, Survivor | None, list[dict]]:
+    """ISA and variant constraints per variant, then alias safety."""
+    runnable, isa_rows, missing_feat = _isa_split(p, req.isa)
+    vrows: list[dict] = list(isa_rows)
+    eligible: list[Variant] = []
+    cons_fail: tuple[str, str] | None = None
+    for v in runnable:
+        if v.constraints:
+            vun: list[str] = []
+            vfail = _constraints(v.constraints, req.dims, vun)
+            if vfail is not None:
+                reason = f"constraint_failed:{vfail.dim}:{vfail.rule}"
+                detail = f"variant {v.name}: {vfail.text} fails for {vfail.dim}={req.dims[vfail.dim]}"
+                vrows.append(row(p, "rejected", "constraint", reason=reason, variant=v.name, detail=detail))
+                if cons_fail is None:
+                    cons_fail = (reason, detail)
+                continue
+            unchecked.extend(f"variant {v.name} {u}" for u in vun)
         eligible.append(v)
     if not eligible:
         # A missing ISA feature is the actionable reason (another machine could run it), so it wins.
-        if best_missing is not None:
-            return (("isa", f"isa_unavailable:{best_missing[2]}",
-                     f"no variant runs on isa [{', '.join(sorted(isa))}]"), None, vrows)
+        if missing_feat is not None:
+            return (("isa", f"isa_unavailable:{missing_feat}",
+                     f"no variant runs on isa [{', '.join(sorted(req.isa))}]"), None, vrows)
         assert cons_fail is not None
         return ("constraint", cons_fail[0], cons_fail[1] + "; no other variant is eligible"), None, vrows
-    for out_port, in_port in sorted(req.aliases):
-        port = ports.get(out_port)
+    for out_port, in_port in req.alias_list:
+        port = p.ports.get(out_port)
         if port is None or port.role != "output" or f"input:{in_port}" not in port.may_alias:
             return (("alias", f"alias_unsafe:{out_port}",
                      f"output {out_port} may not alias input {in_port} "
                      f"(declared may_alias: {', '.join(port.may_alias) if port else 'no such output'})"),
                     None, [])
-    eligible.sort(key=lambda v: -v.priority)
     return None, Survivor(p, tuple(eligible), tuple(unchecked)), vrows
 
 
-def filter_providers(req: Request, providers: Sequence[Provider]) -> tuple[list[Survivor], list[dict]]:
-    """Apply every filter; return survivors and the rows of every rejected provider or variant."""
+def filter_providers(req: Request, providers: Sequence[Provider],
+                     pre_rows: Sequence[dict[str, Any]] = ()) -> tuple[list[Survivor], list[dict]]:
+    """Apply the per-request filters to `providers` (the survivors of `prefilter`).
+
+    Returns survivors and rows: `pre_rows` first, then one per rejected provider or variant, in id order.
+    """
     survivors: list[Survivor] = []
-    rows: list[dict] = []
+    rows: list[dict] = list(pre_rows)
+    dims = req.dims
+    req_ports = req.ports
     for p in providers:
-        rej, survivor, vrows = _check(req, p)
-        if rej is not None:
-            stage, reason, detail = rej
-            rows.append(row(p, "rejected", stage, reason=reason, detail=detail))
-        else:
-            survivors.append(survivor)
-        rows.extend(vrows)
+        rej = _check_ports(req, p)
+        if rej is None:
+            unchecked: list[str] = [f"port:{n}" for n in p.ports if n not in req_ports] if len(req_ports) < len(
+                p.ports) else []
+            failed = _constraints(p.constraints, dims, unchecked)
+            if failed is not None:
+                rej = ("constraint", f"constraint_failed:{failed.dim}:{failed.rule}",
+                       f"{failed.text} fails for {failed.dim}={dims[failed.dim]}")
+            else:
+                rej, survivor, vrows = _check_variants(req, p, unchecked)
+                if rej is None:
+                    survivors.append(survivor)
+                else:
+                    rows.append(row(p, "rejected", rej[0], reason=rej[1], detail=rej[2]))
+                rows.extend(vrows)
+                continue
+        rows.append(row(p, "rejected", rej[0], reason=rej[1], detail=rej[2]))
     return survivors, rows
 
 
@@ -190,7 +226,7 @@ def failed_checks(req: Request, p: Provider) -> list[str]:
         out.append(f"constraint_failed:{failed.dim}:{failed.rule}")
     if not any(not (v.requires - req.isa) for v in p.variants):
         out.append("isa_unavailable")
-    for out_port, in_port in sorted(req.aliases):
+    for out_port, in_port in req.alias_list:
         port = p.ports.get(out_port)
         if port is None or f"input:{in_port}" not in port.may_alias:
             out.append(f"alias_unsafe:{out_port}")

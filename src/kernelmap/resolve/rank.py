@@ -80,11 +80,19 @@ def _no_survivor_message(req: Request, rows: Sequence[dict[str, Any]],
     if n == 0:
         return f"no provider implements op {req.op}"
     # The closest candidate fails the fewest checks; then it got furthest; then lifecycle, priority, id.
-    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+    # Visit in tie-break order: the first one failing a single check cannot be beaten.
+    def order(r: dict[str, Any]) -> tuple[Any, ...]:
         p = providers[r["provider"]]
-        return (len(failed_checks(req, p)), -STAGE_INDEX.get(r["stage"], 0), p.lifecycle, -p.priority, p.id)
+        return (-STAGE_INDEX.get(r["stage"], 0), p.lifecycle, -p.priority, p.id)
 
-    best = min(prov_rows, key=key)
+    best, best_n = None, None
+    for r in sorted(prov_rows, key=order):
+        n_failed = len(failed_checks(req, providers[r["provider"]]))
+        if best_n is None or n_failed < best_n:
+            best, best_n = r, n_failed
+            if n_failed <= 1:
+                break
+    assert best is not None
     return (f"no provider for op {req.op} in phase {req.phase}: {n} candidate"
             f"{'s' if n != 1 else ''} rejected; closest {best['provider']}: {best['reason']}"
             + (f" [{best['detail']}]" if best.get("detail") else ""))

@@ -75,6 +75,7 @@ class Request:
                 raise bad(f"/ports/{name}", "a port must be (dtype, layout)", value=spec)
             ports[name] = (spec[0], spec[1])
         set_(self, "ports", MappingProxyType(ports))
+        set_(self, "port_items", tuple(ports.items()))
         dims: dict[str, int] = {}
         for name in sorted(self.dims):
             val = self.dims[name]
@@ -89,6 +90,8 @@ class Request:
             if len(a) != 2 or not all(isinstance(s, str) and _NAME.match(s) for s in a):
                 raise bad("/aliases", "an alias must be (output port, input port)", value=list(a))
         set_(self, "aliases", aliases)
+        set_(self, "alias_list", tuple(sorted(aliases)))
+        set_(self, "_dict", None)
         allow = frozenset(self.allow_status)
         for s in sorted(allow):
             if s not in STATUSES:
@@ -103,14 +106,19 @@ class Request:
         set_(self, "isa", isa)
 
     def to_dict(self) -> dict[str, Any]:
-        """Stable JSON form (sorted lists, no None-valued keys dropped) as written in the trace."""
-        return {
+        """Stable JSON form (sorted lists) as written in the trace; built once, treat it as read-only."""
+        cached = self.__dict__.get("_dict")
+        if cached is not None:
+            return cached
+        out = {
             "label": self.label, "op": self.op, "phase": self.phase, "contract": self.contract,
             "interface": self.interface,
             "ports": {k: {"dtype": d, "layout": lay} for k, (d, lay) in self.ports.items()},
             "dims": dict(self.dims), "aliases": [list(a) for a in sorted(self.aliases)],
             "allow_status": sorted(self.allow_status), "isa": sorted(self.isa),
         }
+        object.__setattr__(self, "_dict", out)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Request:
