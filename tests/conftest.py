@@ -15,3 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 if "KERNELMAP_CACHE" not in os.environ:
     os.environ["KERNELMAP_CACHE"] = tempfile.mkdtemp(prefix="km-test-cache-")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite golden files (generated C, traces) instead of comparing against them")

@@ -1,0 +1,61 @@
+"""CLI: `kernelmap parity --tier N` runs the parity tiers against a compiled model and prints each check."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+__all__ = ["register"]
+
+_DEFAULT_FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "llama"
+
+
+@click.command("parity")
+@click.option("-m", "--model", type=click.Path(dir_okay=False), default=None, help="GGUF model (default model if omitted).")
+@click.option("--tier", "tiers", type=click.IntRange(1, 3), multiple=True, help="Tier(s) to run (default: 1 and 2).")
+@click.option("--fixtures", type=click.Path(file_okay=False), default=str(_DEFAULT_FIXTURES), show_default=True,
+              help="Directory of llama.cpp fixtures (make fixtures).")
+@click.option("-t", "--threads", type=int, default=2, show_default=True)
+@click.option("--reference/--no-reference", default=True, help="Also compare with the NumPy reference (tier 2).")
+@click.option("--json", "json_out", is_flag=True)
+def parity_command(model: str | None, tiers: tuple[int, ...], fixtures: str, threads: int, reference: bool,
+                   json_out: bool) -> None:
+    """Check a compiled model: 1 self-consistency, 2 agreement with llama.cpp and the reference, 3 perplexity.
+
+    Exits 1 when any check fails. Example: kernelmap parity --tier 1 --tier 2 -t 2
+    """
+    from kernelmap.parity import tier1, tier2, tier3
+    from kernelmap.runtime import default_model_path, load
+
+    gguf = Path(model) if model else default_model_path()
+    m = load(gguf, threads=threads, n_ctx=1024)
+    checks = []
+    with m:
+        probe = m.tokenizer.encode("The quick brown fox jumps over the lazy dog because it")
+        for tier in sorted(set(tiers or (1, 2))):
+            if tier == 1:
+                checks += tier1(m, probe)
+            elif tier == 2:
+                ref = None
+                if reference:
+                    from kernelmap.reference.forward import Reference
+
+                    ref = Reference(gguf, n_ctx=256)
+                checks += tier2(m, Path(fixtures), reference=ref)
+            else:
+                checks += tier3(m, Path(fixtures))
+    if json_out:
+        print(json.dumps([c.as_dict() for c in checks]))
+    else:
+        for c in checks:
+            print(f"tier {c.tier} {'PASS' if c.passed else 'FAIL'}  {c.name}: {c.value} (bar: {c.bar})")
+    if not all(c.passed for c in checks):
+        sys.exit(1)
+
+
+def register(cli: click.Group) -> None:
+    """Add `parity` to the CLI."""
+    cli.add_command(parity_command)

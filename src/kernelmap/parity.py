@@ -1,0 +1,141 @@
+"""Parity tiers: self-consistency (1), reference agreement (2) and an accuracy bar (3) for a compiled model.
+
+Input: a loaded `Model` (and, for tiers 2 and 3, llama.cpp fixture files written by
+tests/fixtures/make_llama_fixtures.py and our NumPy reference). Output: a list of named checks, each
+with its measured value, its bar and pass/fail, for `kernelmap parity` and the tests. It compiles
+nothing itself and never runs llama.cpp (the fixtures script does).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernelmap.errors import ModelError
+
+__all__ = ["Check", "tier1", "tier2", "tier3", "load_fixture", "log_softmax_at"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One parity check: what, the measured value, the bar, and whether it passed."""
+
+    tier: int
+    name: str
+    value: Any
+    bar: str
+    passed: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def load_fixture(directory: Path, name: str) -> dict[str, Any]:
+    """Load one llama.cpp fixture (greedy.json, teacher.json) or fail with the command that makes it."""
+    path = directory / name
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ModelError("llama.cpp fixture not found", path=path, hint="run `make fixtures`") from None
+    except json.JSONDecodeError as exc:
+        raise ModelError(f"fixture is not valid JSON: {exc}", path=path) from None
+
+
+def tier1(model: Any, tokens: list[int], split: int | None = None) -> list[Check]:
+    """Self-consistency on this machine: repeat runs and thread counts bit-exact; prefill vs decode rows."""
+    from kernelmap.runtime.model import Model
+
+    checks: list[Check] = []
+    runs = [model.logits(tokens) for _ in range(3)]
+    checks.append(Check(1, "three runs bit-identical", all(np.array_equal(runs[0], r) for r in runs[1:]),
+                        "bit-identical", all(np.array_equal(runs[0], r) for r in runs[1:])))
+    other_threads = 1 if model.threads != 1 else 2
+    other = Model(model.compiled, n_ctx=model.n_ctx, threads=other_threads)
+    try:
+        same = bool(np.array_equal(other.logits(tokens), runs[0]))
+    finally:
+        other.close()
+    checks.append(Check(1, f"{model.threads} vs {other_threads} threads bit-identical", same, "bit-identical", same))
+    k = split if split is not None else max(1, len(tokens) // 2)
+    if not 1 <= k < len(tokens):
+        raise ModelError("prefill/decode split out of range", value=k, expected=f"1..{len(tokens) - 1}")
+    model.reset()
+    model.prefill(tokens[:k])
+    for tok in tokens[k:]:
+        stepped = model.decode(tok)
+    diff = float(np.max(np.abs(stepped - runs[0])))
+    scale = float(np.max(np.abs(runs[0]))) or 1.0
+    checks.append(Check(1, f"prefill {len(tokens)} vs prefill {k} + decode {len(tokens) - k}: max |diff|",
+                        round(diff, 6), f"<= 1e-4 x max|logit| ({1e-4 * scale:.2e})", diff <= 1e-4 * scale))
+    return checks
+
+
+def log_softmax_at(logits: np.ndarray, token: int) -> float:
+    """log p(token) under softmax(logits), in float64."""
+    x = logits.astype(np.float64)
+    m = float(x.max())
+    return float(x[token] - m - math.log(float(np.exp(x - m).sum())))
+
+
+def tier2(model: Any, fixtures: Path, *, reference: Any | None = None, n_greedy: int | None = None,
+          teacher_tokens: int | None = None) -> list[Check]:
+    """Agreement with llama.cpp fixtures (greedy continuations, teacher-forced top-1) and the NumPy reference."""
+    checks: list[Check] = []
+    greedy = load_fixture(fixtures, "greedy.json")
+    prompts = greedy["prompts"]
+    identical = 0
+    for p in prompts:
+        want = p["continuation"][: n_greedy or len(p["continuation"])]
+        got = list(model.stream(p["tokens"], len(want), stop=()))
+        identical += got == want
+    need = math.ceil(0.8 * len(prompts))
+    checks.append(Check(2, "greedy continuations identical to llama.cpp", f"{identical}/{len(prompts)}",
+                        f">= {need}/{len(prompts)}", identical >= need))
+    teacher = load_fixture(fixtures, "teacher.json")
+    toks = teacher["tokens"][: teacher_tokens or len(teacher["tokens"])]
+    top1 = teacher["top1"]
+    model.reset()
+    agree = 0
+    logits = model.prefill(toks[:1])
+    for i in range(len(toks) - 1):
+        agree += int(np.argmax(logits)) == top1[i]
+        logits = model.decode(toks[i + 1])
+    rate = agree / max(len(toks) - 1, 1)
+    checks.append(Check(2, f"teacher-forced top-1 agreement over {len(toks) - 1} positions", round(rate, 4),
+                        ">= 0.99", rate >= 0.99))
+    if reference is not None:
+        probe = prompts[0]["tokens"]
+        ours = model.logits(probe)
+        ref = reference.forward(probe)[-1]
+        diff = float(np.max(np.abs(ours - ref)))
+        checks.append(Check(2, "logits vs NumPy reference: max |diff|", round(diff, 5), "<= 0.05 (contract tolerances)",
+                            diff <= 0.05))
+        same_top = int(np.argmax(ours)) == int(np.argmax(ref))
+        checks.append(Check(2, "top-1 equals NumPy reference", same_top, "equal", same_top))
+    return checks
+
+
+def tier3(model: Any, fixtures: Path, *, margin: float = 0.02, teacher_tokens: int | None = None) -> list[Check]:
+    """Accuracy bar: perplexity of the teacher text within `margin` (relative) of llama.cpp's, when recorded."""
+    teacher = load_fixture(fixtures, "teacher.json")
+    toks = teacher["tokens"][: teacher_tokens or len(teacher["tokens"])]
+    model.reset()
+    logits = model.prefill(toks[:1])
+    nll = 0.0
+    for i in range(1, len(toks)):
+        nll -= log_softmax_at(logits, toks[i])
+        if i < len(toks) - 1:
+            logits = model.decode(toks[i])
+    ppl = math.exp(nll / (len(toks) - 1))
+    peer = teacher.get("perplexity")
+    if peer is None:
+        return [Check(3, "perplexity of the teacher text", round(ppl, 4), "llama.cpp value not in fixture "
+                      "(run `make fixtures`)", False)]
+    rel = abs(ppl - peer) / peer
+    return [Check(3, f"perplexity {ppl:.4f} vs llama.cpp {peer:.4f}", round(rel, 5), f"relative diff <= {margin}",
+                  rel <= margin)]

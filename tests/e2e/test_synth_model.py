@@ -1,0 +1,151 @@
+"""End to end on a tiny synthetic model: compile, run, and check numerics, determinism and safety."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from synth_model import write_synth_model
+
+from kernelmap.compiler import CompileOptions, compile_model
+from kernelmap.errors import CircuitError, ModelError
+from kernelmap.runtime.model import Model
+from kernelmap.target import LEVELS, target_features
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+PROMPT = [2, 270, 271, 272, 273, 274, 275, 276, 277, 300, 301, 302]
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    d = tmp_path_factory.mktemp("synth")
+    return {"f32": write_synth_model(d / "f32.gguf"), "q8_0": write_synth_model(d / "q8.gguf", weight_type="q8_0"),
+            "dir": d}
+
+
+@pytest.fixture(scope="module")
+def model(synth):
+    m = Model(compile_model(synth["f32"], CompileOptions(max_rows=8)), n_ctx=64, threads=2)
+    yield m
+    m.close()
+
+
+def test_synth_logits_match_numpy_reference(synth, model):
+    from kernelmap.reference.forward import Reference
+
+    ref = Reference(synth["f32"], n_ctx=64)
+    expected = ref.forward(PROMPT)[-1]
+    got = model.logits(PROMPT)
+    np.testing.assert_allclose(got, expected, rtol=2e-3, atol=2e-3)
+    assert int(np.argmax(got)) == int(np.argmax(expected))
+
+
+def test_synth_prefill_equals_prefill_then_decode(model):
+    full = model.logits(PROMPT)
+    model.reset()
+    model.prefill(PROMPT[:5])
+    for tok in PROMPT[5:-1]:
+        model.decode(tok)
+    stepped = model.decode(PROMPT[-1]).copy()
+    np.testing.assert_allclose(stepped, full, rtol=1e-5, atol=1e-5)
+
+
+def test_synth_results_identical_for_one_and_two_threads_and_repeated_runs(synth, model):
+    two = [model.logits(PROMPT) for _ in range(3)]
+    assert all(np.array_equal(two[0], x) for x in two[1:])
+    one = Model(model.compiled, n_ctx=64, threads=1)
+    try:
+        assert np.array_equal(one.logits(PROMPT), two[0])
+    finally:
+        one.close()
+
+
+def test_synth_q8_0_weights_run_and_match_reference(synth):
+    from kernelmap.reference.forward import Reference
+
+    m = Model(compile_model(synth["q8_0"], CompileOptions(max_rows=8)), n_ctx=64, threads=2)
+    try:
+        got = m.logits(PROMPT)
+    finally:
+        m.close()
+    expected = Reference(synth["q8_0"], n_ctx=64).forward(PROMPT)[-1]
+    np.testing.assert_allclose(got, expected, rtol=5e-3, atol=5e-3)
+
+
+def test_synth_prompt_longer_than_context_is_refused(model):
+    with pytest.raises(ModelError, match="longer than the context"):
+        model.logits(list(range(2, 80)))
+
+
+def test_synth_context_beyond_training_is_refused(model):
+    with pytest.raises(ModelError, match="context length out of range"):
+        Model(model.compiled, n_ctx=100_000)
+
+
+def test_other_architecture_is_refused(tmp_path):
+    import gguf
+
+    w = gguf.GGUFWriter(str(tmp_path / "other.gguf"), "mamba9")
+    w.add_block_count(1)
+    w.add_tensor("x", np.zeros(4, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(CircuitError, match="no circuit file"):
+        compile_model(tmp_path / "other.gguf")
+
+
+def _generated_c(gguf: Path, out: Path) -> str:
+    isa = frozenset(LEVELS["avx2"]) & target_features()
+    compiled = compile_model(gguf, CompileOptions(max_rows=8, isa=isa), out_dir=out)
+    return (compiled.build_dir / "gen" / "model.c").read_text()
+
+
+def test_generated_c_is_deterministic_and_matches_golden(synth, request):
+    a = _generated_c(synth["f32"], synth["dir"] / "build_a")
+    b = _generated_c(synth["f32"], synth["dir"] / "build_b")
+    assert a == b
+    golden = GOLDEN / "synth_model.c"
+    if request.config.getoption("--update-golden"):
+        golden.write_text(a)
+    if "avx2" not in target_features():
+        pytest.skip("golden file was generated for an avx2 host")
+    assert golden.is_file(), "run pytest --update-golden to create tests/golden/synth_model.c"
+    assert a == golden.read_text(), "generated C changed: review and run pytest --update-golden"
+
+
+def test_hostile_metadata_never_reaches_generated_c(tmp_path):
+    gguf = write_synth_model(tmp_path / "hostile.gguf", hostile=True)
+    text = _generated_c(gguf, tmp_path / "build")
+    for needle in ("evil", "#define x", "system(", "\u00e9", "??/", "rm\""):
+        assert needle not in text
+    assert text.isascii()
+
+
+def test_bundle_builds_with_make_and_matches_python_runtime(synth, model, tmp_path):
+    from kernelmap.codegen.bundle import write_bundle
+
+    out = write_bundle(model.compiled, tmp_path / "bundle")
+    subprocess.run(["make", "-s", "-j2", "-C", str(out)], check=True, capture_output=True, timeout=300)
+    ids = " ".join(map(str, PROMPT))
+    proc = subprocess.run([str(out / "model"), "-n", "6", "-c", "64", "-t", "2"], input=ids, text=True,
+                          capture_output=True, cwd=out, check=True, timeout=60)
+    bundle_tokens = [int(t) for t in proc.stdout.split()]
+    python_tokens = list(model.stream(PROMPT, 6))
+    assert bundle_tokens[: len(python_tokens)] == python_tokens
+
+
+def test_compile_cli_unwritable_output_is_one_line_error(synth, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    env = {**os.environ}
+    proc = subprocess.run([sys.executable, "-m", "kernelmap", "compile", "-m", str(synth["f32"]), "-o",
+                           str(blocker / "sub"), "-q"], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) <= 2
