@@ -17,6 +17,7 @@ if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(
     sys.path.pop(0)
 
 import argparse  # noqa: E402
+import hashlib  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
 import subprocess  # noqa: E402
@@ -31,13 +32,14 @@ REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "fixtures" / "tokenizer" / "corpus.json"
 PEER = REPO / ".venv-peer" / "bin" / "python"
 _PEER_CODE = """
-import json, sys, time, llama_cpp
+import hashlib, json, sys, time, llama_cpp
 llm = llama_cpp.Llama(model_path=sys.argv[1], vocab_only=True, verbose=False)
 data = open(sys.argv[2], 'rb').read()
 best = 1e9
 for _ in range(3):
     t = time.perf_counter(); ids = llm.tokenize(data, add_bos=True, special=True); best = min(best, time.perf_counter() - t)
-print(json.dumps({"seconds": best, "n_ids": len(ids), "ids_head": ids[:32]}))
+digest = hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()
+print(json.dumps({"seconds": best, "n_ids": len(ids), "sha256": digest}))
 """
 
 
@@ -101,7 +103,8 @@ def main() -> int:
                 peer = json.loads(run.stdout.strip().splitlines()[-1])
                 result["peer_encode_s"] = round(peer["seconds"], 4)
                 result["peer_n_ids"] = peer["n_ids"]
-                result["ids_equal_head"] = peer["ids_head"] == ids[:32] and peer["n_ids"] == len(ids)
+                ours = hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()
+                result["ids_equal"] = peer["sha256"] == ours
                 result["ratio_cold_vs_peer"] = round(t_cold / peer["seconds"], 2)
                 result["ratio_warm_vs_peer"] = round(t_warm / peer["seconds"], 2)
             else:
