@@ -177,3 +177,17 @@ def test_bench_cli_unknown_filter_exits_1_with_closest(monkeypatch, toy_provider
 def test_bench_cli_bad_rows_exits_1(capsys):
     assert main(["bench", "--rows", "1,x", "--no-record"]) == 1
     assert "--rows" in capsys.readouterr().err
+
+
+def test_bench_cli_real_map_small_run_writes_parseable_rows(tmp_path, capsys):
+    ids = {p.id for p in prov.load_providers()}
+    if "rmsnorm_f32" not in ids:
+        pytest.skip("no rmsnorm_f32 kernel map in this tree yet")
+    out = tmp_path / "m.toml"
+    rc = main(["bench", "--filter", "rmsnorm_f32", "--variant", "ref", "--rows", "1", "--threads", "1",
+               "--min-time", "0.002", "--bandwidth-mib", "0", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    rows = tomllib.loads(out.read_text())["measurement"]
+    assert {r["provider"] for r in rows} == {"rmsnorm_f32"} and {r["metric"] for r in rows} >= {"gbps"}
+    assert all(r["rows"] == 1 and r["threads"] == 1 and r["shape"] == "640" for r in rows)

@@ -127,7 +127,8 @@ def _render(report, cls: str, machine: str) -> None:
     for col in ("provider", "variant", "shape", "rows", "threads", "median us", "GB/s", "GOP/s", "% bw"):
         table.add_column(col, justify="right" if col not in ("provider", "variant", "shape") else "left")
     for r in report.results:
-        table.add_row(r.provider, r.variant, r.shape, str(r.rows), str(r.threads), _fmt(r.median_s * 1e6, 1),
+        us = r.median_s * 1e6
+        table.add_row(r.provider, r.variant, r.shape, str(r.rows), str(r.threads), _fmt(us, 2 if us < 10 else 1),
                       _fmt(r.gbps), _fmt(r.gops), _fmt(None if r.frac_bw is None else 100 * r.frac_bw, 0))
     Console(width=max(100, Console().width)).print(table)
 
