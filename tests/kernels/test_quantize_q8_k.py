@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    host_can_run,
+    load_map_library,
+    ptr,
+    variant_symbols,
+)
 
 MAP_ID = "quantize_act_q8_k"
 QK_K = 256
@@ -95,7 +103,7 @@ def test_quantize_q8_k_ref_matches_numpy(lib_and_map, name, x):
                           context=f"case={name} shape={x.shape} vs numpy")
 
 
-@pytest.mark.parametrize("variant", ["avx2", "avx512"])
+@pytest.mark.parametrize("variant", [v["name"] for v in variant_symbols(MAP_ID) if v["name"] != "ref"])
 @pytest.mark.parametrize("nth", [1, 2, 3])
 def test_quantize_q8_k_variants_match_ref(lib_and_map, variant, nth):
     lib, spec = lib_and_map
