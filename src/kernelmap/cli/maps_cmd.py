@@ -18,6 +18,7 @@ from kernelmap.errors import MapError
 from kernelmap.maps.audit import BASELINE_PATH, CLASSES, audit, check_baseline, load_baseline, write_baseline
 from kernelmap.maps.loader import load_map
 from kernelmap.maps.registry import KERNEL_ROOT, load_registry
+from kernelmap.numerics import load_policy, policy_names
 
 __all__ = ["register"]
 
@@ -33,7 +34,7 @@ def register(cli: click.Group) -> None:
     @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
     @click.option("--maps", "dirs", multiple=True, type=click.Path(file_okay=False), help="Extra map dir.")
     def validate(files: tuple[str, ...], dirs: tuple[str, ...]) -> None:
-        """Schema- and semantically check every map (or the given FILES) and the registry as a whole.
+        """Check every map (or the given FILES), the registry as a whole, the shipped policies and the baseline.
 
         Example: kernelmap maps validate --maps my_maps/
         """
@@ -43,7 +44,10 @@ def register(cli: click.Group) -> None:
             click.echo(f"ok: {len(files)} map file{'s' if len(files) != 1 else ''} valid")
             return
         reg = load_registry(dirs)
-        click.echo(f"ok: {len(reg)} maps, {len(reg.ops)} ops, registry sha256 {reg.hash}")
+        policies = [load_policy(name) for name in policy_names()]
+        load_baseline()
+        click.echo(f"ok: {len(reg)} maps, {len(reg.ops)} ops, registry sha256 {reg.hash}; "
+                   f"policies {', '.join(p.name for p in policies)}; audit baseline ok")
 
     @maps.command("audit")
     @click.option("--json", "json_out", is_flag=True, help="Print the full report as JSON.")
