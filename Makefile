@@ -47,10 +47,13 @@ sanitize: install-dev
 	touch $@
 
 fixtures: .venv-peer/.stamp
-	.venv-peer/bin/python tests/fixtures/make_llama_fixtures.py
+	.venv-peer/bin/python -P tests/fixtures/make_llama_fixtures.py
+	.venv-peer/bin/python -P tests/fixtures/make_tokenizer_fixtures.py
 
 parity: .venv-peer/.stamp install-dev
-	.venv-peer/bin/python tests/fixtures/make_llama_fixtures.py --compare
+	.venv-peer/bin/python -P tests/fixtures/make_tokenizer_fixtures.py --check
+	.venv-peer/bin/python -P tests/fixtures/make_llama_fixtures.py --compare
+	$(KM) parity --tier 1 --tier 2 --tier 3
 
 bench: install-dev
 	$(VPY) benchmarks/resolve.py

@@ -117,12 +117,13 @@ class Model:
         self._handle = ctypes.c_void_p(handle)
         self.n_vocab = int(self._lib.km_model_n_vocab())
         gguf = open_gguf(self.info["gguf"])
+        from kernelmap.errors import TokenizerError
         from kernelmap.tokenizer import Tokenizer, template_for_metadata
 
         self.tokenizer = Tokenizer.from_metadata(gguf.metadata, source=self.info["gguf"])
         try:
-            self.chat_template = template_for_metadata(gguf.metadata)
-        except Exception:  # noqa: BLE001 - a model without a known chat template can still run plain prompts
+            self.chat_template = template_for_metadata(self.tokenizer)
+        except TokenizerError:  # a model without a known chat template still runs plain prompts
             self.chat_template = None
         self.pos = 0
 
