@@ -45,7 +45,7 @@ static void km_relax(long spins) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
-    if (spins > 4096) sched_yield();
+    if (spins > 256) sched_yield();
 }
 
 static void *km_worker_main(void *arg) {
