@@ -150,6 +150,21 @@ def test_build_shared_killed_mid_build_leaves_no_final_file(tmp_path):
     assert again.is_file() and _finals(out) == [again]
 
 
+def test_build_shared_sweeps_stale_temp_dirs_of_killed_builds(tmp_path):
+    unit = CompileUnit(_src(tmp_path, ADD_SRC))
+    first = build_shared([unit], name="t", out_dir=tmp_path / "c")
+    first.unlink()
+    stale = first.parent / "km-build-stale"
+    fresh = first.parent / "km-build-fresh"
+    stale.mkdir()
+    fresh.mkdir()
+    old = time.time() - 2 * driver.STALE_SECONDS
+    os.utime(stale, (old, old))
+    again = build_shared([unit], name="t", out_dir=tmp_path / "c")
+    assert again == first and again.is_file()
+    assert not stale.exists() and fresh.exists()
+
+
 def test_sanitizer_env_preloads_asan_and_ubsan():
     env = driver.sanitizer_env({"PATH": "/usr/bin"})
     libs = env["LD_PRELOAD"].split(":")

@@ -197,6 +197,7 @@ def build_shared(
     if final.is_file():
         return final
     final_dir.mkdir(parents=True, exist_ok=True)
+    _sweep_stale(final_dir)
     incs = [f"-I{p}" for p in include_dirs]
     try:
         with tempfile.TemporaryDirectory(prefix="km-build-", dir=final_dir) as tmp:
@@ -220,6 +221,23 @@ def build_shared(
         raise BuildError(f"cannot write the build cache: {exc}", path=final_dir,
                          hint="check permissions and free space, or set KERNELMAP_CACHE") from exc
     return final
+
+
+STALE_SECONDS = 3600
+
+
+def _sweep_stale(final_dir: Path) -> None:
+    """Remove temporary build dirs a killed build left behind (older than an hour, so never a live one)."""
+    import shutil
+    import time
+
+    now = time.time()
+    for tmp in final_dir.glob("km-build-*"):
+        try:
+            if now - tmp.stat().st_mtime > STALE_SECONDS:
+                shutil.rmtree(tmp, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def _remove_if_empty(path: Path) -> None:
