@@ -78,6 +78,17 @@ def test_build_shared_flag_change_changes_key(tmp_path):
     assert len({a.parent, b.parent, c.parent}) == 3
 
 
+def test_build_shared_header_change_changes_key(tmp_path):
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "toy.h").write_text("#define TOY 1\n")
+    src = _src(tmp_path, '#include "toy.h"\n' + ADD_SRC)
+    a = build_shared([CompileUnit(src)], name="t", out_dir=tmp_path / "c", include_dirs=[inc])
+    (inc / "toy.h").write_text("#define TOY 2\n")
+    b = build_shared([CompileUnit(src)], name="t", out_dir=tmp_path / "c", include_dirs=[inc])
+    assert a.parent != b.parent
+
+
 def test_build_shared_compiler_change_changes_key(tmp_path, monkeypatch):
     src = _src(tmp_path, ADD_SRC)
     a = build_shared([CompileUnit(src)], name="t", out_dir=tmp_path / "c")
