@@ -148,7 +148,7 @@ def require(required: Iterable[str], what: str, available: Iterable[str] | None 
     lacking = missing(required, have)
     if lacking:
         noun = "which this CPU does not have"
-        if os.environ.get(ISA_ENV) and not missing(lacking, host_features()):
+        if available is None and os.environ.get(ISA_ENV) and not missing(lacking, host_features()):
             noun = f"which {ISA_ENV} excludes"
         raise TargetError(
             f"{what} needs {', '.join(lacking)}, {noun}",

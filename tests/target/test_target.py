@@ -106,3 +106,11 @@ def test_host_class_feature_sets_map_to_lkb_classes(flags, machine, expected):
 
 def test_host_class_this_machine_is_a_known_class():
     assert target.host_class() in {c[0] for c in target._CLASSES} | {target._machine()}
+
+
+def test_require_feature_excluded_by_env_says_so(monkeypatch):
+    monkeypatch.setattr(target, "host_features", lambda: frozenset({"sse2", "avx", "avx2", "fma", "f16c", "avx512f"}))
+    monkeypatch.setenv("KERNELMAP_ISA", "avx2")
+    with pytest.raises(TargetError) as err:
+        target.require(["avx512f"], "variant km_x__avx512")
+    assert "which KERNELMAP_ISA excludes" in str(err.value)
