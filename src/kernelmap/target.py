@@ -16,6 +16,7 @@ from pathlib import Path
 from kernelmap.errors import TargetError, closest
 
 __all__ = [
+    "KNOWN_FEATURES",
     "LEVELS",
     "host_class",
     "host_features",
