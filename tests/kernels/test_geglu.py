@@ -15,6 +15,7 @@ import re
 import numpy as np
 import pytest
 from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from nonlinear_fixtures import LLAMA_SHA256, det_f32, sha256_of
 
 from kernelmap.build.driver import KERNEL_ROOT
 
@@ -121,3 +122,15 @@ def test_gelu_table_close_to_exact_tanh_gelu():
     got = TABLE[:-1].view(np.float16).astype(np.float64)
     # f16 rounding (2^-11 relative) plus the f32 cancellation of 1 + tanh near x = -4.5 (absolute)
     assert np.all(np.abs(got - exact) <= 2.0 ** -10 * np.abs(exact) + 1e-6)
+
+
+@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+def test_geglu_matches_llama_cpp(lib_and_map, variant):
+    lib, spec = lib_and_map
+    ok, why = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
+    if not ok:
+        pytest.skip(f"{MAP_ID} [{variant}]: {why}")
+    gate = det_f32(2048, 4, -12, 12).reshape(2, 1024)
+    up = det_f32(2048, 5, -2, 2).reshape(2, 1024)
+    got = _run(bind(lib, spec, variant), gate, up, 2)
+    assert sha256_of(got) == LLAMA_SHA256["geglu_2x1024"], f"{MAP_ID} [{variant}] differs from ggml_geglu_split"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from nonlinear_fixtures import LLAMA_SHA256, det_f32, sha256_of
 
 MAP_ID = "rmsnorm_f32"
 EPS = np.float32(1e-6)
@@ -93,3 +94,15 @@ def test_rmsnorm_ref_matches_numpy(lib_and_map, case):
     name, x, w = case
     got = _run(bind(lib, spec, "ref"), x, w, 3)
     assert_close_or_equal(rmsnorm_numpy(x, w, EPS), got, map_id=MAP_ID, variant="ref", context=f"{name} vs numpy")
+
+
+@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+def test_rmsnorm_matches_llama_cpp(lib_and_map, variant):
+    lib, spec = lib_and_map
+    ok, why = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
+    if not ok:
+        pytest.skip(f"{MAP_ID} [{variant}]: {why}")
+    x = det_f32(640 * 3, 1, -3, 3).reshape(3, 640)
+    w = det_f32(640, 2, 0.5, 1.5)
+    got = _run(bind(lib, spec, variant), x, w, 2)
+    assert sha256_of(got) == LLAMA_SHA256["rmsnorm_3x640"], f"{MAP_ID} [{variant}] differs from ggml rms_norm+mul"

@@ -2,7 +2,8 @@
 
 The NumPy oracle recomputes the contract: theta_scale = powf(base, -2/D) (f32), theta multiplied
 by theta_scale pair after pair in f32, t = freq_scale*theta, cos/sin from the C library's cosf/sinf
-(ctypes, the functions ref calls), rotation without FMA in f32. A float64 check bounds the f32
+(ctypes, the functions ref calls), rotation y0 = fma(x0, c, -(x1*s)), y1 = fma(x0, s, x1*c) with the
+C library's fmaf. A float64 check bounds the f32
 angle recurrence against the exact rotation.
 """
 
@@ -14,6 +15,7 @@ import ctypes.util
 import numpy as np
 import pytest
 from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from nonlinear_fixtures import LLAMA_SHA256, det_f32, sha256_of
 
 _LIBM = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
 for _name in ("cosf", "sinf"):
@@ -21,6 +23,9 @@ for _name in ("cosf", "sinf"):
     getattr(_LIBM, _name).restype = ctypes.c_float
 _LIBM.powf.argtypes = [ctypes.c_float, ctypes.c_float]
 _LIBM.powf.restype = ctypes.c_float
+_LIBM.fmaf.argtypes = [ctypes.c_float, ctypes.c_float, ctypes.c_float]
+_LIBM.fmaf.restype = ctypes.c_float
+_FMA = np.frompyfunc(lambda a, b, c: _LIBM.fmaf(float(a), float(b), float(c)), 3, 1)
 
 KINDS = ("neox", "normal")
 
@@ -43,8 +48,8 @@ def rope_numpy(x: np.ndarray, h: int, d: int, pos: int, base: float, fscale: flo
             x0, x1 = heads[:, : d // 2], heads[:, d // 2:]
         else:
             x0, x1 = heads[:, 0::2], heads[:, 1::2]
-        y0 = (x0 * cs - x1 * sn).astype(np.float32)
-        y1 = (x0 * sn + x1 * cs).astype(np.float32)
+        y0 = _FMA(x0, cs, -(x1 * sn)).astype(np.float32)
+        y1 = _FMA(x0, sn, x1 * cs).astype(np.float32)
         out = np.empty((h, d), np.float32)
         if kind == "neox":
             out[:, : d // 2], out[:, d // 2:] = y0, y1
@@ -139,3 +144,15 @@ def test_rope_ref_close_to_float64_rotation(kind_lib):
             want[r, :, 0::2], want[r, :, 1::2] = y0, y1
     assert_close_or_equal(want.reshape(m, -1), got.astype(np.float64), map_id=spec["id"], variant="ref",
                           comparison={"rtol": 0.0, "atol": 2e-3}, context="vs float64 rotation")
+
+
+@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+def test_rope_matches_llama_cpp(kind_lib, variant):
+    kind, lib, spec = kind_lib
+    ok, why = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
+    if not ok:
+        pytest.skip(f"{spec['id']} [{variant}]: {why}")
+    x = det_f32(256 * 2 * 3, 3, -4, 4).reshape(3, 2 * 256)
+    base = 10000.0 if kind == "neox" else 1e6
+    got = _run(bind(lib, spec, variant), x, 2, 256, 1000, base, 1.0, 2)
+    assert sha256_of(got) == LLAMA_SHA256[f"rope_{kind}_3x2x256"], f"{spec['id']} [{variant}] differs from ggml_rope_ext"

@@ -5,10 +5,11 @@
  * Numerics (ggml rope, ext_factor 0, attn_factor 1, no freq factors): theta_scale =
  * powf(freq_base, -2.0f/D); per row, theta starts at (float)(pos + m) and is multiplied by
  * theta_scale (f32) after each pair; pair i uses t = freq_scale * theta, c = cosf(t), s = sinf(t)
- * (libm, computed the same scalar way in every variant). Rotation without FMA:
- * y0 = x0*c - x1*s, y1 = x0*s + x1*c. SIMD variants vectorise only the rotation, so they are
- * bit-exact with ref. Partition: (row, head) items, km_part over M*H; the cos/sin cache is
- * recomputed when the row changes inside a thread's slice.
+ * (libm, computed the same scalar way in every variant). Rotation with one FMA each, as llama.cpp's
+ * CPU build evaluates it (checked bit for bit against ggml_rope_ext): y0 = fma(x0, c, -(x1*s)),
+ * y1 = fma(x0, s, x1*c). SIMD variants vectorise only the rotation with the same fused operations
+ * (vfmsub/vfmadd), so they are bit-exact with ref. Partition: (row, head) items, km_part over
+ * M*H; the cos/sin cache is recomputed when the row changes inside a thread's slice.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -34,15 +35,15 @@ static void rotate(float *y, const float *x, int64_t half, const float *cs, cons
     for (; i + 8 <= half; i += 8) {
         const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + half);
         const __m256 c = _mm256_loadu_ps(cs + i), s = _mm256_loadu_ps(sn + i);
-        const __m256 y0 = _mm256_sub_ps(_mm256_mul_ps(x0, c), _mm256_mul_ps(x1, s));
-        const __m256 y1 = _mm256_add_ps(_mm256_mul_ps(x0, s), _mm256_mul_ps(x1, c));
+        const __m256 y0 = _mm256_fmsub_ps(x0, c, _mm256_mul_ps(x1, s));
+        const __m256 y1 = _mm256_fmadd_ps(x0, s, _mm256_mul_ps(x1, c));
         _mm256_storeu_ps(y + i, y0);
         _mm256_storeu_ps(y + i + half, y1);
     }
     for (; i < half; i++) {
         const float x0 = x[i], x1 = x[i + half];
-        y[i] = x0 * cs[i] - x1 * sn[i];
-        y[i + half] = x0 * sn[i] + x1 * cs[i];
+        y[i] = fmaf(x0, cs[i], -(x1 * sn[i]));
+        y[i + half] = fmaf(x0, sn[i], x1 * cs[i]);
     }
 }
 

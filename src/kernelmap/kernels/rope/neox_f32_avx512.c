@@ -5,10 +5,11 @@
  * Numerics (ggml rope, ext_factor 0, attn_factor 1, no freq factors): theta_scale =
  * powf(freq_base, -2.0f/D); per row, theta starts at (float)(pos + m) and is multiplied by
  * theta_scale (f32) after each pair; pair i uses t = freq_scale * theta, c = cosf(t), s = sinf(t)
- * (libm, computed the same scalar way in every variant). Rotation without FMA:
- * y0 = x0*c - x1*s, y1 = x0*s + x1*c. SIMD variants vectorise only the rotation, so they are
- * bit-exact with ref. Partition: (row, head) items, km_part over M*H; the cos/sin cache is
- * recomputed when the row changes inside a thread's slice.
+ * (libm, computed the same scalar way in every variant). Rotation with one FMA each, as llama.cpp's
+ * CPU build evaluates it (checked bit for bit against ggml_rope_ext): y0 = fma(x0, c, -(x1*s)),
+ * y1 = fma(x0, s, x1*c). SIMD variants vectorise only the rotation with the same fused operations
+ * (vfmsub/vfmadd), so they are bit-exact with ref. Partition: (row, head) items, km_part over
+ * M*H; the cos/sin cache is recomputed when the row changes inside a thread's slice.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -34,8 +35,8 @@ static void rotate(float *y, const float *x, int64_t half, const float *cs, cons
         const __mmask16 k = (half - i >= 16) ? (__mmask16)0xFFFF : (__mmask16)((1u << (half - i)) - 1u);
         const __m512 x0 = _mm512_maskz_loadu_ps(k, x + i), x1 = _mm512_maskz_loadu_ps(k, x + i + half);
         const __m512 c = _mm512_maskz_loadu_ps(k, cs + i), s = _mm512_maskz_loadu_ps(k, sn + i);
-        const __m512 y0 = _mm512_sub_ps(_mm512_mul_ps(x0, c), _mm512_mul_ps(x1, s));
-        const __m512 y1 = _mm512_add_ps(_mm512_mul_ps(x0, s), _mm512_mul_ps(x1, c));
+        const __m512 y0 = _mm512_fmsub_ps(x0, c, _mm512_mul_ps(x1, s));
+        const __m512 y1 = _mm512_fmadd_ps(x0, s, _mm512_mul_ps(x1, c));
         _mm512_mask_storeu_ps(y + i, k, y0);
         _mm512_mask_storeu_ps(y + i + half, k, y1);
     }

@@ -5,10 +5,11 @@
  * Numerics (ggml rope, ext_factor 0, attn_factor 1, no freq factors): theta_scale =
  * powf(freq_base, -2.0f/D); per row, theta starts at (float)(pos + m) and is multiplied by
  * theta_scale (f32) after each pair; pair i uses t = freq_scale * theta, c = cosf(t), s = sinf(t)
- * (libm, computed the same scalar way in every variant). Rotation without FMA:
- * y0 = x0*c - x1*s, y1 = x0*s + x1*c. SIMD variants vectorise only the rotation, so they are
- * bit-exact with ref. Partition: (row, head) items, km_part over M*H; the cos/sin cache is
- * recomputed when the row changes inside a thread's slice.
+ * (libm, computed the same scalar way in every variant). Rotation with one FMA each, as llama.cpp's
+ * CPU build evaluates it (checked bit for bit against ggml_rope_ext): y0 = fma(x0, c, -(x1*s)),
+ * y1 = fma(x0, s, x1*c). SIMD variants vectorise only the rotation with the same fused operations
+ * (vfmsub/vfmadd), so they are bit-exact with ref. Partition: (row, head) items, km_part over
+ * M*H; the cos/sin cache is recomputed when the row changes inside a thread's slice.
  */
 #include <math.h>
 
@@ -31,8 +32,8 @@ static void rope_cache(float pos_f, float freq_scale, float theta_scale, int64_t
 static void rotate(float *y, const float *x, int64_t half, const float *cs, const float *sn) {
     for (int64_t i = 0; i < half; i++) {
         const float x0 = x[i], x1 = x[i + half];
-        y[i] = x0 * cs[i] - x1 * sn[i];
-        y[i + half] = x0 * sn[i] + x1 * cs[i];
+        y[i] = fmaf(x0, cs[i], -(x1 * sn[i]));
+        y[i + half] = fmaf(x0, sn[i], x1 * cs[i]);
     }
 }
 

@@ -5,10 +5,11 @@
  * Numerics (ggml rope, ext_factor 0, attn_factor 1, no freq factors): theta_scale =
  * powf(freq_base, -2.0f/D); per row, theta starts at (float)(pos + m) and is multiplied by
  * theta_scale (f32) after each pair; pair i uses t = freq_scale * theta, c = cosf(t), s = sinf(t)
- * (libm, computed the same scalar way in every variant). Rotation without FMA:
- * y0 = x0*c - x1*s, y1 = x0*s + x1*c. SIMD variants vectorise only the rotation, so they are
- * bit-exact with ref. Partition: (row, head) items, km_part over M*H; the cos/sin cache is
- * recomputed when the row changes inside a thread's slice.
+ * (libm, computed the same scalar way in every variant). Rotation with one FMA each, as llama.cpp's
+ * CPU build evaluates it (checked bit for bit against ggml_rope_ext): y0 = fma(x0, c, -(x1*s)),
+ * y1 = fma(x0, s, x1*c). SIMD variants vectorise only the rotation with the same fused operations
+ * (vfmsub/vfmadd), so they are bit-exact with ref. Partition: (row, head) items, km_part over
+ * M*H; the cos/sin cache is recomputed when the row changes inside a thread's slice.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -28,25 +29,23 @@ static void rope_cache(float pos_f, float freq_scale, float theta_scale, int64_t
     }
 }
 
-/* One head: pairs (2i, 2i + 1), 4 pairs (8 floats) per step: even lanes x0*c - x1*s, odd lanes
- * x1*c + x0*s (the ref's x0*s + x1*c: addition is commutative, so the bytes are equal). */
+/* One head: pairs (2i, 2i + 1), 4 pairs (8 floats) per step: y = fma(dup_even(x), (c, s), dup_odd(x) * (-s, c)),
+ * i.e. fma(x0, c, -(x1*s)) in even lanes and fma(x0, s, x1*c) in odd lanes, the ref's operations. */
 static void rotate(float *y, const float *x, int64_t half, const float *cs, const float *sn) {
     int64_t i = 0;
-    const __m256i dup = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
-    const __m256 odd_sign = _mm256_castsi256_ps(_mm256_setr_epi32(
-        (int)0x80000000u, 0, (int)0x80000000u, 0, (int)0x80000000u, 0, (int)0x80000000u, 0));
+    const __m128 sign = _mm_set1_ps(-0.0f);
     for (; i + 4 <= half; i += 4) {
         const __m256 v = _mm256_loadu_ps(x + 2 * i);
-        const __m256 c = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(cs + i)), dup);
-        const __m256 s = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(sn + i)), dup);
-        const __m256 sw = _mm256_permute_ps(v, 0xB1); /* (x1, x0) per pair */
-        const __m256 t = _mm256_xor_ps(_mm256_mul_ps(sw, s), odd_sign); /* (-x1*s, x0*s) */
-        _mm256_storeu_ps(y + 2 * i, _mm256_add_ps(_mm256_mul_ps(v, c), t));
+        const __m128 c = _mm_loadu_ps(cs + i), s = _mm_loadu_ps(sn + i), ns = _mm_xor_ps(s, sign);
+        const __m256 cs_il = _mm256_set_m128(_mm_unpackhi_ps(c, s), _mm_unpacklo_ps(c, s));
+        const __m256 nsc_il = _mm256_set_m128(_mm_unpackhi_ps(ns, c), _mm_unpacklo_ps(ns, c));
+        const __m256 t = _mm256_mul_ps(_mm256_movehdup_ps(v), nsc_il);
+        _mm256_storeu_ps(y + 2 * i, _mm256_fmadd_ps(_mm256_moveldup_ps(v), cs_il, t));
     }
     for (; i < half; i++) {
         const float x0 = x[2 * i], x1 = x[2 * i + 1];
-        y[2 * i] = x0 * cs[i] - x1 * sn[i];
-        y[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
+        y[2 * i] = fmaf(x0, cs[i], -(x1 * sn[i]));
+        y[2 * i + 1] = fmaf(x0, sn[i], x1 * cs[i]);
     }
 }
 

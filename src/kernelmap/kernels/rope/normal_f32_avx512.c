@@ -5,10 +5,11 @@
  * Numerics (ggml rope, ext_factor 0, attn_factor 1, no freq factors): theta_scale =
  * powf(freq_base, -2.0f/D); per row, theta starts at (float)(pos + m) and is multiplied by
  * theta_scale (f32) after each pair; pair i uses t = freq_scale * theta, c = cosf(t), s = sinf(t)
- * (libm, computed the same scalar way in every variant). Rotation without FMA:
- * y0 = x0*c - x1*s, y1 = x0*s + x1*c. SIMD variants vectorise only the rotation, so they are
- * bit-exact with ref. Partition: (row, head) items, km_part over M*H; the cos/sin cache is
- * recomputed when the row changes inside a thread's slice.
+ * (libm, computed the same scalar way in every variant). Rotation with one FMA each, as llama.cpp's
+ * CPU build evaluates it (checked bit for bit against ggml_rope_ext): y0 = fma(x0, c, -(x1*s)),
+ * y1 = fma(x0, s, x1*c). SIMD variants vectorise only the rotation with the same fused operations
+ * (vfmsub/vfmadd), so they are bit-exact with ref. Partition: (row, head) items, km_part over
+ * M*H; the cos/sin cache is recomputed when the row changes inside a thread's slice.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -28,24 +29,26 @@ static void rope_cache(float pos_f, float freq_scale, float theta_scale, int64_t
     }
 }
 
-/* One head: pairs (2i, 2i + 1), 8 pairs (16 floats) per step: even lanes x0*c - x1*s, odd lanes
- * x1*c + x0*s (the ref's x0*s + x1*c: addition is commutative, so the bytes are equal). */
+/* One head: pairs (2i, 2i + 1), 8 pairs (16 floats) per step: y = fma(dup_even(x), (c, s), dup_odd(x) * (-s, c)),
+ * i.e. fma(x0, c, -(x1*s)) in even lanes and fma(x0, s, x1*c) in odd lanes, the ref's operations. */
 static void rotate(float *y, const float *x, int64_t half, const float *cs, const float *sn) {
     int64_t i = 0;
-    const __m512i dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-    const __m512i odd_sign = _mm512_set1_epi64((long long)0x80000000ull);
+    const __m512i il = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32((int)0x80000000u));
     for (; i + 8 <= half; i += 8) {
         const __m512 v = _mm512_loadu_ps(x + 2 * i);
-        const __m512 c = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_loadu_ps(cs + i)));
-        const __m512 s = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_loadu_ps(sn + i)));
-        const __m512 sw = _mm512_permute_ps(v, 0xB1); /* (x1, x0) per pair */
-        const __m512 t = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(sw, s)), odd_sign));
-        _mm512_storeu_ps(y + 2 * i, _mm512_add_ps(_mm512_mul_ps(v, c), t));
+        const __m512 c = _mm512_castps256_ps512(_mm256_loadu_ps(cs + i));
+        const __m512 s = _mm512_castps256_ps512(_mm256_loadu_ps(sn + i));
+        const __m512 ns = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(s), _mm512_castps_si512(sign)));
+        const __m512 cs_il = _mm512_permutex2var_ps(c, il, s);
+        const __m512 nsc_il = _mm512_permutex2var_ps(ns, il, c);
+        const __m512 t = _mm512_mul_ps(_mm512_movehdup_ps(v), nsc_il);
+        _mm512_storeu_ps(y + 2 * i, _mm512_fmadd_ps(_mm512_moveldup_ps(v), cs_il, t));
     }
     for (; i < half; i++) {
         const float x0 = x[2 * i], x1 = x[2 * i + 1];
-        y[2 * i] = x0 * cs[i] - x1 * sn[i];
-        y[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
+        y[2 * i] = fmaf(x0, cs[i], -(x1 * sn[i]));
+        y[2 * i + 1] = fmaf(x0, sn[i], x1 * cs[i]);
     }
 }
 
