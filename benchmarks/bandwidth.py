@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from pathlib import Path
 
-# Scripts here must not shadow stdlib modules (a benchmarks/tokenize.py would replace `tokenize`).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
-from kernelmap.bench import measure_bandwidth  # noqa: E402
-from kernelmap.bench.record import machine_name  # noqa: E402
-from kernelmap.target import host_class  # noqa: E402
+from kernelmap.bench import measure_bandwidth
+from kernelmap.bench.record import machine_name
+from kernelmap.target import host_class
 
 
 def main() -> None:
