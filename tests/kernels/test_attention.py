@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    host_can_run,
+    load_map_library,
+    ptr,
+    run_partitioned,
+)
 
 KINDS = ("f16", "f32")
 CASES = {
@@ -137,3 +145,19 @@ def test_attention_window_masks_exactly(kind_lib):
             continue
         got = _run(bind(lib, spec, variant), q, kc, vc, (m, hq, hkv, d, c, pos, window), 0.5, 1)
         assert np.all(np.abs(got) < 10), f"{spec['id']} [{variant}]: a masked key leaked into the output"
+
+
+@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+def test_attention_concurrent_threads_match_sequential(kind_lib, variant):
+    """Two real threads (ctypes releases the GIL) give the bytes of the sequential partitioned run."""
+    kind, lib, spec = kind_lib
+    _skip(spec, variant)
+    dims = CASES["chunked_prefill_gqa4"]
+    m, hq, hkv, d, c, pos, window = dims
+    q, kc, vc = _inputs(kind, m, hq, hkv, d, c, pos)
+    fn = bind(lib, spec, variant)
+    expected = _run(fn, q, kc, vc, dims, 0.0625, 2)
+    y, check = guarded((m, hq * d), np.float32)
+    run_partitioned(fn, (ptr(y), ptr(q), ptr(kc), ptr(vc), m, hq, hkv, d, c, pos, 0.0625, window), 2, threaded=True)
+    check()
+    assert_close_or_equal(expected, y, map_id=spec["id"], variant=variant, context="threaded nth=2")
