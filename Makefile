@@ -36,7 +36,7 @@ test: install-dev lint audit
 	$(VENV)/bin/pytest -q -x --durations=15
 
 sanitize: install-dev
-	KERNELMAP_SANITIZE=1 $(VENV)/bin/pytest -q tests/kernels
+	$(VPY) -m kernelmap.build.sanitize $(VENV)/bin/pytest -q tests/kernels
 
 # llama.cpp is the peer: kept out of `make test`; these targets build it into its own venv.
 .venv-peer/.stamp: 
