@@ -19,8 +19,9 @@
  * Bytes q[0..3]: low 6 bits = sc[0..3], top 2 bits = bits 4..5 of sc[4..7];
  * q[4..7]: low 6 bits = mn[0..3], top 2 bits = bits 4..5 of mn[4..7];
  * q[8..11]: low nibble = bits 0..3 of sc[4..7], high nibble = bits 0..3 of mn[4..7].
- * Done four bytes at a time in 32-bit words (GGUF data is little-endian; so are our targets). */
-static inline void km_q4k_scales(const uint8_t q[KM_K_SCALE_SIZE], uint8_t sc[8], uint8_t mn[8]) {
+ * Done four bytes at a time in 32-bit words (GGUF data is little-endian; so are our targets):
+ * km_q4k_scales64() returns them packed, byte j of *sc = sc[j], byte j of *mn = mn[j]. */
+static inline void km_q4k_scales64(const uint8_t q[KM_K_SCALE_SIZE], uint64_t *sc, uint64_t *mn) {
     uint32_t w0, w1, w2;
     memcpy(&w0, q, 4);
     memcpy(&w1, q + 4, 4);
@@ -29,10 +30,17 @@ static inline void km_q4k_scales(const uint8_t q[KM_K_SCALE_SIZE], uint8_t sc[8]
     const uint32_t m_lo = w1 & 0x3F3F3F3Fu;
     const uint32_t s_hi = (w2 & 0x0F0F0F0Fu) | (((w0 >> 6) & 0x03030303u) << 4);
     const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0Fu) | (((w1 >> 6) & 0x03030303u) << 4);
-    memcpy(sc, &s_lo, 4);
-    memcpy(sc + 4, &s_hi, 4);
-    memcpy(mn, &m_lo, 4);
-    memcpy(mn + 4, &m_hi, 4);
+    *sc = (uint64_t)s_lo | ((uint64_t)s_hi << 32); /* byte j = sc[j] */
+    *mn = (uint64_t)m_lo | ((uint64_t)m_hi << 32);
+}
+
+/* The same as byte arrays (the ref's form). SIMD code keeps the 64-bit words in registers
+ * (_mm_cvtsi64_si128) instead: reloading 8 bytes just written as two 4-byte stores stalls. */
+static inline void km_q4k_scales(const uint8_t q[KM_K_SCALE_SIZE], uint8_t sc[8], uint8_t mn[8]) {
+    uint64_t s, m;
+    km_q4k_scales64(q, &s, &m);
+    memcpy(sc, &s, 8);
+    memcpy(mn, &m, 8);
 }
 
 /* The fixed final reduction of the 8 per-block partials (block b went into p[b % 8]). */

@@ -44,16 +44,18 @@ static inline __attribute__((always_inline)) void row_tile(float *y, int64_t N, 
         for (int j = 0; j < cnt; ++j) {
             const int64_t b = b0 + j;
             const km_block_q4_k *wb = &wr[b];
-            uint8_t sc[8], mn[8];
-            km_q4k_scales(wb->scales, sc, mn);
+            uint64_t sc, mn;
+            km_q4k_scales64(wb->scales, &sc, &mn);
+            /* int16 scales 0..7 in both 128-bit halves; lane k is bytes 2k, 2k+1 */
+            const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
             __m256i acc[4];
             for (int r = 0; r < MT; ++r) acc[r] = _mm256_setzero_si256();
             for (int c = 0; c < 4; ++c) {
                 const __m256i q4 = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c));
                 const __m256i lo = _mm256_and_si256(q4, m4);
                 const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
-                const __m256i slo = _mm256_set1_epi16((short)sc[2 * c]);
-                const __m256i shi = _mm256_set1_epi16((short)sc[2 * c + 1]);
+                const __m256i slo = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)(0x0100 + 0x0404 * c)));
+                const __m256i shi = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)(0x0302 + 0x0404 * c)));
                 for (int r = 0; r < MT; ++r) {
                     const int8_t *q8 = xr[r * nb + b].qs + 64 * c;
                     const __m256i a = _mm256_madd_epi16(
@@ -63,7 +65,7 @@ static inline __attribute__((always_inline)) void row_tile(float *y, int64_t N, 
                     acc[r] = _mm256_add_epi32(acc[r], _mm256_add_epi32(a, h));
                 }
             }
-            const __m128i mn16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
+            const __m128i mn16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn));
             const __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16), _mm_unpacklo_epi16(mn16, mn16));
             wd[j] = _cvtsh_ss(wb->d);
             wm[j] = _cvtsh_ss(wb->dmin);

@@ -46,9 +46,9 @@ static inline __attribute__((always_inline)) void row_tile(float *y, int64_t N, 
         for (int j = 0; j < cnt; ++j) {
             const int64_t b = b0 + j;
             const km_block_q4_k *wb = &wr[b];
-            uint8_t sc[8], mn[8];
-            km_q4k_scales(wb->scales, sc, mn);
-            const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+            uint64_t sc, mn;
+            km_q4k_scales64(wb->scales, &sc, &mn);
+            const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
             __m512i acc[4];
             for (int r = 0; r < MT; ++r) acc[r] = _mm512_setzero_si512();
             for (int c = 0; c < 4; ++c) {
@@ -62,7 +62,7 @@ static inline __attribute__((always_inline)) void row_tile(float *y, int64_t N, 
                     acc[r] = _mm512_add_epi32(acc[r], _mm512_madd_epi16(_mm512_maddubs_epi16(wq, a), s));
                 }
             }
-            const __m128i mn16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
+            const __m128i mn16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn));
             const __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16), _mm_unpacklo_epi16(mn16, mn16));
             wd[j] = _cvtsh_ss(wb->d);
             wm[j] = _cvtsh_ss(wb->dmin);
