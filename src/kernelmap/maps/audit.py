@@ -1,8 +1,9 @@
 """Map stage side system: the audit and migration ratchet over the kernel maps and the compiler's own code.
 
-Input: a Registry, the interface catalogue (interfaces.json), the C sources, tests/ and the Python
-under src/kernelmap. Output: a report (classes per map, counts, AST findings) and a check against
-audit_baseline.json, whose floors may only rise and ceilings only fall. It does not fix anything.
+Input: a Registry, the interfaces (circuits/interfaces.json) and their C argument order
+(interface_abi.json), the C sources, tests/ and the Python under src/kernelmap. Output: a report
+(classes per map, counts, AST findings) and a check against audit_baseline.json, whose floors may
+only rise and ceilings only fall. It does not fix anything.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ __all__ = ["BASELINE_PATH", "CLASSES", "audit", "check_baseline", "load_baseline
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 PROJECT_ROOT = PACKAGE_ROOT.parent.parent
 BASELINE_PATH = Path(__file__).resolve().parent / "audit_baseline.json"
-INTERFACES_PATH = Path(__file__).resolve().parent / "interfaces.json"
+ABI_PATH = Path(__file__).resolve().parent / "interface_abi.json"
 REPORT_SCHEMA = "kernelmap.audit_report/1"
 BASELINE_SCHEMA = "kernelmap.audit_baseline/1"
 
@@ -41,10 +42,17 @@ CONDITIONAL_DIRS = ("resolve", "plan")
 
 
 @lru_cache(maxsize=1)
-def interfaces() -> dict[str, dict[str, list[str]]]:
-    """The interface catalogue: interface id -> {ports, abi}."""
-    doc = parse_json(INTERFACES_PATH.read_bytes(), INTERFACES_PATH)
-    return doc["interfaces"]
+def interface_abi() -> dict[str, list[str]]:
+    """Interface id -> the exact C argument order its kernels must take."""
+    doc = parse_json(ABI_PATH.read_bytes(), ABI_PATH)
+    return doc["abi"]
+
+
+def interfaces() -> dict[str, dict[str, Any]]:
+    """The operation interfaces (ports with roles, params), as the circuits define them."""
+    from kernelmap.circuits.loader import load_interfaces
+
+    return load_interfaces().by_id
 
 
 def _text(path: Path) -> str:
@@ -67,14 +75,24 @@ def _test_exists(test_id: str, root: Path) -> bool:
     return not name or re.search(r"\bdef " + re.escape(name) + r"\b", _text(path)) is not None
 
 
-def classify(p: Provider, kernel_root: Path, tests_text: str, root: Path) -> list[str]:
+def _interface_ready(p: Provider, iface: dict[str, Any] | None) -> bool:
+    """Same port names with the same roles (state storage counts as role state) and the same params."""
+    if iface is None or iface.get("op") != p.op:
+        return False
+    roles = {n: ("state" if port.storage == "state" else port.role) for n, port in p.ports.items()}
+    want = {n: spec["role"] for n, spec in iface["ports"].items()}
+    params = {prm.name: prm.type for prm in p.params}
+    return roles == want and params == dict(iface.get("params", {}))
+
+
+def classify(p: Provider, kernel_root: Path, tests_text: str, root: Path,
+             catalogue: dict[str, dict[str, Any]]) -> list[str]:
     """The audit classes of one provider."""
     out = ["selection_managed"]  # every loaded map passed the schema's selection block
-    iface = interfaces().get(p.interface)
-    ready = iface is not None and sorted(p.ports) == sorted(iface["ports"])
+    ready = _interface_ready(p, catalogue.get(p.interface))
     if ready:
         out.append("interface_ready")
-    crossed = ready and [c.name for c in p.call_abi] == iface["abi"]
+    crossed = ready and [c.name for c in p.call_abi] == interface_abi().get(p.interface)
     if crossed:
         out.append("abi_crossvalidated")
     ref = next((v for v in p.variants if v.name == "ref"), None)
@@ -173,13 +191,14 @@ def audit(registry: Registry, *, baseline: dict[str, Any] | None = None, kernel_
     tests_text = "\n".join(_text(p) for p in _py_files(tests_root)) if tests_root.is_dir() else ""
     classes: dict[str, list[str]] = {c: [] for c in CLASSES}
     per_map: dict[str, list[str]] = {}
+    catalogue = interfaces()
     for pid, p in registry.providers.items():
-        cls = classify(p, kernel_root, tests_text, project_root)
+        cls = classify(p, kernel_root, tests_text, project_root, catalogue)
         per_map[pid] = cls
         for c in cls:
             classes[c].append(pid)
     literals = scan_model_literals(src_root, baseline["model_families"], baseline.get("allowed_phrases", []))
-    ops = frozenset(registry.ops) | {i.split(".")[0] for i in interfaces()} | {"logits"}
+    ops = frozenset(registry.ops) | {spec["op"] for spec in catalogue.values()} | {"logits"}
     conds = scan_op_conditionals([src_root / d for d in CONDITIONAL_DIRS], ops)
     counts = {c: len(classes[c]) for c in CLASSES}
     counts["maps"] = len(registry.providers)
