@@ -124,14 +124,11 @@ def _trace_path(target: str | None) -> Path:
 def register(cli: click.Group) -> None:
     """Add `explain` to the CLI group."""
 
-    @cli.command("explain")
+    @cli.command("explain", epilog="Example: kernelmap explain build/ --op blk.3.attn_q --provider linear_q8_0_q8_0")
     @click.argument("target", required=False, metavar="[TRACE.json | BUILD_DIR]")
     @click.option("--op", "op", metavar="LABEL", help="Show one op instance (e.g. blk.3.attn_q).")
     @click.option("--provider", metavar="ID", help="Why (not) provider ID, for every op where it was a candidate.")
     @click.option("--json", "json_out", is_flag=True, help="Print JSON on stdout.")
     def explain(target: str | None, op: str | None, provider: str | None, json_out: bool) -> None:
-        """Explain kernel choices recorded in a selection trace.
-
-        Example: kernelmap explain build/ --op blk.3.attn_q --provider linear_q8_0_q8_0
-        """
+        """Explain kernel choices recorded in a selection trace."""
         render_trace(SelectionTrace.load(_trace_path(target)), op=op, provider=provider, json_out=json_out)

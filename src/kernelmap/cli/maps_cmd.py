@@ -26,18 +26,15 @@ __all__ = ["register"]
 def register(cli: click.Group) -> None:
     """Add the `maps` group to the CLI."""
 
-    @cli.group("maps")
+    @cli.group("maps", epilog="Example: kernelmap maps audit --check")
     def maps() -> None:
         """Validate and audit the kernel maps."""
 
-    @maps.command("validate")
+    @maps.command("validate", epilog="Example: kernelmap maps validate --maps my_maps/")
     @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
     @click.option("--maps", "dirs", multiple=True, type=click.Path(file_okay=False), help="Extra map dir.")
     def validate(files: tuple[str, ...], dirs: tuple[str, ...]) -> None:
-        """Check every map (or the given FILES), the registry as a whole, the shipped policies and the baseline.
-
-        Example: kernelmap maps validate --maps my_maps/
-        """
+        """Check every map (or the given FILES), the registry as a whole, the shipped policies and the baseline."""
         if files:
             for f in files:
                 load_map(f, kernel_root=KERNEL_ROOT)
@@ -49,7 +46,7 @@ def register(cli: click.Group) -> None:
         click.echo(f"ok: {len(reg)} maps, {len(reg.ops)} ops, registry sha256 {reg.hash}; "
                    f"policies {', '.join(p.name for p in policies)}; audit baseline ok")
 
-    @maps.command("audit")
+    @maps.command("audit", epilog="Example: kernelmap maps audit --check")
     @click.option("--json", "json_out", is_flag=True, help="Print the full report as JSON.")
     @click.option("--check", is_flag=True, help="Fail (exit 1) if a floor or ceiling of the baseline regressed.")
     @click.option("--write-baseline", "write_flag", is_flag=True,
@@ -57,10 +54,7 @@ def register(cli: click.Group) -> None:
     @click.option("--baseline", type=click.Path(dir_okay=False), default=None,
                   help="Baseline file (default: the package's audit_baseline.json).")
     def audit_command(json_out: bool, check: bool, write_flag: bool, baseline: str | None) -> None:
-        """Classify every map, scan the compiler's Python, and compare with the ratchet baseline.
-
-        Example: kernelmap maps audit --check
-        """
+        """Classify every map, scan the compiler's Python, and compare with the ratchet baseline."""
         path = Path(baseline) if baseline else BASELINE_PATH
         base = load_baseline(path)
         report = audit(load_registry(), baseline=base)

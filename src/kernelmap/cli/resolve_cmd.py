@@ -55,7 +55,7 @@ def parse_isa_flag(text: str) -> frozenset[str]:
 def register(cli: click.Group) -> None:
     """Add `resolve` to the CLI group."""
 
-    @cli.command("resolve")
+    @cli.command("resolve", epilog="Example: kernelmap resolve --op linear --phase decode --dtype weight=q4_k --dim K=640 --isa avx2,fma,f16c")
     @click.option("--op", required=True, help="Logical op (linear, rmsnorm, attention, ...).")
     @click.option("--phase", required=True, help="init, prefill or decode.")
     @click.option("--contract", help="Numerical contract; default: ask the policy with the --dtype keys.")
@@ -76,10 +76,7 @@ def register(cli: click.Group) -> None:
                     dtypes: tuple[str, ...], dims: tuple[str, ...], aliases: tuple[str, ...], isa: str,
                     policy: str, maps: tuple[str, ...], no_builtin: bool, allow_candidates: bool, label: str,
                     json_out: bool) -> None:
-        """Resolve one op instance against the kernel maps (what-if; nothing is compiled).
-
-        Example: kernelmap resolve --op linear --phase decode --dtype weight=q4_k --dim K=640 --isa avx2,fma,f16c
-        """
+        """Resolve one op instance against the kernel maps (what-if; nothing is compiled)."""
         port_map: dict[str, tuple[str, str]] = {}
         for name, spec in _pairs(ports, "--port").items():
             dtype, sep, layout = spec.partition(":")

@@ -23,6 +23,11 @@ def _key(p: Provider) -> tuple[int, int, str]:
     return (p.lifecycle, -p.priority, p.id)
 
 
+def _others(rows: Sequence[dict[str, Any]], survivors: Sequence[Survivor]) -> str:
+    n = sum(1 for r in rows if "variant" not in r and r["stage"] != "rank")
+    return f"; {n} other candidate{'s' if n != 1 else ''} rejected" if n else ""
+
+
 def _hint(req: Request) -> str:
     return f"run `kernelmap explain --op {req.label}` to see every candidate and why it was rejected"
 
@@ -41,7 +46,7 @@ def rank(req: Request, survivors: Sequence[Survivor], rows: list[dict[str, Any]]
                             detail=f"survivors span {len(groups)} equivalence groups"))
         raise ResolutionError(
             f"op {req.op} in phase {req.phase}: {len(survivors)} survivors span {len(groups)} equivalence "
-            f"groups ({listing}); priority never chooses between contracts",
+            f"groups ({listing}); priority never chooses between contracts{_others(rows, survivors)}",
             path=req.label, hint="request a contract (numerics policy) or retire one provider; " + _hint(req))
     ordered = sorted(survivors, key=lambda s: _key(s.provider))
     top = ordered[0].provider
@@ -55,7 +60,8 @@ def rank(req: Request, survivors: Sequence[Survivor], rows: list[dict[str, Any]]
                                 detail=f"{len(tied)} {top.status} providers tie at priority {top.priority}"))
             raise ResolutionError(
                 f"op {req.op} in phase {req.phase}: {top.status} providers "
-                f"{', '.join(s.provider.id for s in tied)} tie at priority {top.priority} in group {top.group}",
+                f"{', '.join(s.provider.id for s in tied)} tie at priority {top.priority} in group {top.group}"
+                f"{_others(rows, survivors)}",
                 path=req.label, hint="give them distinct priorities; " + _hint(req))
     winner = ordered[0]
     variants = winner.variants
