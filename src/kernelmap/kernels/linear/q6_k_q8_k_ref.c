@@ -17,18 +17,22 @@
 #include "km_common.h"
 #include "km_kquant.h"
 
-/* The unsigned 6-bit code of value i (0..255) of a q6_k block. */
-static inline int32_t q6_code(const km_block_q6_k *b, int i) {
-    const int h = i / 128;      /* which 128-value half */
-    const int r = i % 128;
-    const int quarter = r / 32; /* 0..3: ql low/ql+32 low/ql high/ql+32 high */
-    const int l = r % 32;
-    const uint8_t *ql = b->ql + 64 * h;
-    const uint8_t *qh = b->qh + 32 * h;
-    const uint8_t lowbyte = ql[l + 32 * (quarter & 1)];
-    const int lo = (quarter < 2) ? (lowbyte & 0x0F) : (lowbyte >> 4);
-    const int hi = (qh[l] >> (2 * quarter)) & 3;
-    return (int32_t)(lo | (hi << 4));
+/* The 256 unsigned 6-bit codes of a q6_k block, in value order. Each 128-value half h has 64 ql
+ * bytes and 32 qh bytes; value 128h + 32q + l (q = 0..3, l = 0..31) takes its low 4 bits from
+ * ql[l + 32*(q & 1)] (low nibble for q < 2, high nibble otherwise) and its top 2 bits from
+ * bits 2q..2q+1 of qh[l]. */
+static void q6_codes(const km_block_q6_k *b, int32_t u[KM_QK_K]) {
+    for (int h = 0; h < 2; ++h) {
+        const uint8_t *ql = b->ql + 64 * h;
+        const uint8_t *qh = b->qh + 32 * h;
+        int32_t *o = u + 128 * h;
+        for (int l = 0; l < 32; ++l) {
+            o[l] = (ql[l] & 0x0F) | ((qh[l] & 3) << 4);
+            o[l + 32] = (ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4);
+            o[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+            o[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+        }
+    }
 }
 
 void km_linear_q6_k_q8_k__ref(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
@@ -44,11 +48,13 @@ void km_linear_q6_k_q8_k__ref(float *y, const void *w, const void *x, int64_t M,
             for (int64_t b = 0; b < nb; ++b) {
                 const km_block_q6_k *wb = &wr[b];
                 const km_block_q8_k *xb = &xr[b];
+                int32_t u[KM_QK_K];
+                q6_codes(wb, u);
                 int32_t isum = 0;
                 for (int j = 0; j < 16; ++j) {
                     int32_t dot = 0;
                     for (int l = 0; l < 16; ++l) {
-                        dot += q6_code(wb, 16 * j + l) * xb->qs[16 * j + l];
+                        dot += u[16 * j + l] * xb->qs[16 * j + l];
                     }
                     isum += (int32_t)wb->scales[j] * (dot - 32 * (int32_t)xb->bsums[j]);
                 }
