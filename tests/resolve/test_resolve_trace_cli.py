@@ -174,3 +174,16 @@ def test_cli_resolve_bad_map_dir_exits_1(tmp_path, capsys):
     assert main(["resolve", "--op", "linear", "--phase", "decode", "--contract", "a.v1", "--maps", str(mdir)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: {mdir / 'broken.json'}: /: not valid JSON") and "Traceback" not in err
+
+
+def test_benchmark_script_small_run_prints_one_json_line():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "resolve.py"
+    out = subprocess.run([sys.executable, str(script), "--requests", "300", "--maps", "30", "--repeat", "1"],
+                         capture_output=True, text=True, check=True, timeout=120)
+    doc = json.loads(out.stdout)
+    assert doc["maps"] == 30 and doc["requests"] == 300
+    assert doc["selected"] + doc["failed_closed"] == 300 and doc["selected"] > 0
