@@ -2,7 +2,8 @@
  *
  * Op: write the rows of x f32 [M, H*D] (row-major; row m at position pos + m) into the head-major
  * cache [H][C][D] (f32) at rows pos .. pos+M-1: cache[h][pos+m][d] = x[m][h*D + d].
- * The caller guarantees 0 <= pos and pos + M <= C. A plain copy of the f32 bits; SIMD variants are byte-identical.
+ * The caller guarantees 0 <= pos and pos + M <= C. A plain copy of the f32 bits; SIMD variants are
+ * byte-identical.
  * Partition: (row, head) items, km_part over M*H (each item is one D-long run; no reductions).
  */
 #include "km_common.h"
