@@ -266,3 +266,9 @@ def test_request_is_immutable():
         r.dims["K"] = 5
     with pytest.raises(AttributeError):
         r.op = "rope"
+
+
+def test_request_equal_requests_hash_equal():
+    a, b = req(), req()
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert req(phase="prefill") != a

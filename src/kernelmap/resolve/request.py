@@ -105,6 +105,10 @@ class Request:
                 raise bad("/isa", "malformed isa feature", value=f, expected="[a-z0-9_]+")
         set_(self, "isa", isa)
 
+    def __hash__(self) -> int:
+        return hash((self.label, self.op, self.phase, self.contract, self.interface, self.port_items,
+                     tuple(self.dims.items()), self.alias_list, self.allow_status, self.isa))
+
     def to_dict(self) -> dict[str, Any]:
         """Stable JSON form (sorted lists) as written in the trace; built once, treat it as read-only."""
         cached = self.__dict__.get("_dict")
