@@ -56,10 +56,19 @@ def libs():
     return {fmt: load_map_library(spec[0]) for fmt, spec in FORMATS.items()}
 
 
+def _misaligned(a: np.ndarray, offset: int = 4) -> np.ndarray:
+    """A copy of `a`'s bytes starting at an address that is `offset` mod 64 (weights: 4-byte alignment only)."""
+    raw = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
+    buf = np.empty(raw.size + 128, dtype=np.uint8)
+    start = (offset - buf.ctypes.data) % 64
+    out = buf[start:start + raw.size]
+    out[:] = raw
+    return out
+
+
 def _run(fn, w: np.ndarray, x: np.ndarray, m: int, n: int, k: int, nth: int, threaded: bool = False) -> np.ndarray:
     y, check = guarded((m, n), np.float32)
-    run_partitioned(fn, (ptr(y), ptr(np.ascontiguousarray(w)), ptr(np.ascontiguousarray(x)), m, n, k), nth,
-                    threaded=threaded)
+    run_partitioned(fn, (ptr(y), ptr(_misaligned(w)), ptr(_misaligned(x, 36)), m, n, k), nth, threaded=threaded)
     check()
     return y.copy()
 
