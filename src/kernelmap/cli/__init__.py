@@ -33,6 +33,7 @@ _COMMAND_MODULES: list[str] = [
     "kernelmap.cli.maps_cmd", "kernelmap.cli.resolve_cmd", "kernelmap.cli.explain_cmd",
     "kernelmap.cli.inspect_cmd",
     "kernelmap.cli.tokenize_cmd",
+    "kernelmap.cli.lkb_cmd",
 ]
 
 

@@ -1,0 +1,138 @@
+"""LKB stage, provider check: every (kernel-map provider, variant) belongs to exactly one family point or is residual.
+
+Input: a resolved `Chain` and the kernel-map JSON files (read directly, so the check does not depend on
+the map loader). Output: a `ProviderCheck` with the assignment, the residual (in no point), conflicts
+(in two points), dangling point entries (naming no existing variant) and points that list a class
+lacking a feature their variant requires. It does not judge speed or numerics.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelmap.errors import LKBError
+from kernelmap.lkb.registry import Chain, Family, Point
+
+__all__ = ["KERNEL_ROOT", "MAPS_DIR", "MapVariant", "ProviderCheck", "check_providers", "family_of", "format_of", "point_requires",
+           "read_maps"]
+
+MAPS_DIR = Path(__file__).resolve().parent.parent / "kernel_maps"
+KERNEL_ROOT = Path(__file__).resolve().parent.parent / "kernels"
+
+
+@dataclass(frozen=True)
+class MapVariant:
+    """One (provider, variant) of a kernel map, with what the LKB needs from it."""
+
+    provider: str
+    variant: str
+    op: str
+    formats: tuple[str, str, str]
+    requires: frozenset[str]
+    source: str
+
+
+@dataclass
+class ProviderCheck:
+    """The result of `check_providers`; `ok` when nothing conflicts, dangles or is unrealizable."""
+
+    variants: dict[tuple[str, str], MapVariant]
+    assigned: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    residual: list[tuple[str, str]] = field(default_factory=list)
+    conflicts: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    dangling: list[tuple[str, str, str]] = field(default_factory=list)
+    unrealizable: list[tuple[str, str, list[str]]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.conflicts or self.dangling or self.unrealizable)
+
+    def lines(self) -> list[str]:
+        """Human-readable findings, one per line (empty when every variant is in exactly one point)."""
+        out = [f"residual: {p}:{v} is in no family point" for p, v in self.residual]
+        out += [f"conflict: {p}:{v} is in points {', '.join(ids)}" for (p, v), ids in sorted(self.conflicts.items())]
+        out += [f"dangling: point {pt} names {p}:{v}, which no kernel map declares" for pt, p, v in self.dangling]
+        out += [f"unrealizable: point {pt} lists class {c}, which lacks {', '.join(m)}"
+                for pt, c, m in self.unrealizable]
+        return out
+
+
+def read_maps(maps_dir: Path | str = MAPS_DIR) -> dict[tuple[str, str], MapVariant]:
+    """Every (provider, variant) declared by `<maps_dir>/*.json` (files named in upper case are skipped)."""
+    out: dict[tuple[str, str], MapVariant] = {}
+    for path in sorted(Path(maps_dir).glob("*.json")):
+        if path.stem.isupper():
+            continue
+        try:
+            raw: Any = json.loads(path.read_text(encoding="utf-8"))
+            quant = raw.get("quant", {})
+            fmt = (quant.get("weight", "none"), quant.get("activation", "none"), quant.get("output", "none"))
+            for var in raw["variants"]:
+                out[(raw["id"], var["name"])] = MapVariant(raw["id"], var["name"], raw["op"], fmt,
+                                                           frozenset(var.get("requires", ())),
+                                                           var.get("source", ""))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise LKBError(f"cannot read the kernel map for the LKB check: {exc}", path=path,
+                           pointer="/variants", hint="run `kernelmap maps validate`") from exc
+    return out
+
+
+def check_providers(chain: Chain, maps_dir: Path | str = MAPS_DIR) -> ProviderCheck:
+    """Assign every map variant to the point that names it, across all classes; report what does not fit."""
+    variants = read_maps(maps_dir)
+    check = ProviderCheck(variants)
+    claims: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    seen_points: set[tuple[str, str]] = set()
+    for cname, fam, point in chain.all_points():
+        key = (fam.id, point.id)
+        for pv in point.providers:
+            claims.setdefault(pv, set()).add(key)
+            if pv not in variants and (point.id, *pv) not in check.dangling:
+                check.dangling.append((point.id, *pv))
+        if key in seen_points or cname not in point.classes:
+            continue
+        seen_points.add(key)
+        needed: set[str] = set()
+        for pv in point.providers:
+            if pv in variants:
+                needed |= variants[pv].requires
+        lacking = sorted(needed - chain.features(cname))
+        if lacking:
+            check.unrealizable.append((point.id, cname, lacking))
+    for pv in sorted(variants):
+        keys = claims.get(pv, set())
+        if not keys:
+            check.residual.append(pv)
+        elif len(keys) > 1:
+            check.conflicts[pv] = sorted(f"{f}/{p}" for f, p in keys)
+        else:
+            check.assigned[pv] = next(iter(keys))
+    check.dangling.sort()
+    return check
+
+
+def format_of(var: MapVariant) -> str:
+    """The format key a family's `formats` list uses for this variant (linear: "w*a"; quantizer: output)."""
+    weight, act, out = var.formats
+    if var.op == "linear":
+        return f"{weight}*{act}"
+    if var.op == "quantize_act":
+        return out
+    return weight if weight != "none" else act
+
+
+def point_requires(point: Point, variants: dict[tuple[str, str], MapVariant]) -> frozenset[str]:
+    """Union of the ISA features the point's variants require."""
+    out: set[str] = set()
+    for pv in point.providers:
+        if pv in variants:
+            out |= variants[pv].requires
+    return frozenset(out)
+
+
+def family_of(chain: Chain, cls: str, family_id: str) -> Family | None:
+    """The family resolved on `cls`, or None."""
+    return chain.families(cls).get(family_id)

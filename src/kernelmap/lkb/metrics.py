@@ -1,0 +1,165 @@
+"""LKB stage, convergence metrics for one class: gap lines per row count, LKB residual, yield, envelope status.
+
+Input: a resolved `Chain`, the provider check, the evidence envelope, an optional step profile and the
+campaign ledgers. Output: a JSON-ready report dict (and the text lines `kernelmap lkb` prints). Shares
+come only from the profile's measured seconds; without a profile the gap lines say so. It does not
+measure anything itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelmap.lkb.campaign import load_ledgers
+from kernelmap.lkb.coverage import KERNEL_ROOT, ProviderCheck, format_of, point_requires
+from kernelmap.lkb.evidence import ROWS, Envelope
+from kernelmap.lkb.profile import ProfileEntry
+from kernelmap.lkb.registry import Chain, Point
+
+__all__ = ["CATEGORIES", "classify", "envelope_status", "gap", "gap_line", "parameterization_yield", "residual"]
+
+CATEGORIES = ("shared", "shared_unmeasured", "parameterisation", "policy_variant", "novel")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Where one profiled op falls, and why."""
+
+    category: str
+    detail: str
+
+
+def classify(entry: ProfileEntry, rows: int, cls: str, chain: Chain, check: ProviderCheck,
+             env: Envelope) -> Verdict:
+    """File one profiled op under a gap category on class `cls` (rules in docs/LKB.md)."""
+    pv = (entry.provider, entry.variant)
+    var = check.variants.get(pv)
+    fams = chain.families(cls)
+    key = check.assigned.get(pv)
+    if var is None:
+        return Verdict("novel", "no kernel map declares this provider variant")
+    if key is not None and key[0] in fams:
+        family, point_id = key
+        covered = any(r.op == var.op and r.family == family and rows in r.rows
+                      and (not r.points or point_id in r.points) for r in chain.rules(cls).values())
+        point = next((p for p in fams[family].points if p.id == point_id), None)
+        if not covered:
+            return Verdict("shared_unmeasured", "no rule of this class covers it")
+        if point is None or point.how == "copy":
+            return Verdict("parameterisation", f"copy point {point_id} (LKB residual)")
+        if env.measured(cls, family, point_id, rows):
+            return Verdict("shared", f"point {point_id}, measured on {cls}")
+        return Verdict("shared_unmeasured", f"point {point_id}, no record on {cls} at C{rows}")
+    for fam in fams.values():
+        if var.op in fam.ops:
+            if format_of(var) in fam.formats:
+                return Verdict("parameterisation", f"family {fam.id} has the format but no point for it")
+    for fam in fams.values():
+        if var.op in fam.ops:
+            return Verdict("policy_variant", f"family {fam.id} lacks format {format_of(var)}")
+    return Verdict("novel", f"no family implements op {var.op}")
+
+
+def _percentages(parts: dict[str, float]) -> dict[str, float]:
+    """Shares in percent with one decimal that add up to exactly 100.0 (largest remainder)."""
+    total = sum(parts.values())
+    if total <= 0:
+        return {k: 0.0 for k in parts}
+    raw = {k: v * 1000.0 / total for k, v in parts.items()}
+    floor = {k: int(v) for k, v in raw.items()}
+    left = 1000 - sum(floor.values())
+    for k in sorted(raw, key=lambda k: (-(raw[k] - floor[k]), CATEGORIES.index(k)))[:left]:
+        floor[k] += 1
+    return {k: floor[k] / 10.0 for k in parts}
+
+
+def gap(entries: Sequence[ProfileEntry], rows: int, cls: str, chain: Chain, check: ProviderCheck,
+        env: Envelope) -> dict[str, Any]:
+    """Seconds and percentages per category for one row count, plus per-op verdicts."""
+    seconds = dict.fromkeys(CATEGORIES, 0.0)
+    ops = []
+    for e in entries:
+        v = classify(e, rows, cls, chain, check, env)
+        seconds[v.category] += e.seconds
+        ops.append({"op": e.op, "provider": e.provider, "variant": e.variant, "seconds": e.seconds,
+                    "category": v.category, "detail": v.detail})
+    pct = _percentages(seconds)
+    return {"rows": rows, "step_seconds": sum(seconds.values()), "seconds": seconds, "percent": pct,
+            "line": gap_line(rows, pct), "ops": ops}
+
+
+def gap_line(rows: int, pct: dict[str, float]) -> str:
+    """The gap line of one row count."""
+    return (f"C{rows}: shared {pct['shared']:.1f}% (measured on this class), shared-unmeasured "
+            f"{pct['shared_unmeasured']:.1f}%, parameterisation {pct['parameterisation']:.1f}%, policy variant "
+            f"{pct['policy_variant']:.1f}%, novel {pct['novel']:.1f}% of the step")
+
+
+def _lines(source: str, cache: dict[str, int]) -> int:
+    if source not in cache:
+        path = KERNEL_ROOT / source
+        try:
+            cache[source] = len(path.read_text(encoding="utf-8", errors="replace").splitlines())
+        except OSError:
+            cache[source] = 0
+    return cache[source]
+
+
+def residual(cls: str, chain: Chain, check: ProviderCheck) -> dict[str, Any]:
+    """The LKB residual of `cls`: copy points and unregistered variants it runs; the single-class bucket apart."""
+    feats = chain.features(cls)
+    cache: dict[str, int] = {}
+    main: list[dict[str, Any]] = []
+    single: list[dict[str, Any]] = []
+    for fam in chain.families(cls).values():
+        for point in fam.points:
+            if cls not in point.classes:
+                continue
+            sources = sorted({check.variants[pv].source for pv in point.providers if pv in check.variants})
+            item = {"point": point.id, "family": fam.id, "how": point.how, "sources": sources,
+                    "lines": sum(_lines(s, cache) for s in sources), "reason": point.reason}
+            if len(chain.classes_having(point_requires(point, check.variants))) == 1:
+                single.append(item)
+            elif point.how == "copy":
+                main.append(item)
+    unregistered = []
+    for pv in check.residual:
+        var = check.variants[pv]
+        if var.requires <= feats:
+            unregistered.append({"point": None, "provider": pv[0], "variant": pv[1], "how": "unregistered",
+                                 "sources": [var.source], "lines": _lines(var.source, cache),
+                                 "reason": "in no family point"})
+    entries = main + unregistered
+    return {"count": len(entries), "loc": sum(e["lines"] for e in entries), "copy_points": len(main),
+            "unregistered": len(unregistered), "entries": entries,
+            "single_class": {"count": len(single), "loc": sum(e["lines"] for e in single), "entries": single}}
+
+
+def envelope_status(cls: str, chain: Chain, env: Envelope) -> list[dict[str, Any]]:
+    """Per family: the row counts at which every point `cls` realizes has a record on `cls`."""
+    out = []
+    for fam in chain.families(cls).values():
+        points: list[Point] = [p for p in fam.points if cls in p.classes]
+        inside = [r for r in ROWS if points and all(env.measured(cls, fam.id, p.id, r) for p in points)]
+        status = "inside" if len(inside) == len(ROWS) else ("partial" if inside else "outside")
+        out.append({"family": fam.id, "points_on_class": len(points), "inside_rows": inside, "status": status})
+    return out
+
+
+def parameterization_yield(folder: Path | None = None) -> dict[str, Any]:
+    """Lines deleted by parameterization and items promoted, summed over exited campaigns."""
+    ledgers = load_ledgers(folder) if folder is not None else load_ledgers()
+    deleted, promoted = 0, []
+    for ledger in ledgers:
+        end = ledger.get("exit")
+        if not end:
+            continue
+        try:
+            deleted += max(0, int(ledger["start"]["residual_loc"]) - int(end["residual_loc"]))
+        except (KeyError, TypeError, ValueError):
+            pass
+        promoted += [str(p) for p in end.get("promoted", [])]
+    return {"lines_deleted": deleted, "promoted": promoted, "campaigns": len(ledgers)}

@@ -1,0 +1,116 @@
+"""LKB stage, the `kernelmap lkb` report: everything the convergence metrics say about one (model, class).
+
+Input: the class (default: the host's), an optional step profile (file, or measured through
+`profile.measure` for a model), the measurements file, the classes/maps/campaigns folders. Output: a
+JSON-ready dict plus its text lines. It only assembles; the rules live in metrics.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kernelmap.lkb import metrics, profile
+from kernelmap.lkb.campaign import CAMPAIGNS_DIR
+from kernelmap.lkb.coverage import MAPS_DIR, check_providers
+from kernelmap.lkb.evidence import ROWS, bandwidth, envelope, load_measurements
+from kernelmap.lkb.registry import CLASSES_DIR, DEVICES_PATH, load_chain, load_devices
+
+__all__ = ["build_report", "campaign_metrics", "report_lines"]
+
+
+def build_report(cls: str | None = None, *, profile_path: Path | None = None, model: Path | None = None,
+                 measurements: Path | None = None, classes_dir: Path = CLASSES_DIR, maps_dir: Path = MAPS_DIR,
+                 campaigns_dir: Path = CAMPAIGNS_DIR, devices_path: Path = DEVICES_PATH,
+                 rows: Sequence[int] = ROWS) -> dict[str, Any]:
+    """The full report for class `cls` (host class when None)."""
+    from kernelmap.target import host_class
+
+    chain = load_chain(classes_dir)
+    name = cls or host_class()
+    chain.get(name)
+    check = check_providers(chain, maps_dir)
+    meas = load_measurements(measurements) if measurements is not None else []
+    env = envelope(meas, check.assigned)
+    steps: dict[int, list[profile.ProfileEntry]] = {}
+    source = "none"
+    if profile_path is not None:
+        steps = profile.load_profile(profile_path)
+        source = str(profile_path)
+    elif model is not None:
+        steps = {r: profile.measure(model, r) for r in rows}
+        source = f"measured: {model}"
+    gaps = []
+    for r in rows:
+        if r in steps:
+            gaps.append(metrics.gap(steps[r], r, name, chain, check, env))
+        else:
+            gaps.append({"rows": r, "line": f"C{r}: no step profile (pass --profile FILE or -m MODEL)"})
+    devices = [d for d in load_devices(devices_path) if d["class"] == name]
+    return {
+        "class": name,
+        "lineage": [c.name for c in chain.lineage(name)],
+        "features": sorted(chain.features(name)),
+        "profile": source,
+        "measurements": str(measurements) if measurements is not None else None,
+        "measurement_rows": len(meas),
+        "gaps": gaps,
+        "residual": metrics.residual(name, chain, check),
+        "yield": metrics.parameterization_yield(campaigns_dir),
+        "envelope": metrics.envelope_status(name, chain, env),
+        "provider_check": {"ok": check.ok, "assigned": len(check.assigned), "variants": len(check.variants),
+                           "findings": check.lines()},
+        "devices": devices,
+        "bandwidth_gbps": {str(k): v for k, v in sorted(bandwidth(meas, name).items())},
+    }
+
+
+def campaign_metrics(report: dict[str, Any]) -> dict[str, Any]:
+    """The ledger fields of a report: residual counts and the shared share of each profiled row count."""
+    res = report["residual"]
+    out: dict[str, Any] = {"residual_count": res["count"], "residual_loc": res["loc"],
+                           "residual_copy_points": res["copy_points"],
+                           "residual_single_class": res["single_class"]["count"],
+                           "residual_single_class_loc": res["single_class"]["loc"]}
+    for gap in report["gaps"]:
+        key = f"coverage_c{gap['rows']}"
+        if "percent" in gap:
+            out[key] = gap["percent"]["shared"] + gap["percent"]["shared_unmeasured"]
+            out[key + "_measured"] = gap["percent"]["shared"]
+        else:
+            out[key] = "unmeasured"
+    return out
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """The text form of a report."""
+    lines = [f"class {report['class']} ({' <- '.join(report['lineage'])}); profile: {report['profile']}; "
+             f"evidence rows: {report['measurement_rows']}"]
+    lines += [g["line"] for g in report["gaps"]]
+    res = report["residual"]
+    single = res["single_class"]
+    lines.append(f"LKB residual: {res['count']} entries, {res['loc']} lines ({res['copy_points']} copy points, "
+                 f"{res['unregistered']} unregistered variants); single-class bucket: {single['count']} points, "
+                 f"{single['loc']} lines")
+    y = report["yield"]
+    lines.append(f"parameterization yield: {y['lines_deleted']} lines deleted, {len(y['promoted'])} promoted "
+                 f"({y['campaigns']} campaigns)")
+    inside = [e["family"] for e in report["envelope"] if e["status"] == "inside"]
+    partial = [f"{e['family']} (C{',C'.join(str(r) for r in e['inside_rows'])})" for e in report["envelope"]
+               if e["status"] == "partial"]
+    outside = [e["family"] for e in report["envelope"] if e["status"] == "outside"]
+    lines.append("inside their evidence envelope: " + (", ".join(inside) or "none"))
+    if partial:
+        lines.append("partly inside: " + ", ".join(partial))
+    lines.append("outside (shared, unmeasured here): " + (", ".join(outside) or "none"))
+    pc = report["provider_check"]
+    lines.append(f"providers: {pc['assigned']} of {pc['variants']} variants in a family point"
+                 + ("" if pc["ok"] else " (registry problems below)"))
+    lines += ["  " + f for f in pc["findings"]]
+    for d in report["devices"]:
+        bw = report["bandwidth_gbps"]
+        lines.append(f"device {d['id']}: {d['model_name']}, {d['cores']} cores; bandwidth "
+                     + (", ".join(f"{v:.1f} GB/s at {k} threads" for k, v in bw.items()) if bw
+                        else "not measured (run `kernelmap bench`)"))
+    return lines
