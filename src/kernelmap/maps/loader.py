@@ -228,6 +228,15 @@ class _Checker:
                               expected=sorted(inputs), hint=f"closest: {near}" if near else None)
         return ports
 
+    def quant(self) -> None:
+        """`quant` summarises the ports, so it must agree with them (the first port of each list)."""
+        for field, key in (("weight", "weights"), ("activation", "inputs"), ("output", "outputs")):
+            ports = self.doc[key]
+            want = ports[0]["dtype"] if ports else "none"
+            if self.doc["quant"][field] != want:
+                self.fail(f"quant.{field} disagrees with the dtype of /{key}/0", f"/quant/{field}",
+                          value=self.doc["quant"][field], expected=want)
+
     def variants(self, map_id: str) -> tuple[Variant, ...]:
         sources = set(self.doc["sources"])
         out: list[Variant] = []
@@ -326,6 +335,7 @@ class _Checker:
             self.fail("numerics.contract must equal selection.equivalence_group", "/numerics/contract",
                       value=num["contract"], expected=sel["equivalence_group"])
         ports = self.ports()
+        self.quant()
         params: dict[str, Param] = {}
         for i, p in enumerate(doc.get("params", [])):
             if p["name"] in params:
