@@ -63,20 +63,29 @@ static inline __m256i km_avx2_reduce8_i32(const __m256i v[8]) {
     return _mm256_add_epi32(lo, hi);
 }
 
-/* Eight f16 values read at p, p + stride, ..., p + 7*stride bytes, converted exactly to f32. */
+/* Eight f16 values read at p, p + stride, ..., p + 7*stride bytes, converted exactly to f32.
+ * The halves are packed in general registers (ALU work that overlaps the vector dot products). */
 static inline __m256 km_avx2_f16x8_strided(const void *p, int64_t stride) {
     const uint8_t *b = (const uint8_t *)p;
-    uint16_t h[8];
-    for (int j = 0; j < 8; j++) memcpy(&h[j], b + j * stride, 2);
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+    uint64_t q[2] = {0, 0};
+    for (int j = 0; j < 8; j++) {
+        uint16_t h;
+        memcpy(&h, b + j * stride, 2);
+        q[j >> 2] |= (uint64_t)h << (16 * (j & 3));
+    }
+    return _mm256_cvtph_ps(_mm_set_epi64x((long long)q[1], (long long)q[0]));
 }
 
 /* Like km_avx2_f16x8_strided but only the first n (< 8) values; the other lanes are +0. */
 static inline __m256 km_avx2_f16x8_strided_n(const void *p, int64_t stride, int n) {
     const uint8_t *b = (const uint8_t *)p;
-    uint16_t h[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int j = 0; j < n; j++) memcpy(&h[j], b + j * stride, 2);
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+    uint64_t q[2] = {0, 0};
+    for (int j = 0; j < n; j++) {
+        uint16_t h;
+        memcpy(&h, b + j * stride, 2);
+        q[j >> 2] |= (uint64_t)h << (16 * (j & 3));
+    }
+    return _mm256_cvtph_ps(_mm_set_epi64x((long long)q[1], (long long)q[0]));
 }
 
 /* 32 int8 values from 16 packed nibbles: low nibbles are elements 0..15, high nibbles 16..31. */
@@ -139,17 +148,16 @@ KM_ALWAYS_INLINE void km_avx2_q32_rows(float *y, const uint8_t *w, int64_t wrow,
     }
     if (b < nb) {
         const int n = (int)(nb - b);
-        __m256i v[4][8];
-        for (int j = 0; j < 8; j++) {
-            __m256i xv = j < n ? _mm256_loadu_si256((const __m256i *)x[b + j].qs) : _mm256_setzero_si256();
-            for (int r = 0; r < R; r++) {
-                v[r][j] = j < n ? km_avx2_dot_i8(load(w + r * wrow + (b + j) * wblk), xv) : _mm256_setzero_si256();
-            }
-        }
         __m256 dx = km_avx2_f16x8_strided_n(&x[b].d, sizeof(km_block_q8_0), n);
         for (int r = 0; r < R; r++) {
+            __m256i v[8];
+            for (int j = 0; j < 8; j++) {
+                v[j] = j < n ? km_avx2_dot_i8(load(w + r * wrow + (b + j) * wblk),
+                                              _mm256_loadu_si256((const __m256i *)x[b + j].qs))
+                             : _mm256_setzero_si256();
+            }
             __m256 t = _mm256_mul_ps(km_avx2_f16x8_strided_n(w + r * wrow + b * wblk, wblk, n), dx);
-            acc[r] = _mm256_fmadd_ps(t, _mm256_cvtepi32_ps(km_avx2_reduce8_i32(v[r])), acc[r]);
+            acc[r] = _mm256_fmadd_ps(t, _mm256_cvtepi32_ps(km_avx2_reduce8_i32(v)), acc[r]);
         }
     }
     for (int r = 0; r < R; r++) y[r] = km_avx2_tree8(acc[r]);
@@ -228,11 +236,25 @@ KM_ALWAYS_INLINE void km_avx512_q32_rows(float *y, const uint8_t *w, int64_t wro
             xv[k] = km_avx512_pair(_mm256_loadu_si256((const __m256i *)x[b + 2 * k].qs),
                                    _mm256_loadu_si256((const __m256i *)x[b + 2 * k + 1].qs));
         }
+#if defined(__AVX512VNNI__)
+        /* VNNI: sum w*x = sum (w ^ 0x80)*x - 128 * sum x, exact in int32; the correction is the
+         * accumulator's starting value, computed once per activation group for all R rows. */
+        const __m512i bias = _mm512_set1_epi8((char)0x80);
+        __m512i corr[4];
+        for (int k = 0; k < 4; k++) {
+            corr[k] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, xv[k]));
+        }
+#endif
         for (int r = 0; r < R; r++) {
             const uint8_t *wr = w + r * wrow + b * wblk;
             __m512i v[4];
             for (int k = 0; k < 4; k++) {
-                v[k] = km_avx512_dot_i8(km_avx512_pair(load(wr + 2 * k * wblk), load(wr + (2 * k + 1) * wblk)), xv[k]);
+                __m512i wv = km_avx512_pair(load(wr + 2 * k * wblk), load(wr + (2 * k + 1) * wblk));
+#if defined(__AVX512VNNI__)
+                v[k] = _mm512_dpbusd_epi32(corr[k], _mm512_xor_si512(wv, bias), xv[k]);
+#else
+                v[k] = km_avx512_dot_i8(wv, xv[k]);
+#endif
             }
             __m256 t = _mm256_mul_ps(km_avx2_f16x8_strided(wr, wblk), dx);
             acc[r] = _mm256_fmadd_ps(t, _mm256_cvtepi32_ps(km_avx512_reduce8_i32(v)), acc[r]);
@@ -240,23 +262,24 @@ KM_ALWAYS_INLINE void km_avx512_q32_rows(float *y, const uint8_t *w, int64_t wro
     }
     if (b < nb) {
         const int n = (int)(nb - b);
-        __m512i v[4][4];
-        for (int k = 0; k < 4; k++) {
-            const int64_t j = b + 2 * k;
-            __m256i x0 = 2 * k < n ? _mm256_loadu_si256((const __m256i *)x[j].qs) : _mm256_setzero_si256();
-            __m256i x1 = 2 * k + 1 < n ? _mm256_loadu_si256((const __m256i *)x[j + 1].qs) : _mm256_setzero_si256();
-            __m512i xv = km_avx512_pair(x0, x1);
-            for (int r = 0; r < R; r++) {
-                const uint8_t *wr = w + r * wrow;
-                __m256i w0 = 2 * k < n ? load(wr + j * wblk) : _mm256_setzero_si256();
-                __m256i w1 = 2 * k + 1 < n ? load(wr + (j + 1) * wblk) : _mm256_setzero_si256();
-                v[r][k] = km_avx512_dot_i8(km_avx512_pair(w0, w1), xv);
-            }
-        }
         __m256 dx = km_avx2_f16x8_strided_n(&x[b].d, sizeof(km_block_q8_0), n);
+        __m512i xv[4];
+        for (int k = 0; k < 4; k++) {
+            __m256i x0 = 2 * k < n ? _mm256_loadu_si256((const __m256i *)x[b + 2 * k].qs) : _mm256_setzero_si256();
+            __m256i x1 = 2 * k + 1 < n ? _mm256_loadu_si256((const __m256i *)x[b + 2 * k + 1].qs)
+                                       : _mm256_setzero_si256();
+            xv[k] = km_avx512_pair(x0, x1);
+        }
         for (int r = 0; r < R; r++) {
-            __m256 t = _mm256_mul_ps(km_avx2_f16x8_strided_n(w + r * wrow + b * wblk, wblk, n), dx);
-            acc[r] = _mm256_fmadd_ps(t, _mm256_cvtepi32_ps(km_avx512_reduce8_i32(v[r])), acc[r]);
+            const uint8_t *wr = w + r * wrow + b * wblk;
+            __m512i v[4];
+            for (int k = 0; k < 4; k++) {
+                __m256i w0 = 2 * k < n ? load(wr + 2 * k * wblk) : _mm256_setzero_si256();
+                __m256i w1 = 2 * k + 1 < n ? load(wr + (2 * k + 1) * wblk) : _mm256_setzero_si256();
+                v[k] = 2 * k < n ? km_avx512_dot_i8(km_avx512_pair(w0, w1), xv[k]) : _mm512_setzero_si512();
+            }
+            __m256 t = _mm256_mul_ps(km_avx2_f16x8_strided_n(wr, wblk, n), dx);
+            acc[r] = _mm256_fmadd_ps(t, _mm256_cvtepi32_ps(km_avx512_reduce8_i32(v)), acc[r]);
         }
     }
     for (int r = 0; r < R; r++) y[r] = km_avx2_tree8(acc[r]);
