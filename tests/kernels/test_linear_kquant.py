@@ -68,7 +68,8 @@ def _misaligned(a: np.ndarray, offset: int = 4) -> np.ndarray:
 
 def _run(fn, w: np.ndarray, x: np.ndarray, m: int, n: int, k: int, nth: int, threaded: bool = False) -> np.ndarray:
     y, check = guarded((m, n), np.float32)
-    run_partitioned(fn, (ptr(y), ptr(_misaligned(w)), ptr(_misaligned(x, 36)), m, n, k), nth, threaded=threaded)
+    wm, xm = _misaligned(w), _misaligned(x, 36)  # keep the buffers alive across the calls
+    run_partitioned(fn, (ptr(y), ptr(wm), ptr(xm), m, n, k), nth, threaded=threaded)
     check()
     return y.copy()
 
