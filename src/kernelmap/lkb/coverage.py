@@ -85,23 +85,21 @@ def check_providers(chain: Chain, maps_dir: Path | str = MAPS_DIR) -> ProviderCh
     variants = read_maps(maps_dir)
     check = ProviderCheck(variants)
     claims: dict[tuple[str, str], set[tuple[str, str]]] = {}
-    seen_points: set[tuple[str, str]] = set()
-    for cname, fam, point in chain.all_points():
+    seen_points: set[Point] = set()
+    for _cls, fam, point in chain.all_points():
         key = (fam.id, point.id)
         for pv in point.providers:
             claims.setdefault(pv, set()).add(key)
             if pv not in variants and (point.id, *pv) not in check.dangling:
                 check.dangling.append((point.id, *pv))
-        if key in seen_points or cname not in point.classes:
+        if point in seen_points:
             continue
-        seen_points.add(key)
-        needed: set[str] = set()
-        for pv in point.providers:
-            if pv in variants:
-                needed |= variants[pv].requires
-        lacking = sorted(needed - chain.features(cname))
-        if lacking:
-            check.unrealizable.append((point.id, cname, lacking))
+        seen_points.add(point)
+        needed = point_requires(point, variants)
+        for listed in point.classes:
+            lacking = sorted(needed - chain.features(listed))
+            if lacking:
+                check.unrealizable.append((point.id, listed, lacking))
     for pv in sorted(variants):
         keys = claims.get(pv, set())
         if not keys:

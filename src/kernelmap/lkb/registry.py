@@ -211,13 +211,14 @@ class Chain:
 
 
 @functools.lru_cache(maxsize=256)
-def _read_file(path: str, mtime: float, kind: str) -> dict[str, Any]:
+def _read_file(path: str, stamp: tuple[int, int], kind: str) -> dict[str, Any]:
     schema = {"families": schemas.FAMILIES, "fusions": schemas.FUSIONS}[kind]
     return read_toml(path, schema)
 
 
 def _read_cached(path: Path, kind: str) -> dict[str, Any]:
-    return copy.deepcopy(_read_file(str(path), path.stat().st_mtime, kind))
+    st = path.stat()
+    return copy.deepcopy(_read_file(str(path), (st.st_mtime_ns, st.st_size), kind))
 
 
 def _build_family(fid: str, entry: dict[str, Any], path: Path, index: int, chain: Chain) -> Family:
