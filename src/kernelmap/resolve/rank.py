@@ -23,7 +23,8 @@ def _key(p: Provider) -> tuple[int, int, str]:
     return (p.lifecycle, -p.priority, p.id)
 
 
-def _others(rows: Sequence[dict[str, Any]], survivors: Sequence[Survivor]) -> str:
+def _others(rows: Sequence[dict[str, Any]]) -> str:
+    """How many candidates the filters rejected (for the fault messages of the rank step)."""
     n = sum(1 for r in rows if "variant" not in r and r["stage"] != "rank")
     return f"; {n} other candidate{'s' if n != 1 else ''} rejected" if n else ""
 
@@ -46,7 +47,7 @@ def rank(req: Request, survivors: Sequence[Survivor], rows: list[dict[str, Any]]
                             detail=f"survivors span {len(groups)} equivalence groups"))
         raise ResolutionError(
             f"op {req.op} in phase {req.phase}: {len(survivors)} survivors span {len(groups)} equivalence "
-            f"groups ({listing}); priority never chooses between contracts{_others(rows, survivors)}",
+            f"groups ({listing}); priority never chooses between contracts{_others(rows)}",
             path=req.label, hint="request a contract (numerics policy) or retire one provider; " + _hint(req))
     ordered = sorted(survivors, key=lambda s: _key(s.provider))
     top = ordered[0].provider
@@ -56,12 +57,13 @@ def rank(req: Request, survivors: Sequence[Survivor], rows: list[dict[str, Any]]
             tied = [s for s in ordered if (s.provider.lifecycle, s.provider.priority)
                     == (top.lifecycle, top.priority)]
             for s in ordered:
-                rows.append(row(s.provider, "rejected", "rank", reason="priority_tie",
+                reason = "priority_tie" if any(s is t for t in tied) else "outranked"
+                rows.append(row(s.provider, "rejected", "rank", reason=reason,
                                 detail=f"{len(tied)} {top.status} providers tie at priority {top.priority}"))
             raise ResolutionError(
                 f"op {req.op} in phase {req.phase}: {top.status} providers "
                 f"{', '.join(s.provider.id for s in tied)} tie at priority {top.priority} in group {top.group}"
-                f"{_others(rows, survivors)}",
+                f"{_others(rows)}",
                 path=req.label, hint="give them distinct priorities; " + _hint(req))
     winner = ordered[0]
     variants = winner.variants
