@@ -150,7 +150,10 @@ def bind(lib: ctypes.CDLL, spec: dict[str, Any], variant: str) -> Callable[..., 
 
 
 def ptr(arr: np.ndarray | None) -> ctypes.c_void_p:
-    """A void pointer to a C-contiguous NumPy array's data (None -> NULL)."""
+    """A void pointer to a C-contiguous NumPy array's data (None -> NULL).
+
+    The pointer does not keep the array alive: bind temporaries to a name until the call returns.
+    """
     if arr is None:
         return ctypes.c_void_p(None)
     if not arr.flags["C_CONTIGUOUS"]:
