@@ -61,6 +61,9 @@ class AvailableKernels:
 
     library: Path
     kernels: frozenset[tuple[str, str, str]]
+    known: frozenset[str] = frozenset()  # every map id of the registry probed against
+    isa: frozenset[str] = frozenset()  # the target features the library was built for
+    absent_sources: tuple[str, ...] = ()  # variant sources some map names that do not exist
 
     @property
     def map_ids(self) -> frozenset[str]:
@@ -120,25 +123,33 @@ def selection_from_graphs(graphs: Mapping[str, Any], registry: Any) -> list[Sele
     return out
 
 
-def _runnable_units(registry: Any, isa: frozenset[str], only: Iterable[str] | None) -> list[CompileUnit]:
+def _runnable_units(registry: Any, isa: frozenset[str], only: Iterable[str] | None
+                    ) -> tuple[list[CompileUnit], list[str]]:
+    """Units of every variant `isa` can run, and the sources maps name that do not exist (left out)."""
     wanted = None if only is None else set(only)
     units: dict[tuple[str, tuple[str, ...]], CompileUnit] = {}
+    absent: set[str] = set()
     for pid, provider in sorted(registry.providers.items()):
         if wanted is not None and pid not in wanted:
             continue
         for v in provider.variants:
-            if set(v.requires) <= isa:
-                units.setdefault((v.source, tuple(v.cflags)), CompileUnit(KERNEL_ROOT / v.source, tuple(v.cflags)))
-    return [units[k] for k in sorted(units)]
+            if not set(v.requires) <= isa:
+                continue
+            if not (KERNEL_ROOT / v.source).is_file():
+                absent.add(v.source)
+                continue
+            units.setdefault((v.source, tuple(v.cflags)), CompileUnit(KERNEL_ROOT / v.source, tuple(v.cflags)))
+    return [units[k] for k in sorted(units)], sorted(absent)
 
 
 def build_kernel_library(registry: Any, isa: frozenset[str], *, only: Iterable[str] | None = None) -> Path:
     """Build (or reuse, by content hash) one library of every map's variants this ISA can run.
 
     `only` restricts it to some map ids (tests). This is the library the fuser probes, so a fused
-    kernel that exists is visible whether or not some plan launches it.
+    kernel that exists is visible whether or not some plan launches it. A variant whose source file
+    does not exist is left out, so the probe reports it absent (the binary, not the map, decides).
     """
-    units = _runnable_units(registry, frozenset(isa), only)
+    units, _absent = _runnable_units(registry, frozenset(isa), only)
     return build_shared(units, name="kmall", target=",".join(sorted(isa)))
 
 
@@ -146,10 +157,12 @@ def available_kernels(registry: Any, isa: frozenset[str], *, library: str | Path
                       only: Iterable[str] | None = None) -> AvailableKernels:
     """Probe `library` (default: the full kernel library for `isa`) for the registry's kernels."""
     path = Path(library) if library is not None else build_kernel_library(registry, isa, only=only)
+    absent = () if library is not None else tuple(_runnable_units(registry, frozenset(isa), only)[1])
     exported = probe_library(path)
     found = set()
     for pid, provider in registry.providers.items():
         for v in provider.variants:
             if v.symbol in exported:
                 found.add((pid, v.name, v.symbol))
-    return AvailableKernels(path, frozenset(found))
+    return AvailableKernels(path, frozenset(found), frozenset(registry.providers), frozenset(isa),
+                           absent)

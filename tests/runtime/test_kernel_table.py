@@ -1,0 +1,96 @@
+"""The boot-time kernel table: a plan selecting a kernel the library does not export is refused by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, build_shared
+from kernelmap.errors import ModelError
+from kernelmap.maps.registry import load_registry
+from kernelmap.resolve import SelectionTrace
+from kernelmap.runtime.kernel_table import (
+    Selected,
+    _runnable_units,
+    available_kernels,
+    check_library,
+    selection_from_trace,
+)
+from kernelmap.target import target_features
+
+CALLER = """
+#include <stdint.h>
+void km_residual_add_f32__ref(float *, const float *, const float *, int64_t, int64_t, int, int);
+void km_rmsnorm_f32__ref(float *, const float *, const float *, int64_t, int64_t, float, int, int);
+void km_toy_step(float *y, const float *a, const float *b, const float *w, int64_t n) {
+    km_residual_add_f32__ref(y, a, b, 1, n, 0, 1);
+    km_rmsnorm_f32__ref(y, y, w, 1, n, 1e-6f, 0, 1);
+}
+"""
+SELECTION = [
+    Selected("decode", "blk.0.attn_residual", "residual_add_f32", "ref", "km_residual_add_f32__ref"),
+    Selected("decode", "blk.0.ffn_norm", "rmsnorm_f32", "ref", "km_rmsnorm_f32__ref"),
+]
+
+
+def _toy_library(tmp_path: Path, *, with_rmsnorm: bool) -> Path:
+    caller = tmp_path / "toy_model.c"
+    caller.write_text(CALLER)
+    units = [CompileUnit(caller), CompileUnit(KERNEL_ROOT / "residual/add_f32_ref.c")]
+    if with_rmsnorm:
+        units.append(CompileUnit(KERNEL_ROOT / "rmsnorm/f32_ref.c"))
+    return build_shared(units, name="toymodel")
+
+
+def test_check_library_refuses_plan_whose_kernel_unit_was_left_out(tmp_path):
+    lib = _toy_library(tmp_path, with_rmsnorm=False)  # links: a shared object may leave symbols undefined
+    with pytest.raises(ModelError) as info:
+        check_library(lib, SELECTION)
+    msg = str(info.value)
+    assert "the plan selects rmsnorm_f32::km_rmsnorm_f32__ref for decode:blk.0.ffn_norm, which this library " \
+           "does not export" in msg
+    assert info.value.path == str(lib)
+    assert info.value.value == "km_rmsnorm_f32__ref"
+
+
+def test_check_library_complete_library_gives_table_of_every_selected_kernel(tmp_path):
+    lib = _toy_library(tmp_path, with_rmsnorm=True)
+    table = check_library(lib, SELECTION)
+    assert dict(table.handles) == {"km_residual_add_f32__ref": ("residual_add_f32", "ref"),
+                                   "km_rmsnorm_f32__ref": ("rmsnorm_f32", "ref")}
+    assert table.handle("rmsnorm_f32", "km_rmsnorm_f32__ref") == ("rmsnorm_f32", "ref")
+    with pytest.raises(ModelError, match="the plan selects rope_neox_f32::km_rope_neox_f32__ref"):
+        table.handle("rope_neox_f32", "km_rope_neox_f32__ref")
+
+
+def test_selection_from_trace_reads_phase_op_and_selected_symbol(tmp_path):
+    trace = SelectionTrace([
+        {"label": "decode:blk.0.ffn_norm", "request": {}, "rows": [], "error": None,
+         "selected": {"provider": "rmsnorm_f32", "variant": "avx2", "symbol": "km_rmsnorm_f32__avx2"}},
+        {"label": "decode:blk.0.attn", "request": {}, "rows": [], "selected": None, "error": "no provider"},
+    ])
+    path = trace.write(tmp_path / "selection_trace.json")
+    assert selection_from_trace(path) == [
+        Selected("decode", "blk.0.ffn_norm", "rmsnorm_f32", "avx2", "km_rmsnorm_f32__avx2")]
+
+
+def test_full_library_units_cover_every_runnable_variant_of_every_map():
+    registry = load_registry()
+    isa = target_features()
+    units, absent = _runnable_units(registry, isa, None)
+    built = {u.source.relative_to(KERNEL_ROOT).as_posix() for u in units}
+    for provider in registry.providers.values():
+        for v in provider.variants:
+            if set(v.requires) <= isa:
+                assert v.source in built or v.source in absent, f"{provider.id}::{v.name} missing from the full library"
+    assert "fused/residual_add_rmsnorm_f32_ref.c" in built
+
+
+def test_available_kernels_probe_finds_exported_variants_only(tmp_path):
+    registry = load_registry()
+    lib = _toy_library(tmp_path, with_rmsnorm=False)
+    found = available_kernels(registry, target_features(), library=lib)
+    assert ("residual_add_f32", "ref", "km_residual_add_f32__ref") in found.kernels
+    assert not found.has_map("rmsnorm_f32")
+    assert "rmsnorm_f32" in found.known
