@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gguf.quants import dequantize
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kernel_harness import (
     assert_close_or_equal,
     bind,
@@ -185,3 +187,21 @@ def test_linear_kquant_ref_matches_numpy_on_model_rows(libs, model_tensors, fmt)
         x = activations(3, k, rng)
         y = _run(ref, rows, x, 3, n, k, 2)
         _check_numpy(fmt, y, rows, x, k, f"tensor={t.name} rows=0..{n - 1} K={k}")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fmt=st.sampled_from(sorted(FORMATS)), m=st.integers(1, 9), n=st.integers(1, 12), nb=st.integers(1, 11),
+       nth=st.integers(1, 4), seed=st.integers(0, 2**32 - 1), wscale=st.sampled_from([1e-6, 1e-2, 3.0, 6e4]))
+def test_linear_kquant_variants_match_ref_on_random_shapes(libs, fmt, m, n, nb, nth, seed, wscale):
+    lib, spec = libs[fmt]
+    rng = np.random.default_rng(seed)
+    k = nb * QK_K
+    w = random_weights(fmt, n, k, rng, scale=wscale)
+    x = activations(m, k, rng, scale=float(rng.choice([1e-20, 1.0, 1e20])))
+    want = _run(bind(lib, spec, "ref"), w, x, m, n, k, 1)
+    for v in spec["variants"]:
+        if v["name"] == "ref" or not host_can_run(v["requires"])[0]:
+            continue
+        got = _run(bind(lib, spec, v["name"]), w, x, m, n, k, nth)
+        assert_close_or_equal(want, got, map_id=spec["id"], variant=v["name"],
+                              context=f"M={m} N={n} K={k} nth={nth} seed={seed}")
