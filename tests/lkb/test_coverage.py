@@ -66,3 +66,14 @@ def test_real_single_class_bucket_holds_vnni_points_only():
     assert res["single_class"]["count"] >= 1
     assert all(e["point"].endswith(".avx512vnni") for e in res["single_class"]["entries"])
     assert all(not e["point"].endswith(".avx512vnni") for e in res["entries"] if e["point"])
+
+
+def test_forks_md_lists_every_copy_and_single_class_point():
+    """Residual is never silent: each copy point is in FORKS.md with its reason (regenerate with --write-forks)."""
+    from kernelmap.lkb.report import FORKS_PATH
+
+    text = FORKS_PATH.read_text()
+    chain = load_chain()
+    for _cls, _fam, point in chain.all_points():
+        if point.how == "copy":
+            assert f"| {point.id} |" in text, f"{point.id} missing: run `kernelmap lkb check --write-forks`"

@@ -38,6 +38,7 @@ def test_envelope_status_needs_every_realized_point(lkb_tree, measurement):
     chain, _check, env = _setup(lkb_tree, rows)
     status = {e["family"]: e for e in envelope_status("wide", chain, env)}
     assert status["dot.f32"]["inside_rows"] == [1] and status["dot.f32"]["status"] == "partial"
+    assert status["dot.f32"]["measured_points"] == ["dot.ref", "dot.avx2"]
     assert envelope_status("widest", chain, env)[0]["status"] == "outside"
 
 

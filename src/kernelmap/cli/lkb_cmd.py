@@ -58,16 +58,23 @@ def lkb(ctx: click.Context, model: Path | None, cls: str | None, profile_path: P
 
 
 @lkb.command("check")
+@click.option("--write-forks", is_flag=True, help="Rewrite lkb/FORKS.md from the class files.")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
-def check_cmd(as_json: bool) -> None:
+def check_cmd(write_forks: bool, as_json: bool) -> None:
     """Check that every kernel-map variant is in exactly one family point (or list it as residual).
 
-    Example: kernelmap lkb check
+    Example: kernelmap lkb check --write-forks
     """
+    from kernelmap.lkb._io import write_text_atomic
     from kernelmap.lkb.coverage import check_providers
     from kernelmap.lkb.registry import load_chain
+    from kernelmap.lkb.report import FORKS_PATH, render_forks
 
-    result = check_providers(load_chain())
+    chain = load_chain()
+    result = check_providers(chain)
+    if write_forks:
+        write_text_atomic(FORKS_PATH, render_forks(chain, result))
+        print(f"wrote {FORKS_PATH}", file=sys.stderr)
     if as_json:
         click.echo(json.dumps({"ok": result.ok, "assigned": {f"{p}:{v}": f"{f}/{pt}" for (p, v), (f, pt)
                                                               in sorted(result.assigned.items())},

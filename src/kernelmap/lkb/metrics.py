@@ -139,13 +139,18 @@ def residual(cls: str, chain: Chain, check: ProviderCheck) -> dict[str, Any]:
 
 
 def envelope_status(cls: str, chain: Chain, env: Envelope) -> list[dict[str, Any]]:
-    """Per family: the row counts at which every point `cls` realizes has a record on `cls`."""
+    """Per family: the row counts at which every point `cls` realizes has a record on `cls`, and which are measured.
+
+    Status: inside (every realized point at C1, C16 and C128), partial (some record), outside (none).
+    """
     out = []
     for fam in chain.families(cls).values():
         points: list[Point] = [p for p in fam.points if cls in p.classes]
         inside = [r for r in ROWS if points and all(env.measured(cls, fam.id, p.id, r) for p in points)]
-        status = "inside" if len(inside) == len(ROWS) else ("partial" if inside else "outside")
-        out.append({"family": fam.id, "points_on_class": len(points), "inside_rows": inside, "status": status})
+        measured = [p.id for p in points if any(env.measured(cls, fam.id, p.id, r) for r in ROWS)]
+        status = "inside" if len(inside) == len(ROWS) else ("partial" if measured else "outside")
+        out.append({"family": fam.id, "points_on_class": len(points), "measured_points": measured,
+                    "inside_rows": inside, "status": status})
     return out
 
 
