@@ -272,3 +272,18 @@ def test_request_equal_requests_hash_equal():
     a, b = req(), req()
     assert a == b and hash(a) == hash(b) and len({a, b}) == 1
     assert req(phase="prefill") != a
+
+
+_ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=8),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["op", "phase", "contract", "interface", "ports", "dims", "aliases",
+                                        "allow_status", "isa", "label", "extra"]), _ANY_JSON, max_size=6))
+def test_request_from_random_dict_raises_only_request_error(data):
+    try:
+        Request.from_dict(data)
+    except RequestError as exc:
+        assert "\n" not in exc.line()

@@ -7,7 +7,7 @@ form (the one recorded in the selection trace). It does not decide anything (fil
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -65,8 +65,10 @@ class Request:
             val = getattr(self, key)
             if val is not None and (not isinstance(val, str) or not _DOTTED.match(val)):
                 raise bad(f"/{key}", f"malformed {key}", value=val, expected="dotted name ending in .v<N>")
+        if not isinstance(self.ports, Mapping) or not isinstance(self.dims, Mapping):
+            raise bad("/ports" if not isinstance(self.ports, Mapping) else "/dims", "must be a mapping")
         ports: dict[str, tuple[str, str]] = {}
-        for name in sorted(self.ports):
+        for name in sorted(self.ports, key=str):
             spec = self.ports[name]
             if not isinstance(name, str) or not _NAME.match(name):
                 raise bad(f"/ports/{name}", "malformed port name", value=name)
@@ -77,7 +79,7 @@ class Request:
         set_(self, "ports", MappingProxyType(ports))
         set_(self, "port_items", tuple(ports.items()))
         dims: dict[str, int] = {}
-        for name in sorted(self.dims):
+        for name in sorted(self.dims, key=str):
             val = self.dims[name]
             if not isinstance(name, str) or not _NAME.match(name):
                 raise bad(f"/dims/{name}", "malformed dim name", value=name)
@@ -85,25 +87,27 @@ class Request:
                 raise bad(f"/dims/{name}", "a dim must be a non-negative integer", value=val)
             dims[name] = val
         set_(self, "dims", MappingProxyType(dims))
-        aliases = frozenset(tuple(a) for a in self.aliases)
-        for a in sorted(aliases):
-            if len(a) != 2 or not all(isinstance(s, str) and _NAME.match(s) for s in a):
-                raise bad("/aliases", "an alias must be (output port, input port)", value=list(a))
+        pairs = []
+        for a in self.aliases:
+            if (not isinstance(a, (tuple, list)) or len(a) != 2
+                    or not all(isinstance(s, str) and _NAME.match(s) for s in a)):
+                raise bad("/aliases", "an alias must be (output port, input port)", value=a)
+            pairs.append((a[0], a[1]))
+        aliases = frozenset(pairs)
         set_(self, "aliases", aliases)
         set_(self, "alias_list", tuple(sorted(aliases)))
         set_(self, "_dict", None)
-        allow = frozenset(self.allow_status)
-        for s in sorted(allow):
+        for s in self.allow_status:
             if s not in STATUSES:
                 raise bad("/allow_status", "unknown status", value=s, expected=list(STATUSES))
+        allow = frozenset(self.allow_status)
         if not allow:
             raise bad("/allow_status", "allow_status is empty", expected=list(STATUSES))
         set_(self, "allow_status", allow)
-        isa = frozenset(self.isa)
-        for f in sorted(isa):
+        for f in self.isa:
             if not isinstance(f, str) or not _WORD.match(f):
                 raise bad("/isa", "malformed isa feature", value=f, expected="[a-z0-9_]+")
-        set_(self, "isa", isa)
+        set_(self, "isa", frozenset(self.isa))
 
     def __hash__(self) -> int:
         return hash((self.label, self.op, self.phase, self.contract, self.interface, self.port_items,
@@ -156,17 +160,23 @@ class Request:
         return cls(
             op=data["op"], phase=data["phase"], contract=data.get("contract"),
             interface=data.get("interface"), ports=ports, dims=dict(dims),
-            aliases=frozenset(tuple(a) for a in _seq(data.get("aliases", []), "/aliases")),
+            aliases=_seq(data.get("aliases", []), "/aliases"),
             allow_status=frozenset(_seq(data.get("allow_status", ["production"]), "/allow_status")),
             isa=frozenset(_seq(data.get("isa", []), "/isa")), label=data.get("label", ""),
         )
 
 
-def _seq(value: Any, pointer: str) -> Iterable[Any]:
+def _seq(value: Any, pointer: str) -> list[Any]:
+    """A JSON list as a list of hashable items (inner lists become tuples); anything else is refused."""
     if not isinstance(value, (list, tuple, set, frozenset)):
         raise RequestError("expected a list", pointer=pointer, value=value)
+    out = []
     for item in value:
         if isinstance(item, list):
-            yield tuple(item)
-        else:
-            yield item
+            item = tuple(item)
+        try:
+            hash(item)
+        except TypeError:
+            raise RequestError("malformed list item", pointer=pointer, value=item) from None
+        out.append(item)
+    return out
