@@ -187,3 +187,21 @@ def test_benchmark_script_small_run_prints_one_json_line():
     doc = json.loads(out.stdout)
     assert doc["maps"] == 30 and doc["requests"] == 300
     assert doc["selected"] + doc["failed_closed"] == 300 and doc["selected"] > 0
+
+
+@pytest.mark.parametrize(("mutate", "pointer"), [
+    (lambda d: d["entries"][0].pop("rows"), "/entries/0"),
+    (lambda d: d["entries"][0]["rows"].insert(0, "x"), "/entries/0/rows/0"),
+    (lambda d: d["entries"][0]["rows"][0].update(priority="high"), "/entries/0/rows/0"),
+    (lambda d: d["entries"][1]["request"].pop("op"), "/entries/1"),
+    (lambda d: d.update(entries={}), "/entries"),
+])
+def test_trace_load_malformed_entry_names_pointer(maps_dir, tmp_path, mutate, pointer, capsys):
+    path = _trace(maps_dir).write(tmp_path / "t.json")
+    doc = json.loads(path.read_text())
+    mutate(doc)
+    path.write_text(json.dumps(doc))
+    with pytest.raises(MapError) as exc:
+        SelectionTrace.load(path)
+    assert exc.value.pointer == pointer
+    assert main(["explain", str(path)]) == 1 and "Traceback" not in capsys.readouterr().err

@@ -21,6 +21,7 @@ __all__ = ["TRACE_SCHEMA", "SelectionTrace"]
 
 TRACE_SCHEMA = "kernelmap.selection_trace/1"
 _ENTRY_KEYS = {"label", "request", "rows", "selected", "error"}
+_ROW_TEXT = ("provider", "decision", "stage", "status", "equivalence_group")
 
 
 class SelectionTrace:
@@ -92,9 +93,17 @@ class SelectionTrace:
         if not isinstance(entries, list):
             raise MapError("entries must be a list", path=path, pointer="/entries")
         for i, e in enumerate(entries):
-            if not isinstance(e, dict) or not _ENTRY_KEYS <= set(e) or not isinstance(e["rows"], list):
+            if (not isinstance(e, dict) or not _ENTRY_KEYS <= set(e) or not isinstance(e["rows"], list)
+                    or not isinstance(e["label"], str) or not isinstance(e["request"], dict)
+                    or not all(isinstance(e["request"].get(k), str) for k in ("op", "phase"))
+                    or not (e["selected"] is None or isinstance(e["selected"], dict))):
                 raise MapError("malformed trace entry", path=path, pointer=f"/entries/{i}",
                                expected=sorted(_ENTRY_KEYS))
+            for j, r in enumerate(e["rows"]):
+                if (not isinstance(r, dict) or not all(isinstance(r.get(k), str) for k in _ROW_TEXT)
+                        or isinstance(r.get("priority"), bool) or not isinstance(r.get("priority"), int)):
+                    raise MapError("malformed trace row", path=path, pointer=f"/entries/{i}/rows/{j}",
+                                   expected=sorted((*_ROW_TEXT, "priority")))
         hashes = doc.get("hashes", {})
         if not isinstance(hashes, dict):
             raise MapError("hashes must be an object", path=path, pointer="/hashes")
