@@ -97,3 +97,25 @@ def test_measurements_malformed_row_names_key(tmp_path, measurement):
     with pytest.raises(LKBError) as info:
         load_measurements(path)
     assert info.value.pointer == "/measurement/0/metric"
+
+
+def test_yield_sums_deleted_lines_and_promotions_of_exited_campaigns(tmp_path):
+    from kernelmap.lkb.campaign import exit_campaign, start_campaign
+    from kernelmap.lkb.metrics import parameterization_yield
+
+    start = {"residual_count": 10, "residual_loc": 900, "residual_copy_points": 10, "residual_single_class": 1}
+    start_campaign("a", "x86_64_v3", start, folder=tmp_path)
+    end = {**start, "residual_count": 8, "residual_loc": 700}
+    _path, lines = exit_campaign("a", end, ["linear.kquant_dot/lanes"], folder=tmp_path)
+    assert lines == ["Promoted into the LKB: linear.kquant_dot/lanes",
+                     "LKB residual delta: 10 entries, 900 lines -> 8 entries, 700 lines (-2)"]
+    start_campaign("b", "x86_64_v3", start, folder=tmp_path)
+    got = parameterization_yield(tmp_path)
+    assert got == {"lines_deleted": 200, "promoted": ["linear.kquant_dot/lanes"], "campaigns": 2}
+
+
+def test_campaign_name_must_be_an_identifier(tmp_path):
+    from kernelmap.lkb.campaign import start_campaign
+
+    with pytest.raises(LKBError, match="campaign name"):
+        start_campaign("../evil", "x86_64", {}, folder=tmp_path)
