@@ -2,7 +2,8 @@
 
 Input: nothing (maps are synthesized in memory: 30 ops x 10 providers in 3 equivalence groups, with
 mixed lifecycles, phases, constraints and ISA variants). Output: one JSON line on stdout with
-requests/s over the best of --repeat passes, wall and CPU time (the bar is >= 20,000/s). It does not touch the real maps or compile anything.
+requests/s over the best of --repeat passes, by wall clock and by process CPU time (the bar is
+>= 20,000/s on one core; CPU time is the one-core figure when the machine is oversubscribed). It does not touch the real maps or compile anything.
 Usage: .venv/bin/python benchmarks/resolve.py [--requests N] [--maps N]
 """
 
@@ -122,7 +123,8 @@ def main() -> int:
                       "best_wall_s": round(wall, 4), "best_cpu_s": round(cpu, 4),
                       "requests_per_s": round(rate), "requests_per_cpu_s": round(args.requests / cpu),
                       "registry_load_s": round(load_s, 3), "target_requests_per_s": 20000,
-                      "meets_target": rate >= 20000}))
+                      "meets_target_wall": rate >= 20000,
+                      "meets_target_one_core_cpu": args.requests / cpu >= 20000}))
     return 0
 
 
