@@ -108,7 +108,7 @@ PROFILE: dict[str, Any] = {
                                     "seconds": {"type": "number", "minimum": 0}}}}}},
 }
 
-_METRICS = {"type": "object", "additionalProperties": _SCALAR}
+_METRICS = {"type": "object", "additionalProperties": {"anyOf": [_SCALAR, {"type": "array", "items": {"type": "string"}}]}}
 CAMPAIGN: dict[str, Any] = {
     "type": "object", "additionalProperties": False, "required": ["campaign", "start"],
     "properties": {
