@@ -3,7 +3,8 @@
 Input: nothing (maps are synthesized in memory: 30 ops x 10 providers in 3 equivalence groups, with
 mixed lifecycles, phases, constraints and ISA variants). Output: one JSON line on stdout with
 requests/s over the best of --repeat passes, by wall clock and by process CPU time (the bar is
->= 20,000/s on one core; CPU time is the one-core figure when the machine is oversubscribed). It does not touch the real maps or compile anything.
+>= 20,000/s on one core; CPU time is the one-core figure when the machine is oversubscribed).
+It does not touch the real maps or compile anything.
 Usage: .venv/bin/python benchmarks/resolve.py [--requests N] [--maps N]
 """
 
