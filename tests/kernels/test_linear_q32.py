@@ -12,7 +12,8 @@ import pytest
 from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
 from q32_oracle import linear_q32_numpy, random_blocks
 
-FORMATS = ["q8_0", "q5_0", "q4_0"]
+MAP_IDS = {"q8_0": "linear_q8_0_q8_0", "q5_0": "linear_q5_0_q8_0", "q4_0": "linear_q4_0_q8_0"}
+FORMATS = sorted(MAP_IDS)
 
 # (name, M, N, number of 32-blocks per row, weight d scale, activation d scale)
 SHAPES = [
@@ -43,7 +44,7 @@ def _run(fn, w: np.ndarray, x: np.ndarray, m: int, n: int, nb: int, nth: int) ->
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_linear_q32_variants_match_ref(fmt: str) -> None:
-    map_id = f"linear_{fmt}_q8_0"
+    map_id = MAP_IDS[fmt]
     lib, spec = load_map_library(map_id)
     ref = bind(lib, spec, "ref")
     for variant in spec["variants"]:
@@ -80,7 +81,7 @@ def test_linear_q32_simd_larger_shapes_match_ref(variant: str) -> None:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_linear_q32_ref_matches_numpy(fmt: str) -> None:
-    map_id = f"linear_{fmt}_q8_0"
+    map_id = MAP_IDS[fmt]
     lib, spec = load_map_library(map_id)
     ref = bind(lib, spec, "ref")
     for i, (name, m, n, nb, ws, xs) in enumerate(SHAPES[:5]):

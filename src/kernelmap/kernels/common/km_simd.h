@@ -123,6 +123,19 @@ static inline __m256i km_avx2_w_q5_0(const uint8_t *blk) {
     return _mm256_or_si256(lo, hi);
 }
 
+/* out[i] = ((f32)q[i] * a - b) * scale for the 32 int8 lanes of q, a = a_lo for i < 16 and a_hi
+ * for i >= 16: a multiply, a subtract and a multiply, each rounded (no FMA). b = 0 is exact. */
+static inline void km_avx2_deq32(float *out, __m256i q, float a_lo, float a_hi, float b, float scale) {
+    const __m256 vb = _mm256_set1_ps(b), vs = _mm256_set1_ps(scale);
+    __m128i half[2] = {_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1)};
+    for (int k = 0; k < 4; k++) {
+        __m128i bytes = k & 1 ? _mm_srli_si128(half[k >> 1], 8) : half[k >> 1];
+        __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
+        v = _mm256_mul_ps(v, _mm256_set1_ps(k < 2 ? a_lo : a_hi));
+        _mm256_storeu_ps(out + 8 * k, _mm256_mul_ps(_mm256_sub_ps(v, vb), vs));
+    }
+}
+
 typedef __m256i (*km_avx2_wload)(const uint8_t *blk);
 
 /* R output columns (weight rows w, w + wrow, ...) for one q8_0 activation row x of nb blocks.
@@ -194,6 +207,17 @@ KM_ALWAYS_INLINE void km_avx2_q32_linear(float *y, const void *w, const void *x,
 /* Two blocks' weights in one register: block a in the low 256 bits, block b in the high. */
 static inline __m512i km_avx512_pair(__m256i a, __m256i b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+}
+
+/* The AVX-512 form of km_avx2_deq32 (same operations, 16 lanes at a time). */
+static inline void km_avx512_deq32(float *out, __m256i q, float a_lo, float a_hi, float b, float scale) {
+    const __m512 vb = _mm512_set1_ps(b), vs = _mm512_set1_ps(scale);
+    __m512 v0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q)));
+    __m512 v1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1)));
+    v0 = _mm512_mul_ps(v0, _mm512_set1_ps(a_lo));
+    v1 = _mm512_mul_ps(v1, _mm512_set1_ps(a_hi));
+    _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_sub_ps(v0, vb), vs));
+    _mm512_storeu_ps(out + 16, _mm512_mul_ps(_mm512_sub_ps(v1, vb), vs));
 }
 
 /* Sixteen int32 lanes, each the exact sum of 4 adjacent products w[i]*x[i] (x in [-127, 127]). */
