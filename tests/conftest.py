@@ -20,3 +20,10 @@ if "KERNELMAP_CACHE" not in os.environ:
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite golden files (generated C, traces) instead of comparing against them")
+
+
+def pytest_configure(config):
+    """Under KERNELMAP_SANITIZE=1, re-exec pytest with the ASan/UBSan runtimes preloaded."""
+    from kernelmap.build.driver import reexec_under_sanitizer
+
+    reexec_under_sanitizer()

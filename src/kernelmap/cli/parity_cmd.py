@@ -10,14 +10,15 @@ import click
 
 __all__ = ["register"]
 
-_DEFAULT_FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "llama"
+_SPEC = Path(__file__).resolve().parent.parent / "runtime" / "default_model.json"
+_DEFAULT_FIXTURES = Path(__file__).resolve().parents[3] / json.loads(_SPEC.read_text())["peer_fixtures"]
 
 
 @click.command("parity")
 @click.option("-m", "--model", type=click.Path(dir_okay=False), default=None, help="GGUF model (default model if omitted).")
 @click.option("--tier", "tiers", type=click.IntRange(1, 3), multiple=True, help="Tier(s) to run (default: 1 and 2).")
 @click.option("--fixtures", type=click.Path(file_okay=False), default=str(_DEFAULT_FIXTURES), show_default=True,
-              help="Directory of llama.cpp fixtures (make fixtures).")
+              help="Directory of the peer's fixtures (make fixtures).")
 @click.option("-t", "--threads", type=int, default=2, show_default=True)
 @click.option("--reference/--no-reference", default=True, help="Also compare with the NumPy reference (tier 2).")
 @click.option("--json", "json_out", is_flag=True)

@@ -28,7 +28,7 @@ def _show(piece: bytes) -> str:
 
 @click.command("tokenize")
 @click.option("-m", "--model", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="GGUF file (default: the Gemma 3 270M package's file).")
+              help="GGUF file (default: the default model package's file).")
 @click.option("-p", "--prompt", default=None, help="Text to tokenize (default: read stdin).")
 @click.option("--chat", is_flag=True, help="Wrap the text as a user turn in the model's chat template.")
 @click.option("--no-bos", is_flag=True, help="Do not add BOS/EOS even if the model asks for them.")
