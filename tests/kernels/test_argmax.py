@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
 
 MAP_ID = "argmax_f32"
@@ -82,3 +84,19 @@ def test_argmax_ref_matches_numpy(lib_and_map, case):
     name, x = case
     got = _run(bind(lib, spec, "ref"), x, 2)
     assert_close_or_equal(argmax_numpy(x), got, map_id=MAP_ID, variant="ref", context=f"{name} vs numpy")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(1, 6), n=st.integers(1, 2000), levels=st.integers(1, 5), nan_frac=st.sampled_from([0.0, 0.1, 0.9]),
+       nth=st.integers(1, 4), seed=st.integers(0, 2**31))
+def test_argmax_random_ties_property(lib_and_map, m, n, levels, nan_frac, nth, seed):
+    """Few distinct values (many ties) and NaNs: every variant returns the NumPy contract's index."""
+    lib, spec = lib_and_map
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, levels, (m, n)).astype(np.float32)
+    x[rng.random((m, n)) < nan_frac] = np.nan
+    want = argmax_numpy(x)
+    for variant in ("ref", "avx2", "avx512"):
+        if host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))[0]:
+            got = _run(bind(lib, spec, variant), x, nth)
+            assert_close_or_equal(want, got, map_id=MAP_ID, variant=variant, context=f"{m}x{n} nth={nth}")

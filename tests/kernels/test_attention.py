@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kernel_harness import (
     assert_close_or_equal,
     bind,
@@ -163,3 +165,29 @@ def test_attention_concurrent_threads_match_sequential(kind_lib, variant):
     run_partitioned(fn, (ptr(y), ptr(q), ptr(kc), ptr(vc), m, hq, hkv, d, c, pos, 0.0625, window), 2, threaded=True)
     check()
     assert_close_or_equal(expected, y, map_id=spec["id"], variant=variant, context="threaded nth=2")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(1, 6), hkv=st.integers(1, 3), ratio=st.sampled_from([1, 2, 4]), d16=st.integers(1, 6),
+       pos=st.integers(0, 90), window=st.sampled_from([0, 1, 2, 31, 32, 33, 200]), nth=st.integers(1, 4))
+def test_attention_random_shapes_property(kind_lib, m, hkv, ratio, d16, pos, window, nth):
+    """Random shapes: every runnable SIMD variant within tolerance of ref, avx2 == avx512, ref near float64."""
+    kind, lib, spec = kind_lib
+    hq, d = hkv * ratio, 16 * d16
+    c = pos + m + 3
+    dims = (m, hq, hkv, d, c, pos, window)
+    q, kc, vc = _inputs(kind, m, hq, hkv, d, c, pos)
+    ref = _run(bind(lib, spec, "ref"), q, kc, vc, dims, 0.125, nth)
+    want = attention_numpy(q, kc.astype(np.float64), vc.astype(np.float64), m, hq, hkv, d, pos, 0.125, window)
+    assert_close_or_equal(want, ref.astype(np.float64), map_id=spec["id"], variant="ref",
+                          comparison={"rtol": 1e-4, "atol": 2e-5}, context=f"{dims} vs float64")
+    simd = {}
+    for variant in ("avx2", "avx512"):
+        ok, _ = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
+        if ok:
+            simd[variant] = _run(bind(lib, spec, variant), q, kc, vc, dims, 0.125, nth)
+            assert_close_or_equal(ref, simd[variant], map_id=spec["id"], variant=variant,
+                                  comparison=spec["numerics"]["comparison"], context=f"{dims} nth={nth}")
+    if len(simd) == 2:
+        assert_close_or_equal(simd["avx2"], simd["avx512"], map_id=spec["id"], variant="avx512 vs avx2",
+                              context=str(dims))

@@ -14,6 +14,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
 from nonlinear_fixtures import LLAMA_SHA256, det_f32, sha256_of
 
@@ -134,3 +136,20 @@ def test_geglu_matches_llama_cpp(lib_and_map, variant):
     up = det_f32(2048, 5, -2, 2).reshape(2, 1024)
     got = _run(bind(lib, spec, variant), gate, up, 2)
     assert sha256_of(got) == LLAMA_SHA256["geglu_2x1024"], f"{MAP_ID} [{variant}] differs from ggml_geglu_split"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(1, 5), f=st.integers(1, 3000), spread=st.sampled_from([1.0, 8.0, 20.0, 1e5]),
+       nth=st.integers(1, 4), seed=st.integers(0, 2**31))
+def test_geglu_random_shapes_property(lib_and_map, m, f, spread, nth, seed):
+    """Random shapes and ranges: ref equals NumPy, every runnable variant equals ref bit for bit."""
+    lib, spec = lib_and_map
+    rng = np.random.default_rng(seed)
+    gate = (rng.standard_normal((m, f)) * spread).astype(np.float32)
+    up = rng.standard_normal((m, f)).astype(np.float32)
+    ref = _run(bind(lib, spec, "ref"), gate, up, nth)
+    assert_close_or_equal(geglu_numpy(gate, up), ref, map_id=MAP_ID, variant="ref", context=f"{m}x{f}")
+    for variant in ("avx2", "avx512"):
+        if host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))[0]:
+            got = _run(bind(lib, spec, variant), gate, up, nth)
+            assert_close_or_equal(ref, got, map_id=MAP_ID, variant=variant, context=f"{m}x{f} nth={nth}")

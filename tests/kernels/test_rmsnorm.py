@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
 from nonlinear_fixtures import LLAMA_SHA256, det_f32, sha256_of
 
@@ -18,7 +20,8 @@ EPS = np.float32(1e-6)
 def rmsnorm_numpy(x: np.ndarray, w: np.ndarray, eps: np.float32) -> np.ndarray:
     """The contract in NumPy: [M, N] f32 -> [M, N] f32."""
     m, n = x.shape
-    sq = (x * x).astype(np.float64)
+    with np.errstate(over="ignore"):
+        sq = (x * x).astype(np.float64)
     pad = (-n) % 16
     part = np.concatenate([sq, np.zeros((m, pad))], axis=1).reshape(m, -1, 16)
     acc = np.zeros((m, 16))
@@ -106,3 +109,20 @@ def test_rmsnorm_matches_llama_cpp(lib_and_map, variant):
     w = det_f32(640, 2, 0.5, 1.5)
     got = _run(bind(lib, spec, variant), x, w, 2)
     assert sha256_of(got) == LLAMA_SHA256["rmsnorm_3x640"], f"{MAP_ID} [{variant}] differs from ggml rms_norm+mul"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(1, 9), n=st.integers(1, 3000), exp=st.integers(-30, 30), nth=st.integers(1, 4),
+       seed=st.integers(0, 2**31))
+def test_rmsnorm_random_shapes_property(lib_and_map, m, n, exp, nth, seed):
+    """Random shapes and magnitudes: ref equals NumPy, every runnable variant equals ref bit for bit."""
+    lib, spec = lib_and_map
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((m, n)) * 10.0 ** exp).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32)
+    ref = _run(bind(lib, spec, "ref"), x, w, nth)
+    assert_close_or_equal(rmsnorm_numpy(x, w, EPS), ref, map_id=MAP_ID, variant="ref", context=f"{m}x{n} e{exp}")
+    for variant in ("avx2", "avx512"):
+        if host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))[0]:
+            got = _run(bind(lib, spec, variant), x, w, nth)
+            assert_close_or_equal(ref, got, map_id=MAP_ID, variant=variant, context=f"{m}x{n} e{exp} nth={nth}")

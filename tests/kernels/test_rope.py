@@ -14,6 +14,8 @@ import ctypes.util
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
 from nonlinear_fixtures import LLAMA_SHA256, det_f32, sha256_of
 
@@ -156,3 +158,18 @@ def test_rope_matches_llama_cpp(kind_lib, variant):
     base = 10000.0 if kind == "neox" else 1e6
     got = _run(bind(lib, spec, variant), x, 2, 256, 1000, base, 1.0, 2)
     assert sha256_of(got) == LLAMA_SHA256[f"rope_{kind}_3x2x256"], f"{spec['id']} [{variant}] differs from ggml_rope_ext"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(1, 5), h=st.integers(1, 5), half=st.integers(1, 256), pos=st.integers(0, 100000),
+       base=st.sampled_from([500.0, 10000.0, 1e6]), fscale=st.sampled_from([1.0, 0.5, 0.125]), nth=st.integers(1, 4))
+def test_rope_random_shapes_property(kind_lib, m, h, half, pos, base, fscale, nth):
+    """Random shapes and positions: every runnable SIMD variant equals ref bit for bit (any nth, in place)."""
+    kind, lib, spec = kind_lib
+    d = 2 * half
+    x = _inputs(m, h, d)
+    ref = _run(bind(lib, spec, "ref"), x, h, d, pos, base, fscale, 1)
+    for variant in ("avx2", "avx512"):
+        if host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))[0]:
+            got = _run(bind(lib, spec, variant), x, h, d, pos, base, fscale, nth, in_place=True)
+            assert_close_or_equal(ref, got, map_id=spec["id"], variant=variant, context=f"{m}x{h}x{d} pos={pos}")
