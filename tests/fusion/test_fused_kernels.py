@@ -116,3 +116,49 @@ def test_residual_add_rmsnorm_ref_matches_numpy(shape):
     want_y, want_h = _numpy_contract(a, b, w)
     assert_close_or_equal(want_y, y, map_id=MAP, variant="ref", context=f"{shape} numpy y")
     assert_close_or_equal(want_h, h, map_id=MAP, variant="ref", context=f"{shape} numpy h")
+
+
+QK_MAP = "qk_norm_rope_neox_f32"
+QK_SHAPES = {"decode_q_1x4x256": (1, 4, 256), "decode_k_1x1x256": (1, 1, 256), "odd_3x3x18": (3, 3, 18),
+             "tail_2x2x34": (2, 2, 34), "prefill_9x4x256": (9, 4, 256), "one_pair": (1, 1, 2)}
+
+
+def _qk_unfused(x, w, m, h, d, pos, base):
+    norm_lib, norm_spec = load_map_library("qk_norm_f32")
+    rope_lib, rope_spec = load_map_library("rope_neox_f32")
+    t = np.empty((m, h * d), np.float32)
+    y = np.empty((m, h * d), np.float32)
+    bind(norm_lib, norm_spec, "ref")(ptr(t), ptr(x), ptr(w), m, h, d, EPS, 0, 1)
+    bind(rope_lib, rope_spec, "ref")(ptr(y), ptr(t), m, h, d, pos, base, 1.0, 0, 1)
+    return y
+
+
+@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+@pytest.mark.parametrize("shape", list(QK_SHAPES.values()), ids=list(QK_SHAPES))
+def test_qk_norm_rope_variants_match_unfused_pair(variant, shape):
+    lib, spec = load_map_library(QK_MAP)
+    ok, why = host_can_run(_variant(spec, variant)["requires"])
+    if not ok:
+        pytest.skip(f"{QK_MAP} [{variant}]: {why}")
+    fn = bind(lib, spec, variant)
+    m, h, d = shape
+    rng = np.random.default_rng(m * 100 + h * 10 + d)
+    w = (1.0 + 0.2 * rng.standard_normal(d)).astype(np.float32)
+    for pos, base, mag in ((0, 10000.0, 1.0), (37, 1e6, 1e3), (500, 10000.0, 1e-3)):
+        x = (rng.standard_normal((m, h * d)) * mag).astype(np.float32)
+        if m > 1:
+            x[1, :d] = 0.0  # an all-zero head
+        want = _qk_unfused(x, w, m, h, d, pos, base)
+        for nth in (1, 2, 3):
+            y, check = guarded((m, h * d), np.float32)
+            for ith in range(nth):
+                fn(ptr(y), ptr(x), ptr(w), m, h, d, pos, EPS, base, 1.0, ith, nth)
+                check()
+            assert_close_or_equal(want, y, map_id=QK_MAP, variant=variant,
+                                  context=f"{shape} pos={pos} base={base} nth={nth}")
+        y, check = guarded((m, h * d), np.float32)
+        y[...] = x
+        for ith in range(2):
+            fn(ptr(y), ptr(y), ptr(w), m, h, d, pos, EPS, base, 1.0, ith, 2)
+        check()
+        assert_close_or_equal(want, y, map_id=QK_MAP, variant=variant, context=f"{shape} pos={pos} in place")

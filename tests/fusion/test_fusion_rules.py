@@ -76,9 +76,11 @@ def test_fuse_shipped_rules_replace_residual_add_then_rmsnorm(synth):
     assert len(applied) == 3
     assert ["blk.0.attn_residual", "blk.0.ffn_norm"] in [r["ops"] for r in applied]
     skipped = [r for r in records if r["decision"] == "skipped"]
-    assert skipped == [{"rule": "residual_add_rmsnorm", "decision": "skipped", "priority": 100,
-                        "reason": "the matched ops differ in rows (all vs last)",
-                        "ops": ["blk.1.ffn_residual", "final_norm"]}]
+    assert skipped == [
+        {"rule": "qk_norm_rope_neox", "decision": "skipped", "priority": 100, "ops": [],
+         "reason": "not available: kernel:qk_norm_rope_neox_f32"},
+        {"rule": "residual_add_rmsnorm", "decision": "skipped", "priority": 100,
+         "reason": "the matched ops differ in rows (all vs last)", "ops": ["blk.1.ffn_residual", "final_norm"]}]
     assert len(graph.ops) == before - 3
     fused = [op for op in graph.ops if op.op == "residual_add_rmsnorm"]
     assert fused[0].interface == "residual_add_rmsnorm.row_major.v1"
@@ -86,6 +88,30 @@ def test_fuse_shipped_rules_replace_residual_add_then_rmsnorm(synth):
     assert set(fused[0].weights) == {"w"} and fused[0].params == {"eps": pytest.approx(1e-6)}
     assert fused[0].dynamic_dims == {"M": "n_tokens"}
     _check_ssa(graph)
+
+
+def test_fuse_shipped_rules_replace_qk_norm_then_neox_rope(synth):
+    graph = _graph(synth, phase="decode")
+    records = fuse(graph, load_rules("x86_64"), _available("residual_add_rmsnorm_f32", "qk_norm_rope_neox_f32"))
+    applied = [r["ops"] for r in records if r["decision"] == "applied" and r["rule"] == "qk_norm_rope_neox"]
+    assert applied == [["blk.0.k_norm", "blk.0.k_rope"], ["blk.0.q_norm", "blk.0.q_rope"],
+                       ["blk.1.k_norm", "blk.1.k_rope"], ["blk.1.q_norm", "blk.1.q_rope"]]
+    fused = [op for op in graph.ops if op.op == "qk_norm_rope"]
+    assert fused[0].label == "blk.0.q_norm.blk0_q_rope"
+    assert set(fused[0].params) == {"eps", "freq_base", "freq_scale"} and fused[0].policy_keys == {"style": "neox"}
+    assert fused[0].dims == {"M": 1, "H": 2, "D": 32}
+    assert not any(name.startswith("t_qn_") or name.startswith("t_kn_") for name in graph.tensors)
+    _check_ssa(graph)
+
+
+def test_fuse_policy_filter_skips_rope_of_another_style(synth):
+    graph = _graph(synth, phase="decode")
+    for op in graph.ops:
+        if op.op == "rope":
+            op.policy_keys = {"style": "normal"}
+    records = fuse(graph, load_rules("x86_64"), _available("qk_norm_rope_neox_f32"))
+    assert [r["reason"] for r in records if r["rule"] == "qk_norm_rope_neox"] == ["no match in this graph"]
+    assert not any(op.op == "qk_norm_rope" for op in graph.ops)
 
 
 def test_fuse_is_deterministic_across_rule_order(synth, tmp_path):
@@ -221,4 +247,4 @@ def test_load_rules_unknown_class_and_bad_patch_fail_closed(tmp_path):
 def test_shipped_rule_files_load_for_every_class():
     for path in sorted(RULES_DIR.glob("*.json")):
         rules = load_rules(path.stem)
-        assert {r.id for r in rules} >= {"residual_add_rmsnorm"}, path.name
+        assert {r.id for r in rules} == {"residual_add_rmsnorm", "qk_norm_rope_neox"}, path.name

@@ -39,6 +39,11 @@ class Step:
     op: str
     via: tuple[str, str] | None  # (previous op's output port, this op's input port)
     ports: tuple[tuple[str, str], ...]
+    policy: tuple[tuple[str, str], ...] = ()  # policy keys the op must carry (e.g. style=neox)
+
+    def accepts(self, op: OpNode) -> bool:
+        """True when `op` is this step's op and carries every required policy key."""
+        return op.op == self.op and all(op.policy_keys.get(k) == v for k, v in self.policy)
 
 
 @dataclass(frozen=True)
@@ -121,7 +126,7 @@ def parse_rules(chain: Sequence[tuple[Path, dict[str, Any]]]) -> list[FusionRule
                 raise PlanError(f"rule \"{rid}\": pattern step {k} " + ("must not have" if k == 0 else "needs") +
                                 " a via link", path=source.partition("#")[0], pointer=f"/pattern/{k}")
             steps.append(Step(step["op"], (via["from"], via["to"]) if via else None,
-                              tuple(sorted(step["ports"].items()))))
+                              tuple(sorted(step["ports"].items())), tuple(sorted(step.get("policy", {}).items()))))
         rules.append(FusionRule(rid, tuple(steps), entry["fused_op"], int(entry["priority"]),
                                 tuple(entry["requires"]), bool(entry.get("enabled", True)), source))
     return rules
@@ -213,11 +218,11 @@ def _find(graph: Graph, rule: FusionRule, readers: dict[str, list[int]]) -> list
         tname = graph.ops[path[-1]].outputs.get(step.via[0])
         for j in readers.get(tname or "", []):
             op = graph.ops[j]
-            if j > path[-1] and op.op == step.op and op.inputs.get(step.via[1]) == tname:
+            if j > path[-1] and step.accepts(op) and op.inputs.get(step.via[1]) == tname:
                 walk((*path, j), k + 1)
 
     for i, op in enumerate(graph.ops):
-        if op.op == rule.pattern[0].op:
+        if rule.pattern[0].accepts(op):
             walk((i,), 1)
     return found
 
