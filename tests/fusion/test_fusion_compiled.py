@@ -1,7 +1,7 @@
 """Fused vs unfused programs on the synthetic model: logits bit-identical (the fused contracts say so).
 
-The fused build hydrates, then applies `fuse` (rules of the host class, full-library probe) before
-scheduling. Until CompileOptions grows a `fusion` field, the fuser is put in by wrapping the compiler's
+The fused build hydrates, then applies `fuse_for_target` (rules of the target's class, a probe of every
+kernel they name) before scheduling. Until CompileOptions grows a `fusion` field, the fuser is put in by wrapping the compiler's
 hydrate step; a second test uses the field once it exists and skips with the reason until then.
 """
 
@@ -20,14 +20,14 @@ from kernelmap.compiler import CompileOptions, compile_model
 from kernelmap.errors import BuildError
 from kernelmap.maps.registry import load_registry
 from kernelmap.numerics.policy import POLICY_DIR
-from kernelmap.plan.fuse import fuse, load_rules
-from kernelmap.runtime.kernel_table import available_kernels, check_library, selection_from_trace
+from kernelmap.plan.fuse import fuse_for_target
+from kernelmap.runtime.kernel_table import check_library, selection_from_trace
 from kernelmap.runtime.model import Model
-from kernelmap.target import host_class
+from kernelmap.target import target_features
 
-# Scalar target: both programs run the ref variants. Every SIMD variant is bit-exact with its ref
-# (tests/kernels, tests/fusion/test_fused_kernels.py), so fused == unfused here carries over to them.
-ISA: frozenset[str] = frozenset()
+# Both the scalar target (ref variants) and the host's features: every SIMD variant is bit-exact with
+# its ref, so the fused program must give the same bytes either way.
+ISAS = {"scalar": frozenset(), "target": None}
 PROMPT = [2, 270, 271, 272, 273, 274, 275, 276, 277, 300, 301, 302]
 FUSED_POLICY_RULES = [{"op": "residual_add_rmsnorm", "match": {}, "contract": "residual_add_rmsnorm.f32.v1"},
                       {"op": "qk_norm_rope", "match": {"style": "neox"}, "contract": "qk_norm_rope.neox.f32.v1"}]
@@ -74,21 +74,20 @@ def _logits(compiled) -> np.ndarray:
     return np.stack([full, stepped])
 
 
-@pytest.mark.parametrize("weights", ["f32", "q8_0"])
-def test_fused_program_logits_bit_identical_to_unfused(synth, weights, monkeypatch):
-    out = synth["dir"] / f"build_{weights}"
+@pytest.mark.parametrize("weights, isa_name", [("f32", "scalar"), ("q8_0", "target")])
+def test_fused_program_logits_bit_identical_to_unfused(synth, weights, isa_name, monkeypatch):
+    out = synth["dir"] / f"build_{weights}_{isa_name}"
     policy = str(_policy(synth["dir"]))
-    options = CompileOptions(max_rows=8, policy=policy, allow_candidates=True, isa=ISA)
+    isa = ISAS[isa_name] if ISAS[isa_name] is not None else target_features()
+    options = CompileOptions(max_rows=8, policy=policy, allow_candidates=True, isa=isa)
     plain = _compile(synth[weights], options, out / "plain")
     registry = load_registry()
-    available = available_kernels(registry, ISA)
-    rules = load_rules(host_class(ISA))
     records: list[dict] = []
     real_hydrate = compiler.hydrate
 
     def hydrate_then_fuse(*args, **kwargs):
         graph = real_hydrate(*args, **kwargs)
-        records.extend({**r, "phase": graph.phase} for r in fuse(graph, rules, available))
+        records.extend({**r, "phase": graph.phase} for r in fuse_for_target(graph, registry, isa))
         return graph
 
     monkeypatch.setattr(compiler, "hydrate", hydrate_then_fuse)
@@ -111,9 +110,9 @@ def test_fused_program_via_compile_options_bit_identical(synth):
         pytest.skip("CompileOptions has no `fusion` field yet (the lead wires fuse() into compile_model)")
     policy = str(_policy(synth["dir"]))
     out = synth["dir"] / "build_options"
-    plain = _compile(synth["f32"], CompileOptions(max_rows=8, policy=policy, allow_candidates=True, isa=ISA, fusion=False),
+    plain = _compile(synth["f32"], CompileOptions(max_rows=8, policy=policy, allow_candidates=True, isa=frozenset(), fusion=False),
                      out / "p")
-    fused = _compile(synth["f32"], CompileOptions(max_rows=8, policy=policy, allow_candidates=True, isa=ISA, fusion=True),
+    fused = _compile(synth["f32"], CompileOptions(max_rows=8, policy=policy, allow_candidates=True, isa=frozenset(), fusion=True),
                      out / "f")
     trace = json.loads((fused.build_dir / "selection_trace.json").read_text())
     assert any(r["decision"] == "applied" for r in trace.get("fusions", [])), "trace records no applied fusion"

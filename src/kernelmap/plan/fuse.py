@@ -387,11 +387,19 @@ def _rewrite(graph: Graph, chosen: list[tuple[_Match, OpNode, list[str]]]) -> No
 
 def fuse_for_target(graph: Graph, registry: Any, isa: frozenset[str], *, cpu_class: str | None = None,
                     interfaces: Interfaces | None = None) -> list[dict[str, Any]]:
-    """The compile-pipeline entry: rules of the CPU class, the full-library probe for `isa`, then `fuse`."""
+    """The compile-pipeline entry: the CPU class's rules, a probe of every kernel they name, then `fuse`.
+
+    The probed library holds every host-runnable variant of every map a rule names (built once per
+    content hash), so whether a fused kernel counts as present never depends on what a plan launches.
+    """
     from kernelmap.runtime.kernel_table import available_kernels
 
     if cpu_class is None:
         from kernelmap.target import host_class
 
         cpu_class = host_class(isa)
-    return fuse(graph, load_rules(cpu_class), available_kernels(registry, frozenset(isa)), interfaces=interfaces)
+    rules = load_rules(cpu_class)
+    named = sorted({cap.partition(":")[2] for rule in rules for cap in rule.requires
+                    if cap.startswith("kernel:") and cap.partition(":")[2] in registry.providers})
+    available = available_kernels(registry, frozenset(isa), only=named)
+    return fuse(graph, rules, available, interfaces=interfaces)
