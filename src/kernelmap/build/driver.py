@@ -146,7 +146,9 @@ def _key(units: Sequence[CompileUnit], include_dirs: Sequence[Path], extra: Sequ
         h.update(hashlib.sha256(unit.source.read_bytes()).digest())
         for flag in unit.cflags:
             h.update(flag.encode() + b"\0")
-    for header in _headers(include_dirs):
+    # headers on the include path, plus those beside each source (quoted includes search there first)
+    dirs = list(dict.fromkeys([*include_dirs, *(unit.source.parent for unit in units)]))
+    for header in _headers(dirs):
         h.update(b"hdr\0" + header.name.encode() + b"\0" + hashlib.sha256(header.read_bytes()).digest())
     return h.hexdigest()[:24]
 
