@@ -13,7 +13,7 @@ from kernelmap.circuits.loader import Interfaces, circuit_for, load_interfaces
 from kernelmap.errors import PlanError
 from kernelmap.gguf.reader import open_gguf
 from kernelmap.maps.registry import load_registry
-from kernelmap.plan.fuse import RULES_DIR, fuse, load_rules, parse_rules
+from kernelmap.plan.fuse import RULES_DIR, fuse, fusion_lines, load_rules, parse_rules, rules_digest
 from kernelmap.runtime.kernel_table import AvailableKernels, available_kernels
 from kernelmap.target import target_features
 
@@ -248,3 +248,22 @@ def test_shipped_rule_files_load_for_every_class():
     for path in sorted(RULES_DIR.glob("*.json")):
         rules = load_rules(path.stem)
         assert {r.id for r in rules} == {"residual_add_rmsnorm", "qk_norm_rope_neox"}, path.name
+
+
+def test_rules_digest_changes_with_any_file_of_the_chain(tmp_path):
+    (tmp_path / "base.json").write_text(json.dumps(
+        {"schema": "kernelmap.fusion_rules/1", "class": "base", "parent": None, "rules": [BASE]}))
+    (tmp_path / "child.json").write_text(json.dumps(
+        {"schema": "kernelmap.fusion_rules/1", "class": "child", "parent": "base", "rules": []}))
+    before = rules_digest("child", rules_dir=tmp_path)
+    (tmp_path / "base.json").write_text(json.dumps(
+        {"schema": "kernelmap.fusion_rules/1", "class": "base", "parent": None, "rules": [{**BASE, "priority": 3}]}))
+    assert rules_digest("child", rules_dir=tmp_path) != before
+
+
+def test_fusion_lines_render_one_line_per_record(synth):
+    graph = _graph(synth, phase="decode")
+    records = fuse(graph, load_rules("x86_64"), _available("residual_add_rmsnorm_f32"))
+    lines = fusion_lines(records)
+    assert lines[0] == "skipped  qk_norm_rope_neox (priority 100): -; not available: kernel:qk_norm_rope_neox_f32"
+    assert "applied  residual_add_rmsnorm (priority 100): blk.0.attn_residual + blk.0.ffn_norm; priority 100" in lines

@@ -10,6 +10,7 @@ kernels (the resolver does) and never assumes a capability it cannot probe: such
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +25,17 @@ from kernelmap.circuits.hydrate import c_ident
 from kernelmap.circuits.loader import Interfaces, load_interfaces
 from kernelmap.errors import PlanError, closest
 
-__all__ = ["CAPABILITY_KINDS", "RULES_DIR", "FusionRule", "fuse", "fuse_for_target", "load_rules", "parse_rules"]
+__all__ = [
+    "CAPABILITY_KINDS",
+    "RULES_DIR",
+    "FusionRule",
+    "fuse",
+    "fuse_for_target",
+    "fusion_lines",
+    "load_rules",
+    "parse_rules",
+    "rules_digest",
+]
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "fusion" / "rules"
 SCHEMA_PATH = RULES_DIR.parent / "rules.schema.json"
@@ -130,6 +141,20 @@ def parse_rules(chain: Sequence[tuple[Path, dict[str, Any]]]) -> list[FusionRule
         rules.append(FusionRule(rid, tuple(steps), entry["fused_op"], int(entry["priority"]),
                                 tuple(entry["requires"]), bool(entry.get("enabled", True)), source))
     return rules
+
+
+def rules_digest(cpu_class: str, *, rules_dir: Path = RULES_DIR) -> str:
+    """sha256 over the class chain's rule files (parent first): part of a build's cache key."""
+    h = hashlib.sha256(b"kernelmap.fusion_rules/1\0")
+    for path, _doc in _chain(cpu_class, Path(rules_dir)):
+        h.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def fusion_lines(records: Sequence[dict[str, Any]]) -> list[str]:
+    """One human-readable line per record, e.g. for `kernelmap explain`: decision, rule, ops, reason."""
+    return [f"{r['decision']:<8} {r['rule']} (priority {r['priority']}): "
+            f"{' + '.join(r['ops']) if r['ops'] else '-'}; {r['reason']}" for r in records]
 
 
 def load_rules(cpu_class: str | None = None, *, rules_dir: Path = RULES_DIR) -> list[FusionRule]:
