@@ -123,6 +123,22 @@ static inline __m256i km_avx2_w_q5_0(const uint8_t *blk) {
     return _mm256_or_si256(lo, hi);
 }
 
+/* q8_0 block -> 32 unsigned operands w + 128 (w ^ 0x80); only for VNNI (no int16 step). */
+static inline __m256i km_avx2_u_q8_0(const uint8_t *blk) {
+    return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)), _mm256_set1_epi8((char)0x80));
+}
+
+/* q4_0 block -> 32 unsigned nibbles in [0, 15]; the weight is this minus 8. */
+static inline __m256i km_avx2_u_q4_0(const uint8_t *blk) {
+    return km_avx2_nibbles32(blk + 2);
+}
+
+/* q5_0 block -> 32 unsigned quants (nibble | qh bit << 4) in [0, 31]; the weight is this minus 16. */
+static inline __m256i km_avx2_u_q5_0(const uint8_t *blk) {
+    __m256i hi = _mm256_and_si256(km_avx2_bits32(blk + 2), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(km_avx2_nibbles32(blk + 6), hi);
+}
+
 /* out[i] = ((f32)q[i] * a - b) * scale for the 32 int8 lanes of q, a = a_lo for i < 16 and a_hi
  * for i >= 16: a multiply, a subtract and a multiply, each rounded (no FMA). b = 0 is exact. */
 static inline void km_avx2_deq32(float *out, __m256i q, float a_lo, float a_hi, float b, float scale) {
@@ -220,15 +236,54 @@ static inline void km_avx512_deq32(float *out, __m256i q, float a_lo, float a_hi
     _mm512_storeu_ps(out + 16, _mm512_mul_ps(_mm512_sub_ps(v1, vb), vs));
 }
 
-/* Sixteen int32 lanes, each the exact sum of 4 adjacent products w[i]*x[i] (x in [-127, 127]). */
-static inline __m512i km_avx512_dot_i8(__m512i w, __m512i x) {
-    __mmask64 neg = _mm512_movepi8_mask(w);
-    __m512i aw = _mm512_abs_epi8(w);
-    __m512i sx = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
+/* q5_0 block -> 32 unsigned quants (nibble | qh bit << 4) in [0, 31]; the weight is this minus 16. */
+static inline __m256i km_avx512_u_q5_0(const uint8_t *blk) {
+    uint32_t bits;
+    memcpy(&bits, blk + 2, 4);
+    __m256i lo = km_avx2_nibbles32(blk + 6);
+    return _mm256_mask_add_epi8(lo, (__mmask32)bits, lo, _mm256_set1_epi8(16));
+}
+
+/* The f16 scales (first two bytes) of n <= 8 consecutive blocks of wblk bytes (wblk even) at p,
+ * converted exactly to f32, lanes >= n zero: masked 64-byte loads (never past the last scale) and
+ * 16-bit permutes instead of n scalar loads. */
+static inline __m256 km_avx512_f16x8_blocks(const uint8_t *p, const int64_t wblk, const int n) {
+    const int hw = (int)(wblk / 2);
+    const int last = (n - 1) * hw;
+    __m512i z[4];
+    for (int k = 0; k < 4; k++) {
+        const int lo = 32 * k;
+        const int cnt = last + 1 - lo > 32 ? 32 : last + 1 - lo;
+        z[k] = cnt <= 0 ? _mm512_setzero_si512()
+                        : _mm512_maskz_loadu_epi16(cnt == 32 ? 0xFFFFFFFFu : (1u << cnt) - 1u, p + 64 * k);
+    }
+    const __m512i pos = _mm512_mullo_epi16(_mm512_cvtepu8_epi16(_mm256_setr_epi8(
+        0, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+        _mm512_set1_epi16((short)hw));
+    const __m512i idx = _mm512_and_si512(pos, _mm512_set1_epi16(63));
+    const __mmask32 keep = (__mmask32)((1u << n) - 1u);
+    __m512i r = _mm512_maskz_permutex2var_epi16(keep, z[0], idx, z[1]);
+    if (last >= 64) {
+        const __mmask32 hi = _mm512_cmpge_epu16_mask(pos, _mm512_set1_epi16(64)) & keep;
+        r = _mm512_mask_blend_epi16(hi, r, _mm512_permutex2var_epi16(z[2], idx, z[3]));
+    }
+    return _mm256_cvtph_ps(_mm512_castsi512_si128(r));
+}
+
+/* Sixteen int32 lanes, each an exact sum of 4 adjacent products. off == 0: w and x signed (x in
+ * [-127, 127]); off > 0: u unsigned (u * x summed, the caller subtracts off * sum x). Without VNNI
+ * the pairwise int16 step must not saturate: off > 0 then needs u <= 31 (q4_0, q5_0). */
+static inline __m512i km_avx512_dot(__m512i u, __m512i x, const int off) {
+    if (off == 0) {
+        __mmask64 neg = _mm512_movepi8_mask(u);
+        __m512i aw = _mm512_abs_epi8(u);
+        x = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
+        u = aw;
+    }
 #if defined(__AVX512VNNI__)
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, sx);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, x);
 #else
-    return _mm512_madd_epi16(_mm512_maddubs_epi16(aw, sx), _mm512_set1_epi16(1));
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(u, x), _mm512_set1_epi16(1));
 #endif
 }
 
@@ -246,90 +301,96 @@ static inline __m256i km_avx512_reduce8_i32(const __m512i z[4]) {
     return _mm512_cvtepi64_epi32(s);
 }
 
-/* The AVX-512 form of km_avx2_q32_rows: same numerics, two blocks per 512-bit register. */
-KM_ALWAYS_INLINE void km_avx512_q32_rows(float *y, const uint8_t *w, int64_t wrow, int64_t wblk,
-                                         km_avx2_wload load, const km_block_q8_0 *x, int64_t nb,
-                                         const int R) {
-    __m256 acc[4];
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-    int64_t b = 0;
-    for (; b + 8 <= nb; b += 8) {
-        __m256 dx = km_avx2_f16x8_strided(&x[b].d, sizeof(km_block_q8_0));
-        __m512i xv[4];
+/* One group of n <= 8 blocks starting at block b, for R weight rows x T activation rows: updates
+ * acc[r][t] (partial lanes = block mod 8) with the contract's fmaf(t_b, isum_b, p). Weight quants
+ * are unpacked once per row and reused by every activation row; activation pairs, scales and the
+ * offset correction are prepared once per activation row and reused by every weight row. */
+KM_ALWAYS_INLINE void km_avx512_q32_group(__m256 acc[4][4], const uint8_t *w, int64_t wrow, int64_t wblk,
+                                          km_avx2_wload load, const int off, const km_block_q8_0 *x,
+                                          int64_t xrow, int64_t b, const int n, const int R, const int T) {
+    __m512i xp[4][4];
+    __m256i xsum[4];
+    __m256 dx[4];
+    for (int t = 0; t < T; t++) {
+        const km_block_q8_0 *xt = x + t * xrow + b;
         for (int k = 0; k < 4; k++) {
-            xv[k] = km_avx512_pair(_mm256_loadu_si256((const __m256i *)x[b + 2 * k].qs),
-                                   _mm256_loadu_si256((const __m256i *)x[b + 2 * k + 1].qs));
-        }
-#if defined(__AVX512VNNI__)
-        /* VNNI: sum w*x = sum (w ^ 0x80)*x - 128 * sum x, exact in int32; the correction is the
-         * accumulator's starting value, computed once per activation group for all R rows. */
-        const __m512i bias = _mm512_set1_epi8((char)0x80);
-        __m512i corr[4];
-        for (int k = 0; k < 4; k++) {
-            corr[k] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, xv[k]));
-        }
-#endif
-        for (int r = 0; r < R; r++) {
-            const uint8_t *wr = w + r * wrow + b * wblk;
-            __m512i v[4];
-            for (int k = 0; k < 4; k++) {
-                __m512i wv = km_avx512_pair(load(wr + 2 * k * wblk), load(wr + (2 * k + 1) * wblk));
-#if defined(__AVX512VNNI__)
-                v[k] = _mm512_dpbusd_epi32(corr[k], _mm512_xor_si512(wv, bias), xv[k]);
-#else
-                v[k] = km_avx512_dot_i8(wv, xv[k]);
-#endif
-            }
-            __m256 t = _mm256_mul_ps(km_avx2_f16x8_strided(wr, wblk), dx);
-            acc[r] = _mm256_fmadd_ps(t, _mm256_cvtepi32_ps(km_avx512_reduce8_i32(v)), acc[r]);
-        }
-    }
-    if (b < nb) {
-        const int n = (int)(nb - b);
-        __m256 dx = km_avx2_f16x8_strided_n(&x[b].d, sizeof(km_block_q8_0), n);
-        __m512i xv[4];
-        for (int k = 0; k < 4; k++) {
-            __m256i x0 = 2 * k < n ? _mm256_loadu_si256((const __m256i *)x[b + 2 * k].qs) : _mm256_setzero_si256();
-            __m256i x1 = 2 * k + 1 < n ? _mm256_loadu_si256((const __m256i *)x[b + 2 * k + 1].qs)
+            __m256i x0 = 2 * k < n ? _mm256_loadu_si256((const __m256i *)xt[2 * k].qs) : _mm256_setzero_si256();
+            __m256i x1 = 2 * k + 1 < n ? _mm256_loadu_si256((const __m256i *)xt[2 * k + 1].qs)
                                        : _mm256_setzero_si256();
-            xv[k] = km_avx512_pair(x0, x1);
+            xp[t][k] = km_avx512_pair(x0, x1);
         }
-        for (int r = 0; r < R; r++) {
-            const uint8_t *wr = w + r * wrow + b * wblk;
-            __m512i v[4];
+        dx[t] = km_avx512_f16x8_blocks((const uint8_t *)xt, sizeof(km_block_q8_0), n);
+        if (off > 0) {
+            __m512i s[4];
             for (int k = 0; k < 4; k++) {
-                __m256i w0 = 2 * k < n ? load(wr + 2 * k * wblk) : _mm256_setzero_si256();
-                __m256i w1 = 2 * k + 1 < n ? load(wr + (2 * k + 1) * wblk) : _mm256_setzero_si256();
-                v[k] = 2 * k < n ? km_avx512_dot_i8(km_avx512_pair(w0, w1), xv[k]) : _mm512_setzero_si512();
+                s[k] = 2 * k < n ? km_avx512_dot(_mm512_set1_epi8((char)off), xp[t][k], 1) : _mm512_setzero_si512();
             }
-            __m256 t = _mm256_mul_ps(km_avx2_f16x8_strided_n(wr, wblk, n), dx);
-            acc[r] = _mm256_fmadd_ps(t, _mm256_cvtepi32_ps(km_avx512_reduce8_i32(v)), acc[r]);
+            xsum[t] = km_avx512_reduce8_i32(s);
         }
     }
-    for (int r = 0; r < R; r++) y[r] = km_avx2_tree8(acc[r]);
+    for (int r = 0; r < R; r++) {
+        const uint8_t *wr = w + r * wrow + b * wblk;
+        __m512i wp[4];
+        for (int k = 0; k < 4; k++) {
+            __m256i w0 = 2 * k < n ? load(wr + 2 * k * wblk) : _mm256_setzero_si256();
+            __m256i w1 = 2 * k + 1 < n ? load(wr + (2 * k + 1) * wblk) : _mm256_setzero_si256();
+            wp[k] = km_avx512_pair(w0, w1);
+        }
+        __m256 dw = km_avx512_f16x8_blocks(wr, wblk, n);
+        for (int t = 0; t < T; t++) {
+            __m512i v[4];
+            for (int k = 0; k < 4; k++) v[k] = 2 * k < n ? km_avx512_dot(wp[k], xp[t][k], off) : _mm512_setzero_si512();
+            __m256i isum = km_avx512_reduce8_i32(v);
+            if (off > 0) isum = _mm256_sub_epi32(isum, xsum[t]);
+            acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx[t]), _mm256_cvtepi32_ps(isum), acc[r][t]);
+        }
+    }
 }
 
-/* The AVX-512 form of km_avx2_q32_linear (same partition and tiling). */
+/* R x T outputs y[t][r] (y rows ystride apart) over the whole K. */
+KM_ALWAYS_INLINE void km_avx512_q32_tile(float *y, int64_t ystride, const uint8_t *w, int64_t wrow,
+                                         int64_t wblk, km_avx2_wload load, const int off,
+                                         const km_block_q8_0 *x, int64_t nb, const int R, const int T) {
+    __m256 acc[4][4];
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) km_avx512_q32_group(acc, w, wrow, wblk, load, off, x, nb, b, 8, R, T);
+    switch (nb - b) { /* the tail, with its block count a compile-time constant */
+    case 0: break;
+    case 1: km_avx512_q32_group(acc, w, wrow, wblk, load, off, x, nb, b, 1, R, T); break;
+    case 2: km_avx512_q32_group(acc, w, wrow, wblk, load, off, x, nb, b, 2, R, T); break;
+    case 3: km_avx512_q32_group(acc, w, wrow, wblk, load, off, x, nb, b, 3, R, T); break;
+    case 4: km_avx512_q32_group(acc, w, wrow, wblk, load, off, x, nb, b, 4, R, T); break;
+    case 5: km_avx512_q32_group(acc, w, wrow, wblk, load, off, x, nb, b, 5, R, T); break;
+    case 6: km_avx512_q32_group(acc, w, wrow, wblk, load, off, x, nb, b, 6, R, T); break;
+    default: km_avx512_q32_group(acc, w, wrow, wblk, load, off, x, nb, b, 7, R, T); break;
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) y[t * ystride + r] = km_avx2_tree8(acc[r][t]);
+}
+
+/* The whole linear.token_major.v1 call for a 32-block weight format with AVX-512: columns [lo, hi)
+ * of this thread in tiles of 4 weight rows; activation rows 4 at a time (prefill) or one at a time. */
 KM_ALWAYS_INLINE void km_avx512_q32_linear(float *y, const void *w, const void *x, int64_t M, int64_t N,
-                                           int64_t K, int ith, int nth, int64_t wblk, km_avx2_wload load) {
+                                           int64_t K, int ith, int nth, int64_t wblk, km_avx2_wload load,
+                                           const int off) {
     int64_t lo, hi;
     km_part(N, ith, nth, &lo, &hi);
     const int64_t nb = K / KM_QK8_0;
     const int64_t wrow = nb * wblk;
     const uint8_t *wb = (const uint8_t *)w;
     const km_block_q8_0 *xb = (const km_block_q8_0 *)x;
-    float out[4];
     int64_t n = lo;
     for (; n + 4 <= hi; n += 4) {
-        for (int64_t m = 0; m < M; m++) {
-            km_avx512_q32_rows(out, wb + n * wrow, wrow, wblk, load, xb + m * nb, nb, 4);
-            memcpy(&y[m * N + n], out, sizeof out);
-        }
+        int64_t m = 0;
+        for (; m + 4 <= M; m += 4) km_avx512_q32_tile(&y[m * N + n], N, wb + n * wrow, wrow, wblk, load, off, xb + m * nb, nb, 4, 4);
+        for (; m < M; m++) km_avx512_q32_tile(&y[m * N + n], N, wb + n * wrow, wrow, wblk, load, off, xb + m * nb, nb, 4, 1);
     }
     for (; n < hi; n++) {
-        for (int64_t m = 0; m < M; m++) {
-            km_avx512_q32_rows(&y[m * N + n], wb + n * wrow, wrow, wblk, load, xb + m * nb, nb, 1);
-        }
+        int64_t m = 0;
+        for (; m + 4 <= M; m += 4) km_avx512_q32_tile(&y[m * N + n], N, wb + n * wrow, wrow, wblk, load, off, xb + m * nb, nb, 1, 4);
+        for (; m < M; m++) km_avx512_q32_tile(&y[m * N + n], N, wb + n * wrow, wrow, wblk, load, off, xb + m * nb, nb, 1, 1);
     }
 }
 #endif /* __AVX512F__ && __AVX512BW__ */

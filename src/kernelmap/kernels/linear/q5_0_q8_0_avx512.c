@@ -12,5 +12,5 @@
 
 void km_linear_q5_0_q8_0__avx512(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
                               int ith, int nth) {
-    km_avx512_q32_linear(y, w, x, M, N, K, ith, nth, 22, km_avx2_w_q5_0);
+    km_avx512_q32_linear(y, w, x, M, N, K, ith, nth, 22, km_avx512_u_q5_0, 16);
 }
