@@ -39,10 +39,15 @@ def test_cli_lkb_json_has_categories_and_residual(tmp_path, capsys):
     assert doc["residual"]["count"] >= doc["residual"]["copy_points"]
 
 
-def test_cli_lkb_model_reports_profiling_unavailable(tmp_path, capsys):
+def test_cli_lkb_missing_model_is_user_error(tmp_path, capsys):
     rc = main(["lkb", "-m", str(tmp_path / "m.gguf")])
     err = capsys.readouterr().err
-    assert rc == 1 and "per-op profiling is not available yet" in err and "Traceback" not in err
+    assert rc == 1 and "model file not found" in err and "Traceback" not in err
+
+
+def test_cli_lkb_model_and_profile_together_refused(tmp_path, capsys):
+    assert main(["lkb", "-m", str(tmp_path / "m.gguf"), "--profile", str(_profile(tmp_path))]) == 1
+    assert "not both" in capsys.readouterr().err
 
 
 def test_cli_lkb_unknown_class_is_user_error(capsys):

@@ -58,16 +58,23 @@ def test_gap_parts_add_to_100_and_classify_each_category(lkb_tree, measurement):
     assert out["line"].endswith("novel 28.6% of the step")
 
 
-def test_gap_copy_point_is_parameterisation_and_uncovered_rows_unmeasured(lkb_tree, measurement):
+def test_gap_copy_point_counts_as_shared_and_uncovered_rows_unmeasured(lkb_tree, measurement):
     path = lkb_tree["classes"] / "wide" / "KERNEL_FAMILIES.toml"
     path.write_text(path.read_text().replace('how = "instantiation"', 'how = "copy"\nreason = "r"\nevidence = "e"'))
-    chain, check, env = _setup(lkb_tree, measurement("base", "lin_f32", "ref", 128))
-    entry = ProfileEntry("a", "lin_f32", "avx2", 1.0)
-    verdict = classify(entry, 1, "wide", chain, check, env)
-    assert verdict.category == "parameterisation" and "copy" in verdict.detail
-    ref = ProfileEntry("a", "lin_f32", "ref", 1.0)
-    uncovered = classify(ref, 128, "base", chain, check, env)
+    chain, check, env = _setup(lkb_tree, measurement("wide", "lin_f32", "avx2", 1)
+                               + measurement("base", "lin_f32", "ref", 128))
+    verdict = classify(ProfileEntry("a", "lin_f32", "avx2", 1.0), 1, "wide", chain, check, env)
+    assert verdict.category == "shared" and "LKB residual" in verdict.detail
+    uncovered = classify(ProfileEntry("a", "lin_f32", "ref", 1.0), 128, "base", chain, check, env)
     assert uncovered.category == "shared_unmeasured" and uncovered.detail == "no rule of this class covers it"
+
+
+def test_gap_family_with_format_but_no_point_is_parameterisation(lkb_tree, measurement):
+    path = lkb_tree["classes"] / "base" / "KERNEL_FAMILIES.toml"
+    path.write_text(path.read_text().replace('formats = ["f32*f32"]', 'formats = ["f32*f32", "q4_0*q8_0"]'))
+    chain, check, env = _setup(lkb_tree, "")
+    verdict = classify(ProfileEntry("a", "lin_q4", "ref", 1.0), 1, "base", chain, check, env)
+    assert verdict.category == "parameterisation"
 
 
 def test_percentages_always_sum_to_exactly_100():
@@ -86,9 +93,10 @@ def test_profile_malformed_names_file_and_pointer(tmp_path):
     assert info.value.path == str(path) and info.value.pointer == "/rows/1/0/seconds"
 
 
-def test_profile_measure_hook_refuses_until_built(tmp_path):
-    with pytest.raises(LKBError, match="per-op profiling is not available yet"):
+def test_profile_measure_missing_model_is_one_line_error(tmp_path):
+    with pytest.raises(LKBError, match="model file not found") as info:
         measure(tmp_path / "m.gguf", 1)
+    assert info.value.path == str(tmp_path / "m.gguf") and "\n" not in info.value.line()
 
 
 def test_measurements_malformed_row_names_key(tmp_path, measurement):

@@ -36,10 +36,11 @@ def _measurements(path: Path | None) -> Path | None:
               help="Per-op step profile JSON (kernelmap.lkb_profile/1, see docs/LKB.md).")
 @click.option("--measurements", type=_PATH, default=None,
               help="Measurements TOML from `kernelmap bench` (default: $KERNELMAP_MEASUREMENTS or ./measurements.toml).")
+@click.option("--save-profile", type=_PATH, default=None, help="With -m: also write the measured profile here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
 def lkb(ctx: click.Context, model: Path | None, cls: str | None, profile_path: Path | None,
-        measurements: Path | None, as_json: bool) -> None:
+        measurements: Path | None, save_profile: Path | None, as_json: bool) -> None:
     """LKB coverage gap lines (C1, C16, C128), LKB residual, parameterization yield, evidence envelopes.
 
     Example: kernelmap lkb --profile step_profile.json --measurements measurements.toml
@@ -50,7 +51,27 @@ def lkb(ctx: click.Context, model: Path | None, cls: str | None, profile_path: P
         return
     from kernelmap.lkb.report import build_report, report_lines
 
-    report = build_report(cls, profile_path=profile_path, model=model, measurements=_measurements(measurements))
+    if model is not None and profile_path is not None:
+        raise LKBError("give either -m MODEL or --profile FILE, not both", pointer="--profile")
+    if model is not None:
+        from kernelmap.lkb._io import write_text_atomic
+        from kernelmap.lkb.evidence import ROWS
+        from kernelmap.lkb.profile import measure, profile_document
+        from kernelmap.target import host_class
+
+        steps = {}
+        for rows in ROWS:
+            print(f"profiling {model.name} at C{rows}", file=sys.stderr)
+            steps[rows] = measure(model, rows)
+        doc = profile_document(steps, model=str(model), cls=host_class())
+        if save_profile is None:
+            import tempfile
+
+            save_profile = Path(tempfile.mkdtemp(prefix="km-lkb-")) / "profile.json"
+        write_text_atomic(save_profile, json.dumps(doc, indent=1))
+        print(f"profile: {save_profile}", file=sys.stderr)
+        profile_path = save_profile
+    report = build_report(cls, profile_path=profile_path, measurements=_measurements(measurements))
     if as_json:
         click.echo(json.dumps(report, indent=1, sort_keys=True, default=str))
     else:

@@ -48,11 +48,10 @@ def classify(entry: ProfileEntry, rows: int, cls: str, chain: Chain, check: Prov
         point = next((p for p in fams[family].points if p.id == point_id), None)
         if not covered:
             return Verdict("shared_unmeasured", "no rule of this class covers it")
-        if point is None or point.how == "copy":
-            return Verdict("parameterisation", f"copy point {point_id} (LKB residual)")
+        note = " (a copy point: LKB residual)" if point is not None and point.how == "copy" else ""
         if env.measured(cls, family, point_id, rows):
-            return Verdict("shared", f"point {point_id}, measured on {cls}")
-        return Verdict("shared_unmeasured", f"point {point_id}, no record on {cls} at C{rows}")
+            return Verdict("shared", f"point {point_id}, measured on {cls}{note}")
+        return Verdict("shared_unmeasured", f"point {point_id}, no record on {cls} at C{rows}{note}")
     for fam in fams.values():
         if var.op in fam.ops:
             if format_of(var) in fam.formats:
