@@ -267,3 +267,10 @@ def test_fusion_lines_render_one_line_per_record(synth):
     lines = fusion_lines(records)
     assert lines[0] == "skipped  qk_norm_rope_neox (priority 100): -; not available: kernel:qk_norm_rope_neox_f32"
     assert "applied  residual_add_rmsnorm (priority 100): blk.0.attn_residual + blk.0.ffn_norm; priority 100" in lines
+
+
+def test_fuse_refuses_a_resolved_graph(synth):
+    graph = _graph(synth, phase="decode")
+    graph.ops[3].provider = "rmsnorm_f32"
+    with pytest.raises(PlanError, match="fusion runs on the logical graph, before resolution"):
+        fuse(graph, load_rules("x86_64"), _available("residual_add_rmsnorm_f32"))

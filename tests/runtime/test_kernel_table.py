@@ -66,9 +66,10 @@ def test_check_library_complete_library_gives_table_of_every_selected_kernel(tmp
 
 def test_selection_from_trace_reads_phase_op_and_selected_symbol(tmp_path):
     trace = SelectionTrace([
-        {"label": "decode:blk.0.ffn_norm", "request": {}, "rows": [], "error": None,
+        {"label": "decode:blk.0.ffn_norm", "request": {"op": "rmsnorm", "phase": "decode"}, "rows": [], "error": None,
          "selected": {"provider": "rmsnorm_f32", "variant": "avx2", "symbol": "km_rmsnorm_f32__avx2"}},
-        {"label": "decode:blk.0.attn", "request": {}, "rows": [], "selected": None, "error": "no provider"},
+        {"label": "decode:blk.0.attn", "request": {"op": "attention", "phase": "decode"}, "rows": [],
+         "selected": None, "error": "no provider"},
     ])
     path = trace.write(tmp_path / "selection_trace.json")
     assert selection_from_trace(path) == [

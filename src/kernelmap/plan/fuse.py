@@ -328,6 +328,10 @@ def fuse(graph: Graph, rules: Sequence[FusionRule], available: Any, *,
     cannot probe is a PlanError naming the rule.
     """
     interfaces = interfaces or load_interfaces()
+    resolved = next((op for op in graph.ops if op.provider is not None), None)
+    if resolved is not None:
+        raise PlanError("fusion runs on the logical graph, before resolution", pointer=resolved.label,
+                        value=resolved.provider, hint="call fuse right after hydrate, before schedule")
     records: list[dict[str, Any]] = []
     readers = _readers(graph)
     matches: list[_Match] = []
