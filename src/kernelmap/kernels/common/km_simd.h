@@ -154,40 +154,59 @@ static inline void km_avx2_deq32(float *out, __m256i q, float a_lo, float a_hi, 
 
 typedef __m256i (*km_avx2_wload)(const uint8_t *blk);
 
-/* R output columns (weight rows w, w + wrow, ...) for one q8_0 activation row x of nb blocks.
- * Implements the shared 32-block contract exactly; wblk is the weight block size in bytes (the
- * block's f16 scale is its first two bytes). */
+/* Eight int32 lanes, each an exact sum of 4 adjacent products: off == 0 signed w (abs/sign
+ * trick), off > 0 unsigned u <= 31 (the caller subtracts off * sum x). x in [-127, 127]. */
+static inline __m256i km_avx2_dot(__m256i u, __m256i x, const int off) {
+    if (off == 0) return km_avx2_dot_i8(u, x);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
+}
+
+/* One group of n <= 8 blocks starting at block b for R weight rows and one activation row:
+ * acc[r] lanes = block mod 8, updated with the contract's fmaf(t_b, isum_b, p). */
+KM_ALWAYS_INLINE void km_avx2_q32_group(__m256 acc[4], const uint8_t *w, int64_t wrow, int64_t wblk,
+                                        km_avx2_wload load, const int off, const km_block_q8_0 *x,
+                                        int64_t b, const int n, const int R) {
+    __m256 dx = n == 8 ? km_avx2_f16x8_strided(&x[b].d, sizeof(km_block_q8_0))
+                       : km_avx2_f16x8_strided_n(&x[b].d, sizeof(km_block_q8_0), n);
+    __m256i xsum = _mm256_setzero_si256();
+    if (off > 0) {
+        __m256i s[8];
+        for (int j = 0; j < 8; j++) {
+            const __m256i *xj = (const __m256i *)x[b + j].qs;
+            s[j] = j < n ? km_avx2_dot(_mm256_set1_epi8((char)off), _mm256_loadu_si256(xj), 1) : _mm256_setzero_si256();
+        }
+        xsum = km_avx2_reduce8_i32(s);
+    }
+    for (int r = 0; r < R; r++) {
+        const uint8_t *wr = w + r * wrow + b * wblk;
+        __m256i v[8];
+        for (int j = 0; j < 8; j++) {
+            const __m256i *xj = (const __m256i *)x[b + j].qs;
+            v[j] = j < n ? km_avx2_dot(load(wr + j * wblk), _mm256_loadu_si256(xj), off) : _mm256_setzero_si256();
+        }
+        __m256i isum = _mm256_sub_epi32(km_avx2_reduce8_i32(v), xsum);
+        __m256 dw = n == 8 ? km_avx2_f16x8_strided(wr, wblk) : km_avx2_f16x8_strided_n(wr, wblk, n);
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(isum), acc[r]);
+    }
+}
+
+/* R output columns (weight rows w, w + wrow, ...) for one q8_0 activation row x of nb blocks. */
 KM_ALWAYS_INLINE void km_avx2_q32_rows(float *y, const uint8_t *w, int64_t wrow, int64_t wblk,
-                                       km_avx2_wload load, const km_block_q8_0 *x, int64_t nb,
+                                       km_avx2_wload load, const int off, const km_block_q8_0 *x, int64_t nb,
                                        const int R) {
     __m256 acc[4];
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     int64_t b = 0;
-    for (; b + 8 <= nb; b += 8) {
-        __m256 dx = km_avx2_f16x8_strided(&x[b].d, sizeof(km_block_q8_0));
-        for (int r = 0; r < R; r++) {
-            __m256i v[8];
-            for (int j = 0; j < 8; j++) {
-                __m256i xv = _mm256_loadu_si256((const __m256i *)x[b + j].qs);
-                v[j] = km_avx2_dot_i8(load(w + r * wrow + (b + j) * wblk), xv);
-            }
-            __m256 t = _mm256_mul_ps(km_avx2_f16x8_strided(w + r * wrow + b * wblk, wblk), dx);
-            acc[r] = _mm256_fmadd_ps(t, _mm256_cvtepi32_ps(km_avx2_reduce8_i32(v)), acc[r]);
-        }
-    }
-    if (b < nb) {
-        const int n = (int)(nb - b);
-        __m256 dx = km_avx2_f16x8_strided_n(&x[b].d, sizeof(km_block_q8_0), n);
-        for (int r = 0; r < R; r++) {
-            __m256i v[8];
-            for (int j = 0; j < 8; j++) {
-                v[j] = j < n ? km_avx2_dot_i8(load(w + r * wrow + (b + j) * wblk),
-                                              _mm256_loadu_si256((const __m256i *)x[b + j].qs))
-                             : _mm256_setzero_si256();
-            }
-            __m256 t = _mm256_mul_ps(km_avx2_f16x8_strided_n(w + r * wrow + b * wblk, wblk, n), dx);
-            acc[r] = _mm256_fmadd_ps(t, _mm256_cvtepi32_ps(km_avx2_reduce8_i32(v)), acc[r]);
-        }
+    for (; b + 8 <= nb; b += 8) km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 8, R);
+    switch (nb - b) { /* the tail, with its block count a compile-time constant */
+    case 0: break;
+    case 1: km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 1, R); break;
+    case 2: km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 2, R); break;
+    case 3: km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 3, R); break;
+    case 4: km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 4, R); break;
+    case 5: km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 5, R); break;
+    case 6: km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 6, R); break;
+    default: km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 7, R); break;
     }
     for (int r = 0; r < R; r++) y[r] = km_avx2_tree8(acc[r]);
 }
@@ -195,7 +214,8 @@ KM_ALWAYS_INLINE void km_avx2_q32_rows(float *y, const uint8_t *w, int64_t wrow,
 /* The whole linear.token_major.v1 call for a 32-block weight format: columns [lo, hi) of this
  * thread, 4 weight rows at a time, every activation row against the 4 rows while they are in L1. */
 KM_ALWAYS_INLINE void km_avx2_q32_linear(float *y, const void *w, const void *x, int64_t M, int64_t N,
-                                         int64_t K, int ith, int nth, int64_t wblk, km_avx2_wload load) {
+                                         int64_t K, int ith, int nth, int64_t wblk, km_avx2_wload load,
+                                         const int off) {
     int64_t lo, hi;
     km_part(N, ith, nth, &lo, &hi);
     const int64_t nb = K / KM_QK8_0;
@@ -206,13 +226,13 @@ KM_ALWAYS_INLINE void km_avx2_q32_linear(float *y, const void *w, const void *x,
     int64_t n = lo;
     for (; n + 4 <= hi; n += 4) {
         for (int64_t m = 0; m < M; m++) {
-            km_avx2_q32_rows(out, wb + n * wrow, wrow, wblk, load, xb + m * nb, nb, 4);
+            km_avx2_q32_rows(out, wb + n * wrow, wrow, wblk, load, off, xb + m * nb, nb, 4);
             memcpy(&y[m * N + n], out, sizeof out);
         }
     }
     for (; n < hi; n++) {
         for (int64_t m = 0; m < M; m++) {
-            km_avx2_q32_rows(&y[m * N + n], wb + n * wrow, wrow, wblk, load, xb + m * nb, nb, 1);
+            km_avx2_q32_rows(&y[m * N + n], wb + n * wrow, wrow, wblk, load, off, xb + m * nb, nb, 1);
         }
     }
 }
@@ -314,16 +334,17 @@ KM_ALWAYS_INLINE void km_avx512_q32_group(__m256 acc[4][4], const uint8_t *w, in
     for (int t = 0; t < T; t++) {
         const km_block_q8_0 *xt = x + t * xrow + b;
         for (int k = 0; k < 4; k++) {
-            __m256i x0 = 2 * k < n ? _mm256_loadu_si256((const __m256i *)xt[2 * k].qs) : _mm256_setzero_si256();
-            __m256i x1 = 2 * k + 1 < n ? _mm256_loadu_si256((const __m256i *)xt[2 * k + 1].qs)
-                                       : _mm256_setzero_si256();
+            const __m256i *a = (const __m256i *)xt[2 * k].qs, *c = (const __m256i *)xt[2 * k + 1].qs;
+            __m256i x0 = 2 * k < n ? _mm256_loadu_si256(a) : _mm256_setzero_si256();
+            __m256i x1 = 2 * k + 1 < n ? _mm256_loadu_si256(c) : _mm256_setzero_si256();
             xp[t][k] = km_avx512_pair(x0, x1);
         }
         dx[t] = km_avx512_f16x8_blocks((const uint8_t *)xt, sizeof(km_block_q8_0), n);
         if (off > 0) {
             __m512i s[4];
             for (int k = 0; k < 4; k++) {
-                s[k] = 2 * k < n ? km_avx512_dot(_mm512_set1_epi8((char)off), xp[t][k], 1) : _mm512_setzero_si512();
+                const __m512i o = _mm512_set1_epi8((char)off);
+                s[k] = 2 * k < n ? km_avx512_dot(o, xp[t][k], 1) : _mm512_setzero_si512();
             }
             xsum[t] = km_avx512_reduce8_i32(s);
         }
@@ -339,7 +360,9 @@ KM_ALWAYS_INLINE void km_avx512_q32_group(__m256 acc[4][4], const uint8_t *w, in
         __m256 dw = km_avx512_f16x8_blocks(wr, wblk, n);
         for (int t = 0; t < T; t++) {
             __m512i v[4];
-            for (int k = 0; k < 4; k++) v[k] = 2 * k < n ? km_avx512_dot(wp[k], xp[t][k], off) : _mm512_setzero_si512();
+            for (int k = 0; k < 4; k++) {
+                v[k] = 2 * k < n ? km_avx512_dot(wp[k], xp[t][k], off) : _mm512_setzero_si512();
+            }
             __m256i isum = km_avx512_reduce8_i32(v);
             if (off > 0) isum = _mm256_sub_epi32(isum, xsum[t]);
             acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx[t]), _mm256_cvtepi32_ps(isum), acc[r][t]);
@@ -383,14 +406,16 @@ KM_ALWAYS_INLINE void km_avx512_q32_linear(float *y, const void *w, const void *
     const km_block_q8_0 *xb = (const km_block_q8_0 *)x;
     int64_t n = lo;
     for (; n + 4 <= hi; n += 4) {
+        const uint8_t *wt = wb + n * wrow;
         int64_t m = 0;
-        for (; m + 4 <= M; m += 4) km_avx512_q32_tile(&y[m * N + n], N, wb + n * wrow, wrow, wblk, load, off, xb + m * nb, nb, 4, 4);
-        for (; m < M; m++) km_avx512_q32_tile(&y[m * N + n], N, wb + n * wrow, wrow, wblk, load, off, xb + m * nb, nb, 4, 1);
+        for (; m + 4 <= M; m += 4) km_avx512_q32_tile(&y[m * N + n], N, wt, wrow, wblk, load, off, xb + m * nb, nb, 4, 4);
+        for (; m < M; m++) km_avx512_q32_tile(&y[m * N + n], N, wt, wrow, wblk, load, off, xb + m * nb, nb, 4, 1);
     }
     for (; n < hi; n++) {
+        const uint8_t *wt = wb + n * wrow;
         int64_t m = 0;
-        for (; m + 4 <= M; m += 4) km_avx512_q32_tile(&y[m * N + n], N, wb + n * wrow, wrow, wblk, load, off, xb + m * nb, nb, 1, 4);
-        for (; m < M; m++) km_avx512_q32_tile(&y[m * N + n], N, wb + n * wrow, wrow, wblk, load, off, xb + m * nb, nb, 1, 1);
+        for (; m + 4 <= M; m += 4) km_avx512_q32_tile(&y[m * N + n], N, wt, wrow, wblk, load, off, xb + m * nb, nb, 1, 4);
+        for (; m < M; m++) km_avx512_q32_tile(&y[m * N + n], N, wt, wrow, wblk, load, off, xb + m * nb, nb, 1, 1);
     }
 }
 #endif /* __AVX512F__ && __AVX512BW__ */
