@@ -173,7 +173,7 @@ def campaign_start(ctx: click.Context, name: str, model: str, profile_path: Path
                    ttbp: float | None, ttpv_speed: float | None, ttpv_energy: float | None) -> None:
     """Record the start metrics of campaign NAME.
 
-    Example: kernelmap lkb --class x86_64_v3 campaign start v3_templates --model gemma-3-270m
+    Example: kernelmap lkb --class x86_64_v3 campaign start v3_templates --model model.gguf
     """
     from kernelmap.lkb.campaign import CAMPAIGNS_DIR, start_campaign
 
