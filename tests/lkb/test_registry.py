@@ -154,3 +154,21 @@ def test_real_devices_name_known_classes():
     chain = load_chain()
     for dev in load_devices():
         chain.get(dev["class"])
+
+
+@pytest.mark.parametrize(("machine", "flags"), [
+    ("x86_64", ""), ("x86_64", "sse4_2 ssse3 popcnt cx16"),
+    ("x86_64", "sse4_2 ssse3 popcnt cx16 avx avx2 fma f16c bmi1 bmi2 movbe"),
+    ("x86_64", "sse4_2 ssse3 popcnt cx16 avx avx2 fma f16c bmi1 bmi2 movbe avx512f avx512bw avx512vl avx512dq "
+               "avx512cd"),
+    ("x86_64", "sse4_2 ssse3 popcnt cx16 avx avx2 fma f16c bmi1 bmi2 movbe avx512f avx512bw avx512vl avx512dq "
+               "avx512cd avx512_vnni"),
+    ("aarch64", "asimd"), ("aarch64", "asimd asimddp"), ("aarch64", "asimd asimddp sve")])
+def test_every_host_class_is_in_the_chain_with_its_features(machine, flags):
+    from kernelmap.target import host_class
+
+    chain = load_chain()
+    name = host_class(frozenset(flags.split()), machine)
+    assert chain.get(name).arch == machine
+    gated = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "asimddp", "sve"}
+    assert chain.features(name) & gated == set(flags.split()) & gated

@@ -48,7 +48,9 @@ def classify(entry: ProfileEntry, rows: int, cls: str, chain: Chain, check: Prov
         point = next((p for p in fams[family].points if p.id == point_id), None)
         if not covered:
             return Verdict("shared_unmeasured", "no rule of this class covers it")
-        note = " (a copy point: LKB residual)" if point is not None and point.how == "copy" else ""
+        if point is None:
+            return Verdict("shared_unmeasured", f"point {point_id} is not declared on the chain of {cls}")
+        note = " (a copy point: LKB residual)" if point.how == "copy" else ""
         if env.measured(cls, family, point_id, rows):
             return Verdict("shared", f"point {point_id}, measured on {cls}{note}")
         return Verdict("shared_unmeasured", f"point {point_id}, no record on {cls} at C{rows}{note}")
