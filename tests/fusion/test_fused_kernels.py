@@ -162,3 +162,39 @@ def test_qk_norm_rope_variants_match_unfused_pair(variant, shape):
             fn(ptr(y), ptr(y), ptr(w), m, h, d, pos, EPS, base, 1.0, ith, 2)
         check()
         assert_close_or_equal(want, y, map_id=QK_MAP, variant=variant, context=f"{shape} pos={pos} in place")
+
+
+RQ_MAP = "residual_add_rmsnorm_quantize_q8_0_rne"
+RQ_SHAPES = {"decode_1x640": (1, 640), "one_block": (1, 32), "odd_3x96": (3, 96), "prefill_9x640": (9, 640)}
+
+
+@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+@pytest.mark.parametrize("shape", list(RQ_SHAPES.values()), ids=list(RQ_SHAPES))
+def test_residual_add_rmsnorm_quantize_q8_0_rne_variants_match_unfused_pair(variant, shape):
+    lib, spec = load_map_library(RQ_MAP)
+    ok, why = host_can_run(_variant(spec, variant)["requires"])
+    if not ok:
+        pytest.skip(f"{RQ_MAP} [{variant}]: {why}")
+    fn = bind(lib, spec, variant)
+    qlib, qspec = load_map_library("quantize_act_q8_0_rne")
+    quant = bind(qlib, qspec, "ref")
+    m, n = shape
+    row_bytes = n // 32 * 34
+    for big in (False, True):
+        a, b, w = _inputs(m, n, m * 31 + n, big)
+        if m > 2:
+            a[2, :32] = 0.0
+            b[2, :32] = 0.0  # one all-zero block in a non-zero row: d = 0, zero quants
+        want_y, h = _unfused(a, b, w)
+        want_q = np.zeros((m, row_bytes), np.uint8)
+        quant(ptr(want_q), ptr(h), m, n, 0, 1)
+        for nth in (1, 2, 3):
+            y, check_y = guarded((m, n), np.float32)
+            qo, check_q = guarded((m, row_bytes), np.uint8)
+            for ith in range(nth):
+                fn(ptr(y), ptr(qo), ptr(a), ptr(b), ptr(w), m, n, EPS, ith, nth)
+                check_y()
+                check_q()
+            ctx = f"{shape} big={big} nth={nth}"
+            assert_close_or_equal(want_y, y, map_id=RQ_MAP, variant=variant, context=ctx + " output y")
+            assert_close_or_equal(want_q, qo, map_id=RQ_MAP, variant=variant, context=ctx + " output q (bytes)")

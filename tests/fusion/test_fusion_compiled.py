@@ -85,16 +85,28 @@ def test_fused_program_logits_bit_identical_to_unfused(synth, weights, isa_name,
     records: list[dict] = []
     real_hydrate = compiler.hydrate
 
+    real_schedule = compiler.schedule
+
     def hydrate_then_fuse(*args, **kwargs):
         graph = real_hydrate(*args, **kwargs)
         records.extend({**r, "phase": graph.phase} for r in fuse_for_target(graph, registry, isa))
         return graph
 
+    def schedule_then_fuse(graph, *args, **kwargs):
+        contracts = real_schedule(graph, *args, **kwargs)
+        records.extend({**r, "phase": graph.phase}
+                       for r in fuse_for_target(graph, registry, isa, contracts=contracts))
+        return contracts
+
     monkeypatch.setattr(compiler, "hydrate", hydrate_then_fuse)
+    monkeypatch.setattr(compiler, "schedule", schedule_then_fuse)
     fused = _compile(synth[weights], options, out / "fused")
     monkeypatch.undo()
-    applied = [r for r in records if r["decision"] == "applied"]
-    assert {r["rule"] for r in applied} == {"residual_add_rmsnorm", "qk_norm_rope_neox"}
+    applied = {r["rule"] for r in records if r["decision"] == "applied"}
+    expected = {"residual_add_rmsnorm", "qk_norm_rope_neox"}
+    if weights == "q8_0":  # the norms feed Q8_0 projections: the scheduled-stage rule applies too
+        expected.add("residual_add_rmsnorm_quantize_q8_0_rne")
+    assert applied == expected
     assert any(op.startswith("blk.0.attn_residual") for op in fused.info["ops"]["decode"])
     assert len(fused.info["ops"]["decode"]) < len(plain.info["ops"]["decode"])
     for built in (plain, fused):
@@ -133,12 +145,20 @@ def test_real_model_fused_logits_bit_identical_to_unfused(tmp_path, monkeypatch)
     records: list[dict] = []
     real_hydrate = compiler.hydrate
 
+    real_schedule = compiler.schedule
+
     def hydrate_then_fuse(*args, **kwargs):
         graph = real_hydrate(*args, **kwargs)
         records.extend(fuse_for_target(graph, registry, isa))
         return graph
 
+    def schedule_then_fuse(graph, *args, **kwargs):
+        contracts = real_schedule(graph, *args, **kwargs)
+        records.extend(fuse_for_target(graph, registry, isa, contracts=contracts))
+        return contracts
+
     monkeypatch.setattr(compiler, "hydrate", hydrate_then_fuse)
+    monkeypatch.setattr(compiler, "schedule", schedule_then_fuse)
     fused = _compile(path, options, tmp_path / "fused")
     monkeypatch.undo()
     assert sum(r["decision"] == "applied" for r in records) > 0

@@ -247,7 +247,8 @@ def test_load_rules_unknown_class_and_bad_patch_fail_closed(tmp_path):
 def test_shipped_rule_files_load_for_every_class():
     for path in sorted(RULES_DIR.glob("*.json")):
         rules = load_rules(path.stem)
-        assert {r.id for r in rules} == {"residual_add_rmsnorm", "qk_norm_rope_neox"}, path.name
+        assert {r.id for r in rules} == {"residual_add_rmsnorm", "qk_norm_rope_neox",
+                                         "residual_add_rmsnorm_quantize_q8_0_rne"}, path.name
 
 
 def test_rules_digest_changes_with_any_file_of_the_chain(tmp_path):
@@ -274,3 +275,37 @@ def test_fuse_refuses_a_resolved_graph(synth):
     graph.ops[3].provider = "rmsnorm_f32"
     with pytest.raises(PlanError, match="fusion runs on the logical graph, before resolution"):
         fuse(graph, load_rules("x86_64"), _available("residual_add_rmsnorm_f32"))
+
+
+def test_fuse_scheduled_stage_matches_contracts_and_updates_them(tmp_path):
+    from synth_model import write_synth_model
+
+    from kernelmap.numerics.policy import POLICY_DIR, load_policy
+    from kernelmap.plan.schedule import schedule
+
+    doc = json.loads((POLICY_DIR / "llama-cpu.json").read_text())
+    doc["rules"].append({"op": "residual_add_rmsnorm", "match": {}, "contract": "residual_add_rmsnorm.f32.v1"})
+    (tmp_path / "pol.json").write_text(json.dumps(doc))
+    policy = load_policy(tmp_path / "pol.json")
+    graph = _graph(write_synth_model(tmp_path / "q8.gguf", weight_type="q8_0"), phase="decode")
+    rules = load_rules("x86_64")
+    avail = _available("residual_add_rmsnorm_f32", "residual_add_rmsnorm_quantize_q8_0_rne")
+    logical = fuse(graph, rules, avail)
+    assert {r["rule"] for r in logical} == {"residual_add_rmsnorm", "qk_norm_rope_neox"}  # stage filter
+    contracts = schedule(graph, policy, load_interfaces())
+    records = fuse(graph, rules, avail, contracts=contracts)
+    applied = [r for r in records if r["decision"] == "applied"]
+    assert [r["ops"] for r in applied][0] == ["blk.0.attn_residual.blk0_ffn_norm",
+                                              "blk.0.attn_residual.blk0_ffn_norm.quantize_q8_0"]
+    assert len(applied) == 3 and {r["rule"] for r in records} == {"residual_add_rmsnorm_quantize_q8_0_rne"}
+    fused = [op for op in graph.ops if op.op == "residual_add_rmsnorm_quantize"]
+    assert set(fused[0].outputs) == {"y", "q"} and graph.tensors[fused[0].outputs["q"]].dtype == "q8_0"
+    assert contracts[fused[0].label] == "residual_add_rmsnorm_quantize.q8_0.rne.v1"
+    assert set(contracts) == {op.label for op in graph.ops}
+    _check_ssa(graph)
+
+
+def test_load_rules_scheduled_rule_without_fused_contract_is_refused(tmp_path):
+    bad = {**BASE, "stage": "scheduled"}
+    with pytest.raises(PlanError, match="a scheduled-stage rule names the fused contract"):
+        _rules(tmp_path, bad)

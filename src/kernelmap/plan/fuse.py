@@ -40,7 +40,7 @@ __all__ = [
 RULES_DIR = Path(__file__).resolve().parent.parent / "fusion" / "rules"
 SCHEMA_PATH = RULES_DIR.parent / "rules.schema.json"
 CAPABILITY_KINDS = ("kernel", "isa")
-_PATCHABLE = ("pattern", "fused_op", "priority", "requires", "enabled", "notes")
+_PATCHABLE = ("pattern", "fused_op", "priority", "requires", "enabled", "notes", "stage", "contract")
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,13 @@ class Step:
     via: tuple[str, str] | None  # (previous op's output port, this op's input port)
     ports: tuple[tuple[str, str], ...]
     policy: tuple[tuple[str, str], ...] = ()  # policy keys the op must carry (e.g. style=neox)
+    contract: str | None = None  # scheduled stage: the contract the policy gave the op
 
-    def accepts(self, op: OpNode) -> bool:
-        """True when `op` is this step's op and carries every required policy key."""
-        return op.op == self.op and all(op.policy_keys.get(k) == v for k, v in self.policy)
+    def accepts(self, op: OpNode, contracts: dict[str, str] | None = None) -> bool:
+        """True when `op` is this step's op, carries every required policy key and (after scheduling) contract."""
+        if op.op != self.op or any(op.policy_keys.get(k) != v for k, v in self.policy):
+            return False
+        return self.contract is None or (contracts or {}).get(op.label) == self.contract
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,8 @@ class FusionRule:
     requires: tuple[str, ...]
     enabled: bool
     source: str
+    stage: str = "logical"  # logical: before scheduling; scheduled: after it, contracts known
+    contract: str | None = None  # scheduled stage: the fused op's contract (the composition's)
 
 
 @functools.lru_cache(maxsize=1)
@@ -137,9 +142,17 @@ def parse_rules(chain: Sequence[tuple[Path, dict[str, Any]]]) -> list[FusionRule
                 raise PlanError(f"rule \"{rid}\": pattern step {k} " + ("must not have" if k == 0 else "needs") +
                                 " a via link", path=source.partition("#")[0], pointer=f"/pattern/{k}")
             steps.append(Step(step["op"], (via["from"], via["to"]) if via else None,
-                              tuple(sorted(step["ports"].items())), tuple(sorted(step.get("policy", {}).items()))))
+                              tuple(sorted(step["ports"].items())), tuple(sorted(step.get("policy", {}).items())),
+                              step.get("contract")))
+        stage = entry.get("stage", "logical")
+        has_contracts = entry.get("contract") is not None or any(s.contract for s in steps)
+        if (stage == "scheduled") != (entry.get("contract") is not None) or (stage == "logical" and has_contracts):
+            raise PlanError(f"rule \"{rid}\": a scheduled-stage rule names the fused contract (and may match step "
+                            "contracts); a logical-stage rule names none", path=source.partition("#")[0],
+                            pointer="/contract", value=stage)
         rules.append(FusionRule(rid, tuple(steps), entry["fused_op"], int(entry["priority"]),
-                                tuple(entry["requires"]), bool(entry.get("enabled", True)), source))
+                                tuple(entry["requires"]), bool(entry.get("enabled", True)), source, stage,
+                                entry.get("contract")))
     return rules
 
 
@@ -231,7 +244,8 @@ def _readers(graph: Graph) -> dict[str, list[int]]:
     return out
 
 
-def _find(graph: Graph, rule: FusionRule, readers: dict[str, list[int]]) -> list[tuple[int, ...]]:
+def _find(graph: Graph, rule: FusionRule, readers: dict[str, list[int]], contracts: dict[str, str] | None
+          ) -> list[tuple[int, ...]]:
     found: list[tuple[int, ...]] = []
 
     def walk(path: tuple[int, ...], k: int) -> None:
@@ -243,11 +257,11 @@ def _find(graph: Graph, rule: FusionRule, readers: dict[str, list[int]]) -> list
         tname = graph.ops[path[-1]].outputs.get(step.via[0])
         for j in readers.get(tname or "", []):
             op = graph.ops[j]
-            if j > path[-1] and step.accepts(op) and op.inputs.get(step.via[1]) == tname:
+            if j > path[-1] and step.accepts(op, contracts) and op.inputs.get(step.via[1]) == tname:
                 walk((*path, j), k + 1)
 
     for i, op in enumerate(graph.ops):
-        if rule.pattern[0].accepts(op):
+        if rule.pattern[0].accepts(op, contracts):
             walk((i,), 1)
     return found
 
@@ -318,11 +332,14 @@ def _build(graph: Graph, m: _Match, iface_id: str, iface: dict[str, Any], reader
     return node, dropped
 
 
-def fuse(graph: Graph, rules: Sequence[FusionRule], available: Any, *,
-         interfaces: Interfaces | None = None) -> list[dict[str, Any]]:
+def fuse(graph: Graph, rules: Sequence[FusionRule], available: Any, *, interfaces: Interfaces | None = None,
+         contracts: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Apply the highest-priority non-overlapping matches of `rules` to `graph`; return trace records.
 
-    `available` is a kernel_table.AvailableKernels (probed from the full kernel library). Records are
+    Without `contracts` this is the logical stage (right after hydrate): only logical-stage rules run.
+    With the scheduler's `contracts` (label -> contract) only scheduled-stage rules run, each step may
+    match on its op's contract, and `contracts` is updated in place (the fused op gets the rule's
+    contract, the replaced ops' entries go). `available` is a kernel_table.AvailableKernels. Records are
     {rule, decision: applied|skipped, reason, ops, priority} in rule-id then graph order. Two matches
     of equal priority over a common op are a PlanError naming both rules; a capability the runtime
     cannot probe is a PlanError naming the rule.
@@ -341,7 +358,8 @@ def fuse(graph: Graph, rules: Sequence[FusionRule], available: Any, *,
         records.append({"rule": rule.id, "decision": decision, "reason": reason, "priority": rule.priority,
                         "ops": [graph.ops[i].label for i in idx]})
 
-    for rule in sorted(rules, key=lambda r: r.id):
+    stage = "logical" if contracts is None else "scheduled"
+    for rule in sorted((r for r in rules if r.stage == stage), key=lambda r: r.id):
         shapes[rule.id] = _check_shape(rule, interfaces)
         unmet = _unmet(rule, available)
         if not rule.enabled:
@@ -350,7 +368,7 @@ def fuse(graph: Graph, rules: Sequence[FusionRule], available: Any, *,
         if unmet:
             record(rule, "skipped", "not available: " + ", ".join(unmet))
             continue
-        found = _find(graph, rule, readers)
+        found = _find(graph, rule, readers, contracts)
         if not found:
             record(rule, "skipped", "no match in this graph")
         matches.extend(_Match(rule, idx) for idx in found)
@@ -380,6 +398,7 @@ def fuse(graph: Graph, rules: Sequence[FusionRule], available: Any, *,
                                     f"({graph.ops[i].label}) with equal priority {x.rule.priority}",
                                     path=x.rule.source.partition("#")[0], pointer=graph.ops[i].label,
                                     hint="give one of them a higher priority for this CPU class")
+    graph_labels = [op.label for op in graph.ops]
     taken: dict[int, _Match] = {}
     chosen: list[tuple[_Match, OpNode, list[str]]] = []
     for m in sorted(valid, key=lambda m: (-m.rule.priority, m.idx, m.rule.id)):
@@ -392,6 +411,11 @@ def fuse(graph: Graph, rules: Sequence[FusionRule], available: Any, *,
         chosen.append((m, *built[id(m)]))
         record(m.rule, "applied", f"priority {m.rule.priority}", m.idx)
     _rewrite(graph, chosen)
+    if contracts is not None:
+        for m, node, _dropped in chosen:
+            for i in m.idx:
+                contracts.pop(graph_labels[i], None)
+            contracts[node.label] = str(m.rule.contract)
     return sorted(records, key=lambda r: (r["rule"], r["ops"], r["decision"]))
 
 
@@ -415,11 +439,14 @@ def _rewrite(graph: Graph, chosen: list[tuple[_Match, OpNode, list[str]]]) -> No
 
 
 def fuse_for_target(graph: Graph, registry: Any, isa: frozenset[str], *, cpu_class: str | None = None,
-                    interfaces: Interfaces | None = None) -> list[dict[str, Any]]:
+                    interfaces: Interfaces | None = None, contracts: dict[str, str] | None = None
+                    ) -> list[dict[str, Any]]:
     """The compile-pipeline entry: the CPU class's rules, a probe of every kernel they name, then `fuse`.
 
-    The probed library holds every host-runnable variant of every map a rule names (built once per
-    content hash), so whether a fused kernel counts as present never depends on what a plan launches.
+    Call it right after hydrate (logical stage) and, with the scheduler's contracts, right after
+    schedule (scheduled stage). The probed library holds every host-runnable variant of every map a
+    rule names (built once per content hash), so whether a fused kernel counts as present never
+    depends on what a plan launches.
     """
     from kernelmap.runtime.kernel_table import available_kernels
 
@@ -431,4 +458,4 @@ def fuse_for_target(graph: Graph, registry: Any, isa: frozenset[str], *, cpu_cla
     named = sorted({cap.partition(":")[2] for rule in rules for cap in rule.requires
                     if cap.startswith("kernel:") and cap.partition(":")[2] in registry.providers})
     available = available_kernels(registry, frozenset(isa), only=named)
-    return fuse(graph, rules, available, interfaces=interfaces)
+    return fuse(graph, rules, available, interfaces=interfaces, contracts=contracts)
