@@ -15,6 +15,7 @@ from kernelmap.runtime.kernel_table import (
     Selected,
     _runnable_units,
     available_kernels,
+    check_build,
     check_library,
     selection_from_trace,
 )
@@ -105,7 +106,7 @@ def test_check_library_refuses_synthetic_model_library_missing_one_kernel_unit(t
     gguf = write_synth_model(tmp_path / "synth.gguf")
     built = compile_model(gguf, CompileOptions(max_rows=8, allow_candidates=True), out_dir=tmp_path / "build")
     selection = selection_from_trace(built.build_dir / "selection_trace.json")
-    assert check_library(built.library, selection).handles  # the real build passes
+    assert check_build(built.build_dir, built.library).handles  # the real build passes
     gen = built.build_dir / "gen"
     include = ("-include", str(gen / "km_kernels.h"))
     kept = [u for u in built.info["units"] if not u["source"].startswith("rmsnorm/")]
@@ -118,3 +119,8 @@ def test_check_library_refuses_synthetic_model_library_missing_one_kernel_unit(t
     first_norm = next(s for s in selection if s.map_id == "rmsnorm_f32")
     assert (f"the plan selects rmsnorm_f32::{first_norm.symbol} for {first_norm.phase}:{first_norm.op}, "
             "which this library does not export") in str(info.value)
+
+
+def test_check_build_without_trace_is_refused(tmp_path):
+    with pytest.raises(ModelError, match="the build has no selection trace"):
+        check_build(tmp_path, tmp_path / "lib.so")

@@ -23,6 +23,7 @@ __all__ = [
     "Selected",
     "available_kernels",
     "build_kernel_library",
+    "check_build",
     "check_library",
     "selection_from_graphs",
     "selection_from_trace",
@@ -95,6 +96,15 @@ def check_library(library: str | Path, selection: Sequence[Selected | tuple[str,
                              f"{sel.map_id}::{sel.variant}", path=path, pointer=f"{sel.phase}:{sel.op}")
         handles[sel.symbol] = (sel.map_id, sel.variant)
     return KernelTable(path, dict(sorted(handles.items())))
+
+
+def check_build(build_dir: str | Path, library: str | Path) -> KernelTable:
+    """The boot check of a finished build: its selection_trace.json against the library it produced."""
+    trace = Path(build_dir) / "selection_trace.json"
+    if not trace.is_file():
+        raise ModelError("the build has no selection trace, so its kernels cannot be checked", path=trace,
+                         hint="rebuild the model")
+    return check_library(library, selection_from_trace(trace))
 
 
 def selection_from_trace(trace: Any) -> list[Selected]:
