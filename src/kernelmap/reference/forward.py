@@ -277,9 +277,9 @@ class Reference:
             rows = [int(r) for r in logits_rows]
         if not rows:
             return np.zeros((0, self.n_vocab), np.float32)
-        return self.logits(x[rows])
+        return self.head(x[rows])
 
-    def logits(self, x: np.ndarray) -> np.ndarray:
+    def head(self, x: np.ndarray) -> np.ndarray:
         """Final norm and output projection of residual rows x [R, d] -> f32 [R, V]."""
         h = ops.rmsnorm(x, self.output_norm, self.config["eps"])
         w = self._output_matrix()
@@ -293,6 +293,10 @@ class Reference:
         """Reset the cache and run tokens from position 0; logits [rows, V]."""
         self.reset()
         return self.forward(tokens, logits_rows)
+
+    def logits(self, tokens: Sequence[int]) -> np.ndarray:
+        """Logits f32 [V] of the last token of `tokens`, from an empty cache (like runtime Model.logits)."""
+        return self.prefill(tokens, "last")[0]
 
     def decode(self, token: int) -> np.ndarray:
         """Run one token at the next position; logits f32 [V]."""
