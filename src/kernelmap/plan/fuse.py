@@ -290,7 +290,7 @@ def _build(graph: Graph, m: _Match, iface_id: str, iface: dict[str, Any], reader
     assert isinstance(dims, dict) and isinstance(dynamic, dict) and isinstance(params, dict) and isinstance(keys, dict)
     inside = set(m.idx)
     node = OpNode(label=".".join([ops[0].label, *(op.cname for op in ops[1:])]),
-                  cname=c_ident(f"f_{ops[0].cname}_{m.rule.id}"[:64]), op=m.rule.fused_op, layer=ops[0].layer,
+                  cname=c_ident(f"f_{ops[0].cname}"), op=m.rule.fused_op, layer=ops[0].layer,
                   interface=iface_id, inputs={}, outputs={}, dims=dims, dynamic_dims=dynamic, params=params,
                   policy_keys=keys, rows_last=ops[0].rows_last, inserted_by=f"fusion:{m.rule.id}")
     dropped: list[str] = []
