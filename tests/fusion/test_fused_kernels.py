@@ -198,3 +198,42 @@ def test_residual_add_rmsnorm_quantize_q8_0_rne_variants_match_unfused_pair(vari
             ctx = f"{shape} big={big} nth={nth}"
             assert_close_or_equal(want_y, y, map_id=RQ_MAP, variant=variant, context=ctx + " output y")
             assert_close_or_equal(want_q, qo, map_id=RQ_MAP, variant=variant, context=ctx + " output q (bytes)")
+
+
+RK_MAP = "residual_add_rmsnorm_quantize_q8_k"
+RK_SHAPES = {"one_block": (1, 256), "decode_1x1024": (1, 1024), "prefill_5x512": (5, 512)}
+
+
+@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+@pytest.mark.parametrize("shape", list(RK_SHAPES.values()), ids=list(RK_SHAPES))
+def test_residual_add_rmsnorm_quantize_q8_k_variants_match_unfused_pair(variant, shape):
+    lib, spec = load_map_library(RK_MAP)
+    ok, why = host_can_run(_variant(spec, variant)["requires"])
+    if not ok:
+        pytest.skip(f"{RK_MAP} [{variant}]: {why}")
+    fn = bind(lib, spec, variant)
+    qlib, qspec = load_map_library("quantize_act_q8_k")
+    quant = bind(qlib, qspec, "ref")
+    m, n = shape
+    row_bytes = n // 256 * 292
+    for big in (False, True):
+        a, b, w = _inputs(m, n, m * 17 + n, big)
+        if m > 2:
+            a[2, :256] = 0.0
+            b[2, :256] = 0.0  # one all-zero block in a non-zero row: d = 0, zero quants and bsums
+            a[3, 7], b[3, 7] = 50.0, 0.0  # a tie for the block's |max| with opposite signs: the first wins
+            a[3, 9], b[3, 9] = -50.0, 0.0
+            w[9] = w[7]
+        want_y, h = _unfused(a, b, w)
+        want_q = np.zeros((m, row_bytes), np.uint8)
+        quant(ptr(want_q), ptr(h), m, n, 0, 1)
+        for nth in (1, 2, 3):
+            y, check_y = guarded((m, n), np.float32)
+            qo, check_q = guarded((m, row_bytes), np.uint8)
+            for ith in range(nth):
+                fn(ptr(y), ptr(qo), ptr(a), ptr(b), ptr(w), m, n, EPS, ith, nth)
+                check_y()
+                check_q()
+            ctx = f"{shape} big={big} nth={nth}"
+            assert_close_or_equal(want_y, y, map_id=RK_MAP, variant=variant, context=ctx + " output y")
+            assert_close_or_equal(want_q, qo, map_id=RK_MAP, variant=variant, context=ctx + " output q (bytes)")

@@ -248,7 +248,8 @@ def test_shipped_rule_files_load_for_every_class():
     for path in sorted(RULES_DIR.glob("*.json")):
         rules = load_rules(path.stem)
         assert {r.id for r in rules} == {"residual_add_rmsnorm", "qk_norm_rope_neox",
-                                         "residual_add_rmsnorm_quantize_q8_0_rne"}, path.name
+                                         "residual_add_rmsnorm_quantize_q8_0_rne",
+                                         "residual_add_rmsnorm_quantize_q8_k"}, path.name
 
 
 def test_rules_digest_changes_with_any_file_of_the_chain(tmp_path):
@@ -297,7 +298,9 @@ def test_fuse_scheduled_stage_matches_contracts_and_updates_them(tmp_path):
     applied = [r for r in records if r["decision"] == "applied"]
     assert [r["ops"] for r in applied][0] == ["blk.0.attn_residual.blk0_ffn_norm",
                                               "blk.0.attn_residual.blk0_ffn_norm.quantize_q8_0"]
-    assert len(applied) == 3 and {r["rule"] for r in records} == {"residual_add_rmsnorm_quantize_q8_0_rne"}
+    assert len(applied) == 3 and {r["rule"] for r in applied} == {"residual_add_rmsnorm_quantize_q8_0_rne"}
+    assert [r["reason"] for r in records if r["rule"] == "residual_add_rmsnorm_quantize_q8_k"] == [
+        "not available: kernel:residual_add_rmsnorm_quantize_q8_k"]
     fused = [op for op in graph.ops if op.op == "residual_add_rmsnorm_quantize"]
     assert set(fused[0].outputs) == {"y", "q"} and graph.tensors[fused[0].outputs["q"]].dtype == "q8_0"
     assert contracts[fused[0].label] == "residual_add_rmsnorm_quantize.q8_0.rne.v1"
