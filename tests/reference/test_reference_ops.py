@@ -208,7 +208,7 @@ def test_gelu_tanh_exact_matches_float64_formula():
     x = np.linspace(-12, 12, 1001, dtype=np.float32)
     x64 = x.astype(np.float64)
     expect = 0.5 * x64 * (1 + np.tanh(np.sqrt(2 / np.pi) * x64 * (1 + 0.044715 * x64 ** 2)))
-    np.testing.assert_allclose(ops.gelu_tanh(x), expect, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ops.gelu_tanh(x, "exact"), expect, rtol=1e-5, atol=1e-6)
 
 
 def test_gelu_tanh_f16_table_saturates_and_rounds_to_f16():
@@ -216,14 +216,15 @@ def test_gelu_tanh_f16_table_saturates_and_rounds_to_f16():
     y = ops.gelu_tanh(x, "f16_table")
     assert y[0] == 0 and y[1] == 0 and y[4] == 10.0 and y[5] == 12.5
     assert np.array_equal(y[2:4], y[2:4].astype(np.float16).astype(np.float32))
-    np.testing.assert_allclose(y[2:4], ops.gelu_tanh(x[2:4]), rtol=2e-3)
+    np.testing.assert_allclose(y[2:4], ops.gelu_tanh(x[2:4], "exact"), rtol=2e-3)
 
 
 def test_geglu_and_swiglu_match_float64_formulas():
     g, u = _rand(3, 64, scale=2.0), _rand(3, 64)
     g64, u64 = g.astype(np.float64), u.astype(np.float64)
     gel = 0.5 * g64 * (1 + np.tanh(np.sqrt(2 / np.pi) * g64 * (1 + 0.044715 * g64 ** 2)))
-    np.testing.assert_allclose(ops.geglu(g, u), gel * u64, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ops.geglu(g, u, "exact"), gel * u64, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ops.geglu(g, u), gel * u64, rtol=2e-3, atol=2e-3)
     np.testing.assert_allclose(ops.swiglu(g, u), g64 / (1 + np.exp(-g64)) * u64, rtol=1e-5, atol=1e-6)
 
 

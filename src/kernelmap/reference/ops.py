@@ -342,12 +342,12 @@ def _gelu_tanh_f32(x: np.ndarray) -> np.ndarray:
     return (np.float32(0.5) * x * (np.float32(1.0) + t)).astype(np.float32)
 
 
-def gelu_tanh(x: np.ndarray, rule: str = "exact") -> np.ndarray:
+def gelu_tanh(x: np.ndarray, rule: str = "f16_table") -> np.ndarray:
     """tanh-approximated GELU in float32: 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))).
 
-    rule "exact": evaluate the formula in float32 for every x. rule "f16_table": llama.cpp's CPU
-    evaluation — x <= -10 gives 0, x >= 10 gives x, otherwise round x to f16, evaluate the formula
-    at that f16 value and round the result to f16.
+    rule "f16_table" (the default; contract geglu.tanh.f32.v1 and llama.cpp's CPU evaluation):
+    x <= -10 gives 0, x >= 10 gives x, otherwise round x to f16, evaluate the formula at that f16
+    value and round the result to f16. rule "exact": the formula in float32 for every x.
     """
     x = np.asarray(x, dtype=np.float32)
     if rule == "exact":
@@ -359,7 +359,7 @@ def gelu_tanh(x: np.ndarray, rule: str = "exact") -> np.ndarray:
     raise ValueError(f"unknown gelu rule {rule!r} (expected exact or f16_table)")
 
 
-def geglu(gate: np.ndarray, up: np.ndarray, rule: str = "exact") -> np.ndarray:
+def geglu(gate: np.ndarray, up: np.ndarray, rule: str = "f16_table") -> np.ndarray:
     """y = gelu_tanh(gate) * up, float32."""
     return (gelu_tanh(gate, rule) * np.asarray(up, dtype=np.float32)).astype(np.float32)
 
