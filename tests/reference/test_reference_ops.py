@@ -251,3 +251,21 @@ def test_load_recipe_unknown_architecture_raises_model_error_with_fields():
         load_recipe("no_such_arch")
     assert info.value.value == "no_such_arch" and info.value.pointer == "/architectures"
     assert "recipes.json" in str(info.value)
+
+
+def test_policy_numerics_llama_cpu_follows_the_policy_file_contracts():
+    from kernelmap.reference.forward import policy_numerics
+
+    nm = policy_numerics("llama-cpu")
+    acts = dict(nm.activations)
+    assert (acts["q4_k"], acts["q6_k"], acts["q5_0"], acts["q8_0"]) == ("q8_k", "q8_k", "q8_0", "q8_0")
+    assert nm.kv_dtype == "f16" and nm.gelu_rule == "f16_table"
+    assert not nm.attn_q_f16 and not nm.attn_p_f16
+
+
+def test_policy_numerics_unknown_policy_raises_model_error_listing_known_ones():
+    from kernelmap.reference.forward import policy_numerics
+
+    with pytest.raises(ModelError) as info:
+        policy_numerics("no-such-policy")
+    assert info.value.pointer == "policy" and "llama-cpu" in info.value.expected

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ import numpy as np
 from kernelmap.errors import GGUFError, ModelError
 from kernelmap.reference import ops
 
-__all__ = ["Numerics", "POLICIES", "Reference", "load_recipe"]
+__all__ = ["Numerics", "POLICIES", "Reference", "load_recipe", "numerics_from_policy", "policy_numerics"]
 
 _RECIPES = Path(__file__).with_name("recipes.json")
 
@@ -37,21 +37,64 @@ _RECIPES = Path(__file__).with_name("recipes.json")
 class Numerics:
     """The contract choices the reference applies (each one names a kernel contract's decision)."""
 
-    q8_0_rule: str = "ref"  # activation quantizer rounding, see ops.quantize_q8_0
+    q8_0_rule: str = "x86"  # activation quantizer rounding, see ops.quantize_q8_0
     gelu_rule: str = "f16_table"  # llama.cpp's "f16_table" or the "exact" float32 tanh GELU
     rope_theta_rule: str = "ggml"  # iterated float32 angles (ggml) or "exact"
     kv_dtype: str = "f16"  # KV cache storage
     attn_q_f16: bool = False  # round q to f16 before q.k (llama.cpp's non-flash path does)
     attn_p_f16: bool = False  # round softmax probabilities to f16 before p.v (likewise)
+    activations: tuple[tuple[str, str], ...] = tuple(sorted(ops.ACTIVATION_FOR_WEIGHT.items()))  # weight -> act
 
 
-# "llama-cpu" follows our kernels' contracts (q8_0 activations by ggml's portable rule, llama.cpp's f16
-# GELU table, f32 attention). "llama-cpp-cpu" imitates llama.cpp's x86 CPU backend more closely (its SIMD
-# q8_0 rounding, f16 query and probabilities in the non-flash attention path) for parity experiments.
+# What each kernel contract decides for the reference (contract name -> Numerics field, value).
+_CONTRACT_CHOICES: dict[str, tuple[str, Any]] = {
+    "quantize_act.q8_0.v1": ("q8_0_rule", "ref"),
+    "quantize_act.q8_0.rne.v1": ("q8_0_rule", "x86"),
+    "attention.f16kv.f32.v1": ("kv_dtype", "f16"),
+    "attention.f32kv.f32.v1": ("kv_dtype", "f32"),
+    "geglu.tanh.f32.v1": ("gelu_rule", "f16_table"),
+}
+_POLICY_DIR = Path(__file__).resolve().parents[1] / "numerics" / "policies"
+
+
+def numerics_from_policy(path: Path) -> Numerics:
+    """The reference choices a numerics policy file implies (its linear pairings and named contracts)."""
+    try:
+        rules = json.loads(path.read_text(encoding="utf-8"))["rules"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise ModelError(f"cannot read numerics policy: {exc}", path=path, pointer="/rules") from exc
+    fields: dict[str, Any] = {}
+    acts: dict[str, str] = {}
+    for i, rule in enumerate(rules):
+        choice = _CONTRACT_CHOICES.get(rule.get("contract", ""))
+        if choice:
+            fields[choice[0]] = choice[1]
+        if rule.get("op") == "linear":
+            weight, act = rule.get("match", {}).get("weight"), rule.get("activation")
+            if not weight or not act:
+                raise ModelError("linear rule without match.weight and activation", path=path,
+                                 pointer=f"/rules/{i}")
+            acts[weight] = act
+    return replace(Numerics(), activations=tuple(sorted(acts.items())), **fields)
+
+
+# "llama-cpp-cpu" imitates llama.cpp's x86 CPU backend more closely than our kernels do (f16 query and
+# probabilities in its non-flash attention path) for parity experiments; every other policy name is
+# read from src/kernelmap/numerics/policies/<name>.json, so the reference follows the kernels' contracts.
 POLICIES: dict[str, Numerics] = {
-    "llama-cpu": Numerics(),
     "llama-cpp-cpu": Numerics(q8_0_rule="x86", gelu_rule="f16_table", attn_q_f16=True, attn_p_f16=True),
 }
+
+
+def policy_numerics(policy: str) -> Numerics:
+    """Numerics for a policy name: a built-in experiment or a numerics policy file."""
+    if policy in POLICIES:
+        return POLICIES[policy]
+    path = _POLICY_DIR / f"{policy}.json"
+    if not path.is_file():
+        known = sorted(set(POLICIES) | {p.stem for p in _POLICY_DIR.glob("*.json")})
+        raise ModelError("unknown reference numerics policy", pointer="policy", value=policy, expected=known)
+    return numerics_from_policy(path)
 
 
 def load_recipe(arch: str, path: Path = _RECIPES) -> dict[str, Any]:
@@ -82,12 +125,7 @@ class Reference:
         from gguf import GGUFReader
 
         self.path = str(model_path)
-        if numerics is None:
-            if policy not in POLICIES:
-                raise ModelError("unknown reference numerics policy", pointer="policy", value=policy,
-                                 expected=sorted(POLICIES))
-            numerics = POLICIES[policy]
-        self.numerics = numerics
+        self.numerics = numerics if numerics is not None else policy_numerics(policy)
         try:
             reader = GGUFReader(self.path)
         except (OSError, ValueError) as exc:
@@ -202,7 +240,11 @@ class Reference:
         self.n_past = 0
 
     def _linear(self, x: np.ndarray, w: tuple[np.ndarray, str]) -> np.ndarray:
-        return ops.linear(x, w[0], w[1], q8_0_rule=self.numerics.q8_0_rule)
+        acts = dict(self.numerics.activations)
+        if w[1] not in acts:
+            raise ModelError("the numerics policy has no linear rule for this weight type", pointer="activations",
+                             value=w[1], expected=sorted(acts))
+        return ops.linear(x, w[0], w[1], acts[w[1]], q8_0_rule=self.numerics.q8_0_rule)
 
     def _ffn(self, h: np.ndarray, lw: dict[str, Any]) -> np.ndarray:
         g = self._linear(h, lw["ffn_gate"])
