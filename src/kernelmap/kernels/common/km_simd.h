@@ -111,11 +111,6 @@ static inline __m256i km_avx2_w_q8_0(const uint8_t *blk) {
     return _mm256_loadu_si256((const __m256i *)(blk + 2));
 }
 
-/* q4_0 block -> 32 int8 weights in [-8, 7]. */
-static inline __m256i km_avx2_w_q4_0(const uint8_t *blk) {
-    return _mm256_sub_epi8(km_avx2_nibbles32(blk + 2), _mm256_set1_epi8(8));
-}
-
 /* q5_0 block -> 32 int8 weights in [-16, 15]: (nibble | bit << 4) - 16. */
 static inline __m256i km_avx2_w_q5_0(const uint8_t *blk) {
     __m256i lo = km_avx2_nibbles32(blk + 6);
