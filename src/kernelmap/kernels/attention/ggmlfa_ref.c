@@ -1,0 +1,88 @@
+/* attention/ggmlfa_ref.c — km_attention_f16kv_ggmlfa__ref: the scalar oracle of contract attention.f16kv.ggml_fa.v1.
+ *
+ * Op: causal GQA attention of q f32 [M, Hq*D] (row m at position p = pos + m) over the head-major
+ * caches k_cache, v_cache f16 [Hkv][C][D]; output y f32 [M, Hq*D]. Query head h reads KV head
+ * h / (Hq/Hkv). Row m sees keys j with j <= p and, when window > 0, p - j < window (llama.cpp's
+ * standard sliding window: masked iff p - j >= window). The caller guarantees pos + M <= C and that
+ * keys 0 .. pos+M-1 are written. Constraints: D a multiple of 16, D <= 512, Hq a multiple of Hkv.
+ * Numerics: bit for bit llama.cpp's CPU flash attention (ggml flash_attn_ext, one query row at a time,
+ * f16 K and V, AVX-512 build) for a graph that scales Q by `scale` before the attention and passes
+ * kq_scale 1 (what llama.cpp's Gemma 3 graph does); every rounding is fixed:
+ *   Q16[i] = f16_rne(q[i] * scale)  (f32 product, then round to nearest even);
+ *   s_j = dot(K_j, Q16): element i (i < D64 = D rounded down to 64) goes to partial (i mod 64) by
+ *     fmaf in increasing i (f16 x f16 products are exact in f32); partials fold as
+ *     P[l] = (A0[l] + A2[l]) + (A1[l] + A3[l]) with Aa[l] = partial(16a + l), then P[l] += P[l+8],
+ *     P[l] += P[l+4], P[l] += P[l+2], s = P[0] + P[1]; elements D64 .. D-1 are added one by one
+ *     in double to (double)s (each product formed in float) and the total rounded to float;
+ *   keys visited in increasing j; M = -inf, S = 0, VKQ = 0 (f16 [D]); per key:
+ *     if s_j > M: ms = expf(M - s_j), M = s_j, VKQ[d] = f16_rne(f32(VKQ[d]) * ms), vs = 1;
+ *     else: ms = 1, vs = expf(s_j - M);
+ *     VKQ[d] = f16_rne(fmaf(f32(V_j[d]), vs, f32(VKQ[d]))); S = fmaf(S, ms, vs);
+ *   y[d] = f32(VKQ[d]) * (S == 0 ? 0 : 1.0f / S).
+ * expf is the C library's (all variants call it: it is llama.cpp's too). FMA: fmaf exactly where
+ * written; nothing else is contracted (-ffp-contract=off). Results do not depend on (ith, nth).
+ * Partition: (row, head) items it = m*Hq + h, km_part over M*Hq; no reduction crosses items.
+ */
+#include <math.h>
+
+#include "km_common.h"
+
+#define KM_FA_DMAX 512
+
+static float dot_ggml(const km_half *k, const km_half *q, int64_t D) {
+    float acc[64] = {0.0f};
+    const int64_t d64 = D & ~(int64_t)63;
+    for (int64_t i = 0; i < d64; i++) {
+        acc[i & 63] = fmaf(km_fp16_to_fp32(k[i]), km_fp16_to_fp32(q[i]), acc[i & 63]);
+    }
+    float p[16];
+    for (int l = 0; l < 16; l++) p[l] = (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]);
+    for (int w = 8; w >= 2; w >>= 1) {
+        for (int l = 0; l < w; l++) p[l] += p[l + w];
+    }
+    double res = (double)(p[0] + p[1]);
+    for (int64_t i = d64; i < D; i++) res += (double)(km_fp16_to_fp32(k[i]) * km_fp16_to_fp32(q[i]));
+    return (float)res;
+}
+
+void km_attention_f16kv_ggmlfa__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
+        int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale,
+        int64_t window, int ith, int nth) {
+    const km_half *kc = (const km_half *)k_cache; /* [Hkv][C][D] */
+    const km_half *vc = (const km_half *)v_cache; /* [Hkv][C][D] */
+    const int64_t group = Hq / Hkv;
+    int64_t lo, hi;
+    km_part(M * Hq, ith, nth, &lo, &hi);
+    for (int64_t it = lo; it < hi; it++) {
+        const int64_t m = it / Hq, h = it % Hq, kvh = h / group;
+        const int64_t p = pos + m;
+        const int64_t j0 = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
+        const float *qr = q + it * D; /* [D] */
+        float *yr = y + it * D;       /* [D] */
+        km_half q16[KM_FA_DMAX];      /* [D] */
+        km_half vkq[KM_FA_DMAX];      /* [D] */
+        for (int64_t d = 0; d < D; d++) {
+            q16[d] = km_fp32_to_fp16(qr[d] * scale);
+            vkq[d] = 0;
+        }
+        float big_m = -INFINITY, big_s = 0.0f;
+        for (int64_t j = j0; j <= p; j++) {
+            const float s = dot_ggml(kc + (kvh * C + j) * D, q16, D);
+            float ms = 1.0f, vs = 1.0f;
+            if (s > big_m) {
+                ms = expf(big_m - s);
+                big_m = s;
+                for (int64_t d = 0; d < D; d++) vkq[d] = km_fp32_to_fp16(km_fp16_to_fp32(vkq[d]) * ms);
+            } else {
+                vs = expf(s - big_m);
+            }
+            const km_half *vr = vc + (kvh * C + j) * D;
+            for (int64_t d = 0; d < D; d++) {
+                vkq[d] = km_fp32_to_fp16(fmaf(km_fp16_to_fp32(vr[d]), vs, km_fp16_to_fp32(vkq[d])));
+            }
+            big_s = fmaf(big_s, ms, vs);
+        }
+        const float inv = big_s == 0.0f ? 0.0f : 1.0f / big_s;
+        for (int64_t d = 0; d < D; d++) yr[d] = km_fp16_to_fp32(vkq[d]) * inv;
+    }
+}

@@ -1,0 +1,133 @@
+"""Tests for attention_f16kv_ggmlfa: every variant byte-identical with ref, ref equal to the NumPy emulation.
+
+The oracle is tests/parity_fa/fa_emulation.py, the NumPy emulation of llama.cpp's CPU flash
+attention that check_peer.py verifies against llama.cpp's own attention outputs. Cache rows at or
+beyond pos + M are NaN, so a kernel that reads a key it must not see fails loudly.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    host_can_run,
+    load_map_library,
+    ptr,
+    run_partitioned,
+)
+
+MAP_ID = "attention_f16kv_ggmlfa"
+_EMU_PATH = Path(__file__).resolve().parents[1] / "parity_fa" / "fa_emulation.py"
+CASES = {
+    # name: (M, Hq, Hkv, D, C, pos, window, scale, data)
+    "decode_gqa4_full": (1, 4, 1, 256, 300, 200, 0, 0.0625, "normal"),
+    "decode_gqa4_window": (1, 4, 1, 256, 300, 200, 64, 0.0625, "normal"),
+    "decode_pos0": (1, 4, 1, 256, 8, 0, 0, 0.0625, "normal"),
+    "window1": (3, 2, 2, 64, 40, 10, 1, 0.125, "normal"),
+    "prefill_gqa4_window": (17, 4, 1, 256, 64, 20, 16, 0.0625, "normal"),
+    "d16_tail_only": (5, 4, 2, 16, 64, 33, 7, 0.25, "normal"),
+    "d80_tail16": (4, 3, 3, 80, 16, 0, 0, 0.1118034, "normal"),
+    "d112_tail48": (2, 2, 1, 112, 30, 9, 0, 0.0945, "normal"),
+    "d512": (2, 8, 2, 512, 20, 10, 0, 0.0441941738, "normal"),
+    "zeros_ties": (3, 4, 1, 64, 20, 5, 0, 0.125, "zeros"),
+    "large_scores": (2, 4, 1, 128, 40, 30, 0, 1.0, "large"),
+    "tiny_q_subnormal_f16": (2, 4, 1, 128, 40, 12, 0, 0.0625, "tiny"),
+    "rising_max": (1, 2, 1, 64, 40, 31, 0, 0.5, "rising"),
+}
+NTH = (1, 2, 3)
+
+
+def _emulation():
+    spec = importlib.util.spec_from_file_location("fa_emulation", _EMU_PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _inputs(case):
+    m, hq, hkv, d, c, pos, _window, _scale, data = case
+    rng = np.random.default_rng(m * 7919 + hq * 31 + d + pos + len(data))
+    q = rng.standard_normal((m, hq * d)).astype(np.float32) * 4.0
+    k = rng.standard_normal((hkv, c, d)).astype(np.float32)
+    v = rng.standard_normal((hkv, c, d)).astype(np.float32)
+    if data == "zeros":
+        q[:] = 0.0
+    elif data == "large":
+        q *= 50.0
+        k *= 30.0
+        v *= 1000.0
+    elif data == "tiny":
+        q *= 2e-4  # q * scale lands in f16's subnormal range
+    elif data == "rising":
+        k *= (np.arange(c, dtype=np.float32) / 8.0)[None, :, None]  # a new running max at many keys
+    kc = k.astype(np.float16)
+    vc = v.astype(np.float16)
+    kc[:, pos + m:, :] = np.nan
+    vc[:, pos + m:, :] = np.nan
+    return q, kc, vc
+
+
+def _run(fn, q, kc, vc, case, nth, threaded=False):
+    m, hq, hkv, d, c, pos, window, scale, _data = case
+    y, check = guarded((m, hq * d), np.float32)
+    args = (ptr(y), ptr(q), ptr(kc), ptr(vc), m, hq, hkv, d, c, pos, scale, window)
+    run_partitioned(fn, args, nth, threaded=threaded)
+    check()
+    return y.copy()
+
+
+@pytest.fixture(scope="module")
+def lib_spec():
+    return load_map_library(MAP_ID)
+
+
+def _variant(spec, name):
+    v = next(v for v in spec["variants"] if v["name"] == name)
+    ok, why = host_can_run(v["requires"])
+    if not ok:
+        pytest.skip(f"{MAP_ID} [{name}]: host lacks {why}")
+    return v
+
+
+@pytest.mark.parametrize("variant", ["avx2", "avx512"])
+@pytest.mark.parametrize("case_name", sorted(CASES))
+def test_attention_ggmlfa_variants_match_ref(lib_spec, variant, case_name):
+    lib, spec = lib_spec
+    _variant(spec, variant)
+    case = CASES[case_name]
+    q, kc, vc = _inputs(case)
+    want = _run(bind(lib, spec, "ref"), q, kc, vc, case, 1)
+    got = _run(bind(lib, spec, variant), q, kc, vc, case, 2)
+    assert np.isfinite(want).all()
+    assert_close_or_equal(want, got, map_id=MAP_ID, variant=variant, context=f"{case_name} nth=2")
+
+
+@pytest.mark.parametrize("case_name", sorted(CASES))
+def test_attention_ggmlfa_ref_matches_emulation(lib_spec, case_name):
+    lib, spec = lib_spec
+    case = CASES[case_name]
+    m, hq, hkv, d, c, pos, window, scale, _data = case
+    q, kc, vc = _inputs(case)
+    got = _run(bind(lib, spec, "ref"), q, kc, vc, case, 1)
+    want = _emulation().attention(q, kc.astype(np.float32), vc.astype(np.float32), hq, pos, scale, window)
+    assert_close_or_equal(want, got, map_id=MAP_ID, variant="ref", context=f"{case_name} vs NumPy emulation")
+
+
+@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+def test_attention_ggmlfa_threads_identical(lib_spec, variant):
+    lib, spec = lib_spec
+    _variant(spec, variant)
+    fn = bind(lib, spec, variant)
+    for case_name in ("prefill_gqa4_window", "decode_gqa4_full", "d80_tail16"):
+        case = CASES[case_name]
+        q, kc, vc = _inputs(case)
+        one = _run(fn, q, kc, vc, case, 1)
+        for nth in NTH[1:]:
+            got = _run(fn, q, kc, vc, case, nth, threaded=True)
+            assert_close_or_equal(one, got, map_id=MAP_ID, variant=variant, context=f"{case_name} nth={nth}")
