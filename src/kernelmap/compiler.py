@@ -26,11 +26,12 @@ from kernelmap.errors import ModelError
 from kernelmap.gguf.reader import open_gguf
 from kernelmap.maps.registry import load_registry
 from kernelmap.numerics.policy import load_policy
+from kernelmap.plan.fuse import fuse_for_target, rules_digest
 from kernelmap.plan.memory import Buffer, MemoryPlan, plan_memory
 from kernelmap.plan.requests import resolve_graph
 from kernelmap.plan.schedule import schedule
 from kernelmap.resolve import SelectionTrace
-from kernelmap.target import target_features
+from kernelmap.target import host_class, target_features
 
 __all__ = ["CompileOptions", "CompiledModel", "compile_model", "BUILD_SCHEMA"]
 
@@ -40,7 +41,7 @@ RUNTIME_DIR = KERNEL_ROOT / "runtime"
 
 @dataclass(frozen=True)
 class CompileOptions:
-    """What to compile for: numerics policy, extra map dirs, ISA override, prefill batch rows, profiling."""
+    """What to compile for: numerics policy, extra map dirs, ISA override, prefill batch rows, profiling, fusion."""
 
     policy: str = "llama-cpu"
     maps: tuple[str, ...] = ()
@@ -48,6 +49,7 @@ class CompileOptions:
     max_rows: int = 128
     profile: bool = False
     allow_candidates: bool = False
+    fusion: bool = True
 
 
 @dataclass(frozen=True)
@@ -130,10 +132,12 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
     policy = load_policy(options.policy)
     registry = load_registry(options.maps)
     isa = frozenset(options.isa) if options.isa is not None else target_features()
+    cpu_class = host_class(isa)
     gguf_id = gguf.sha256()
     key = _key(BUILD_SCHEMA, gguf_id, circuit.sha256, interfaces.sha256, policy.hash, registry.hash,
                ",".join(sorted(isa)), str(options.max_rows), str(options.profile), str(options.allow_candidates),
-               compiler_version(), _runtime_hash())
+               str(options.fusion), rules_digest(cpu_class) if options.fusion else "", compiler_version(),
+               _runtime_hash())
     build_dir = out_dir or cache_dir() / "models" / key
     info_path = build_dir / "build.json"
     if info_path.is_file():
@@ -152,15 +156,22 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
     plans: dict[str, PhasePlan] = {}
     mem: dict[str, MemoryPlan] = {}
     say("resolving kernels")
+    fusions: list[dict[str, Any]] = []
     try:
         for phase in ("prefill", "decode"):
             graph = hydrate(circuit, config, gguf.tensors, interfaces, phase=phase, max_rows=options.max_rows,
                             kv_dtype=kv, source=str(path))
+            if options.fusion:  # logical-stage rules, before the policy is applied
+                fusions += [{**r, "phase": phase} for r in fuse_for_target(graph, registry, isa, cpu_class=cpu_class)]
             contracts = schedule(graph, policy, interfaces)
+            if options.fusion:  # scheduled-stage rules, matching the contracts the policy chose
+                fusions += [{**r, "phase": phase} for r in fuse_for_target(graph, registry, isa, cpu_class=cpu_class,
+                                                                          contracts=contracts)]
             resolve_graph(graph, contracts, interfaces, registry, isa, trace, allow)
             mem[phase] = plan_memory(_phase_buffers(graph, _scratch_sizes(graph, registry)))
             plans[phase] = PhasePlan(graph, mem[phase].offsets)
     finally:
+        trace.fusions = fusions
         trace.write(build_dir / "selection_trace.json")
     say("packing weights")
     from kernelmap.weights import WeightNeed, pack_weights
@@ -214,6 +225,10 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
         "hashes": hashes,
         "state": [{"name": s.cname, "dtype": s.dtype, "heads": int(s.shape[0]), "dim": int(s.shape[2])}
                   for s in state],
+        "fusion": options.fusion,
+        "fusions_applied": sum(1 for r in fusions if r.get("decision") == "applied"),
+        "selection": [[phase, op.label, op.provider, op.variant, registry.providers[op.provider].variant(op.variant).symbol]
+                      for phase, plan in sorted(plans.items()) for op in plan.graph.ops],
     }
     _write_atomic(info_path, json.dumps(info, indent=1, sort_keys=True))
     return CompiledModel(build_dir, lib, build_dir / "weights.bin", info)

@@ -22,6 +22,7 @@ from kernelmap.errors import BuildError
 from kernelmap.maps.registry import load_registry
 from kernelmap.numerics.policy import POLICY_DIR
 from kernelmap.plan.fuse import fuse_for_target
+from kernelmap.resolve import SelectionTrace
 from kernelmap.runtime.kernel_table import check_library, selection_from_trace
 from kernelmap.runtime.model import Model
 from kernelmap.target import target_features
@@ -80,29 +81,10 @@ def test_fused_program_logits_bit_identical_to_unfused(synth, weights, isa_name,
     out = synth["dir"] / f"build_{weights}_{isa_name}"
     policy = str(_policy(synth["dir"]))
     isa = ISAS[isa_name] if ISAS[isa_name] is not None else target_features()
-    options = CompileOptions(max_rows=8, policy=policy, allow_candidates=True, isa=isa)
+    options = CompileOptions(max_rows=8, policy=policy, allow_candidates=True, isa=isa, fusion=False)
     plain = _compile(synth[weights], options, out / "plain")
-    registry = load_registry()
-    records: list[dict] = []
-    real_hydrate = compiler.hydrate
-
-    real_schedule = compiler.schedule
-
-    def hydrate_then_fuse(*args, **kwargs):
-        graph = real_hydrate(*args, **kwargs)
-        records.extend({**r, "phase": graph.phase} for r in fuse_for_target(graph, registry, isa))
-        return graph
-
-    def schedule_then_fuse(graph, *args, **kwargs):
-        contracts = real_schedule(graph, *args, **kwargs)
-        records.extend({**r, "phase": graph.phase}
-                       for r in fuse_for_target(graph, registry, isa, contracts=contracts))
-        return contracts
-
-    monkeypatch.setattr(compiler, "hydrate", hydrate_then_fuse)
-    monkeypatch.setattr(compiler, "schedule", schedule_then_fuse)
-    fused = _compile(synth[weights], options, out / "fused")
-    monkeypatch.undo()
+    fused = _compile(synth[weights], dataclasses.replace(options, fusion=True), out / "fused")
+    records = SelectionTrace.load(fused.build_dir / "selection_trace.json").fusions
     applied = {r["rule"] for r in records if r["decision"] == "applied"}
     expected = {"residual_add_rmsnorm", "qk_norm_rope_neox"}
     if weights == "q8_0":  # the norms feed Q8_0 projections: the scheduled-stage rule applies too

@@ -27,9 +27,11 @@ _ROW_TEXT = ("provider", "decision", "stage", "status", "equivalence_group")
 class SelectionTrace:
     """Entries (in resolution order) and hashes {maps, circuit, policy}."""
 
-    def __init__(self, entries: Sequence[Mapping[str, Any]] = (), hashes: Mapping[str, str] | None = None):
+    def __init__(self, entries: Sequence[Mapping[str, Any]] = (), hashes: Mapping[str, str] | None = None,
+                 fusions: Sequence[Mapping[str, Any]] = ()):
         self.entries: list[dict[str, Any]] = [dict(e) for e in entries]
         self.hashes: dict[str, str] = dict(hashes or {})
+        self.fusions: list[dict[str, Any]] = [dict(f) for f in fusions]  # fusion decisions, when fusion ran
 
     def add(self, label: str, request: Any, outcome: Any) -> dict[str, Any]:
         """Record one op instance: `outcome` is a Resolution, a ResolutionError or a list of rows."""
@@ -48,7 +50,10 @@ class SelectionTrace:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document."""
-        return {"schema": TRACE_SCHEMA, "hashes": dict(sorted(self.hashes.items())), "entries": self.entries}
+        doc = {"schema": TRACE_SCHEMA, "hashes": dict(sorted(self.hashes.items())), "entries": self.entries}
+        if self.fusions:
+            doc["fusions"] = self.fusions
+        return doc
 
     def dumps(self) -> str:
         """Deterministic JSON text (sorted keys, one trailing newline)."""
@@ -107,4 +112,7 @@ class SelectionTrace:
         hashes = doc.get("hashes", {})
         if not isinstance(hashes, dict):
             raise MapError("hashes must be an object", path=path, pointer="/hashes")
-        return cls(entries, hashes)
+        fusions = doc.get("fusions", [])
+        if not isinstance(fusions, list) or not all(isinstance(f, dict) for f in fusions):
+            raise MapError("fusions must be a list of objects", path=path, pointer="/fusions")
+        return cls(entries, hashes, fusions)

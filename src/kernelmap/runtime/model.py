@@ -22,6 +22,7 @@ import numpy as np
 from kernelmap.compiler import CompiledModel, CompileOptions, compile_model
 from kernelmap.errors import ModelError
 from kernelmap.gguf.reader import open_gguf
+from kernelmap.runtime.kernel_table import check_library
 from kernelmap.runtime.sampler import Sampler, SamplerConfig
 
 __all__ = ["Model", "GenerationStats", "load", "default_model_path"]
@@ -109,6 +110,8 @@ class Model:
         self.threads = int(threads or min(os.cpu_count() or 1, 4))
         if self.threads < 1:
             raise ModelError("thread count must be at least 1", pointer="--threads", value=self.threads)
+        # boot-time kernel table: every kernel the plan selects must be exported by the library
+        self.kernel_table = check_library(compiled.library, [tuple(sel) for sel in self.info["selection"]])
         self._lib = _Lib(compiled.library).lib
         err = ctypes.create_string_buffer(512)
         handle = self._lib.km_model_create(str(compiled.weights).encode(), self.n_ctx, self.threads, err, len(err))
