@@ -59,6 +59,8 @@ def main() -> None:
     ap.add_argument("--decode-tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--flash-attn", action="store_true", help="run the peer with flash attention")
+    ap.add_argument("--fusion-compare", action="store_true",
+                    help="also time our program built without fusion rules, in the same run, and print the ratio")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if not PEER_PY.exists():
@@ -72,16 +74,29 @@ def main() -> None:
         model = load(gguf, threads=threads, n_ctx=args.prompt_tokens + args.decode_tokens + 16,
                      options=CompileOptions())
         ids = model.tokenizer.encode(TEXT * 20)[: args.prompt_tokens]
-        ours, peer = [], []
+        unfused = None
+        if args.fusion_compare:
+            unfused = load(gguf, threads=threads, n_ctx=args.prompt_tokens + args.decode_tokens + 16,
+                           options=CompileOptions(fusion=False))
+        ours, peer, plain = [], [], []
         same = True
         for _ in range(args.repeats):
             o = _ours(model, ids, args.decode_tokens)
             p = _peer(gguf, ids, args.decode_tokens, threads, args.flash_attn)
+            if unfused is not None:
+                plain.append(_ours(unfused, ids, args.decode_tokens))
             same &= o["tokens"] == p["tokens"]
             ours.append(o)
             peer.append(p)
         model.close()
         row = {"threads": threads}
+        if unfused is not None:
+            unfused.close()
+            for key in ("prefill_tps", "decode_tps"):
+                a = statistics.median(r[key] for r in ours)
+                b = statistics.median(r[key] for r in plain)
+                row[f"unfused_{key}"] = round(b, 2)
+                row[f"fusion_ratio_{key.split('_')[0]}"] = round(a / b, 3) if b else None
         for key in ("prefill_tps", "decode_tps"):
             a = statistics.median(r[key] for r in ours)
             b = statistics.median(r[key] for r in peer)
@@ -102,6 +117,10 @@ def main() -> None:
         print(f"{r['threads']:>7} {r['ours_prefill_tps']:>13.1f} {r['llama_prefill_tps']:>10.1f} "
               f"{r['ratio_prefill']:>6.2f} | {r['ours_decode_tps']:>12.1f} {r['llama_decode_tps']:>10.1f} "
               f"{r['ratio_decode']:>6.2f} | {r['greedy_tokens_identical']}")
+    for r in results:
+        if "fusion_ratio_decode" in r:
+            print(f"fusion on/off (threads {r['threads']}): prefill {r['fusion_ratio_prefill']:.2f}x, "
+                  f"decode {r['fusion_ratio_decode']:.2f}x")
     print(json.dumps(out), file=sys.stderr)
 
 
