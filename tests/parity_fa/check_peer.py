@@ -101,7 +101,7 @@ np.savez(req["out"], **store)
 print(json.dumps([int(t) for t in toks]))
 """
 
-__all__ = ["peer_run", "isolated_diffs", "reference_logits", "main"]
+__all__ = ["peer_run", "isolated_diffs", "reference_logits", "kernel_attention", "compare_fixtures", "main"]
 
 _NAMES = ["Qcur", "Kcur", "Vcur", "kqv_out"]
 
@@ -141,7 +141,35 @@ def isolated_diffs(dump: dict[str, np.ndarray], n_layer: int, n_head: int, head_
     return out
 
 
-def reference_logits(tokens: list[int], policy: str = "llama-cpp-cpu") -> np.ndarray:
+def _emulate_linears(ref) -> None:
+    """Route the reference's q5_0 / q8_0 / q4_K matmuls through linear_emulation (llama.cpp's x86 order)."""
+    import linear_emulation as le
+
+    import gguf
+
+    raw = {t.name: np.asarray(t.data) for t in gguf.GGUFReader(MODEL).tensors}
+    by_id = {}
+    for i, lw in enumerate(ref.layers):
+        for key, val in lw.items():
+            name = f"blk.{i}.{key}.weight"
+            if isinstance(val, tuple) and name in raw:
+                by_id[id(val[0])] = raw[name].reshape(raw[name].shape[0], -1)
+    out_w = ref._output_matrix()[0]
+    by_id[id(out_w)] = raw["token_embd.weight"].reshape(raw["token_embd.weight"].shape[0], -1)
+    plain = ref._linear
+
+    def linear(x, w):
+        data, kind = w
+        if id(data) in by_id and kind.lower() in ("q5_0", "q8_0"):
+            return le.linear_q0(x, by_id[id(data)], kind.lower())
+        if id(data) in by_id and kind.lower() == "q4_k":
+            return le.linear_q4_k_repacked(x, by_id[id(data)])
+        return plain(x, w)
+
+    ref._linear = linear
+
+
+def reference_logits(tokens: list[int], policy: str = "llama-cpp-cpu", emulate_linear: bool = False) -> np.ndarray:
     """The reference's logits [T, V] for all rows, its attention replaced by the emulation."""
     sys.path.insert(0, str(HERE))
     import fa_emulation
@@ -154,7 +182,52 @@ def reference_logits(tokens: list[int], policy: str = "llama-cpp-cpu") -> np.nda
 
     ops.attention = fa
     ref = Reference(MODEL, policy=policy, n_ctx=256)
+    if emulate_linear:
+        _emulate_linears(ref)
     return ref.prefill(tokens, "all")
+
+
+def kernel_attention(variant: str = "avx512"):
+    """An ops.attention replacement that calls the compiled attention_f16kv_ggmlfa kernel (fast, same bits)."""
+    import ctypes
+
+    from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, build_shared
+
+    spec = json.loads((KERNEL_ROOT.parent / "kernel_maps" / "attention_f16kv_ggmlfa.json").read_text())
+    v = next(x for x in spec["variants"] if x["name"] == variant)
+    lib = ctypes.CDLL(str(build_shared([CompileUnit(KERNEL_ROOT / v["source"], tuple(v["cflags"]))],
+                                       name="parity_fa_attention")))
+    fn = getattr(lib, v["symbol"])
+    i64, vp = ctypes.c_int64, ctypes.c_void_p
+    fn.argtypes = [vp, vp, vp, vp, i64, i64, i64, i64, i64, i64, ctypes.c_float, i64, ctypes.c_int, ctypes.c_int]
+    fn.restype = None
+
+    def attention(q, k_cache, v_cache, n_q_heads, pos0, scale, window=0, *_args, **_kw):
+        q = np.ascontiguousarray(q, dtype=np.float32)
+        hkv, c, d = k_cache.shape
+        kc = np.ascontiguousarray(k_cache, dtype=np.float32).astype(np.float16)
+        vc = np.ascontiguousarray(v_cache, dtype=np.float32).astype(np.float16)
+        y = np.empty_like(q)
+        fn(y.ctypes.data, q.ctypes.data, kc.ctypes.data, vc.ctypes.data, q.shape[0], n_q_heads, hkv, d, c, pos0,
+           scale, window, 0, 1)
+        return y
+
+    return attention
+
+
+def compare_fixtures(fixtures: Path, policy: str) -> dict:
+    """make_llama_fixtures.compare_reference on a fixture directory, the reference's attention = the kernel."""
+    import importlib.util
+
+    from kernelmap.reference import ops
+
+    spec = importlib.util.spec_from_file_location("make_llama_fixtures", ROOT / "tests/fixtures/make_llama_fixtures.py")
+    base = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(base)
+    ops.attention = kernel_attention()
+    greedy = json.loads((fixtures / "greedy.json").read_text(encoding="utf-8"))
+    teacher = json.loads((fixtures / "teacher.json").read_text(encoding="utf-8"))
+    return base.compare_reference(greedy, teacher, MODEL, policy)
 
 
 def _line(values: np.ndarray) -> str:
@@ -167,7 +240,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", default="llama-cpp-cpu")
     ap.add_argument("--no-pipeline", action="store_true", help="skip the reference forward comparison")
     ap.add_argument("--only6", action="store_true", help="only the 6-token prompt")
+    ap.add_argument("--emulate-linear", action="store_true",
+                    help="pipeline: q5_0/q8_0/q4_K matmuls in llama.cpp's x86 order (linear_emulation.py)")
+    ap.add_argument("--fixtures", type=Path, help="instead: compare the reference (attention = the kernel) "
+                    "with a fixture directory such as tests/fixtures/llama_fa")
     args = ap.parse_args(argv)
+    if args.fixtures:
+        print(json.dumps(compare_fixtures(args.fixtures, args.policy), indent=1))
+        return 0
     runs = [("prompt6", {"tokens": PROMPT6})] + ([] if args.only6 else [("text64", {"text": TEXT64, "n": 64})])
     worst_iso = 0.0
     for name, kw in runs:
@@ -177,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name} ({len(toks)} tokens) isolated attention: max|diff| {iso.max():.3g} over 18 layers; "
               f"per position (max over layers): {_line(iso.max(axis=0))}")
         if not args.no_pipeline:
-            ours = reference_logits(toks, args.policy)
+            ours = reference_logits(toks, args.policy, args.emulate_linear)
             diff = np.abs(dump["logits"].astype(np.float64) - ours).max(axis=-1)
             agree = (dump["logits"].argmax(axis=-1) == ours.argmax(axis=-1)).mean()
             print(f"{name} pipeline logits (policy {args.policy}): top-1 agreement {agree:.3f}; max|diff| per "

@@ -1,4 +1,4 @@
-"""NumPy emulation of llama.cpp's x86 single-row quantized matmul for q5_0 and q8_0 weights (q8_0 activations).
+"""NumPy emulation of llama.cpp's x86 single-row quantized matmul: q5_0/q8_0 (q8_0 activations), q4_K (repacked).
 
 Input: activation rows f32 [M, K], raw GGML weight bytes [N, row_bytes] -> y f32 [M, N] with the
 arithmetic of ggml's AVX2/AVX-512 vec_dot_q5_0_q8_0 / vec_dot_q8_0_q8_0 (and llamafile's tinyBLAS,
@@ -14,7 +14,7 @@ import numpy as np
 
 from kernelmap.reference import ops
 
-__all__ = ["unpack_q5_0", "unpack_q8_0", "linear_q0"]
+__all__ = ["unpack_q5_0", "unpack_q8_0", "unpack_q4_k", "linear_q0", "linear_q4_k_repacked"]
 
 
 def unpack_q5_0(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -36,22 +36,78 @@ def unpack_q8_0(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return d, b[:, :, 2:].copy().view(np.int8).astype(np.int32)
 
 
-def linear_q0(x: np.ndarray, raw: np.ndarray, w_type: str, q8_0_rule: str = "x86") -> np.ndarray:
+def linear_q0(x: np.ndarray, raw: np.ndarray, w_type: str, q8_0_rule: str = "x86", chunk: int = 8192) -> np.ndarray:
     """y [M, N] for q5_0 / q8_0 weights in llama.cpp's x86 single-row order (see the module docstring)."""
-    wd, wq = {"q5_0": unpack_q5_0, "q8_0": unpack_q8_0}[w_type](raw)
-    n, nb, _ = wq.shape
+    unpack = {"q5_0": unpack_q5_0, "q8_0": unpack_q8_0}[w_type]
     x = np.atleast_2d(np.asarray(x, np.float32))
+    n = raw.shape[0]
+    nb = x.shape[1] // 32
     out = np.empty((x.shape[0], n), np.float32)
     qr = ops.quantize_q8_0(x, q8_0_rule)
     xs = qr.qs.reshape(x.shape[0], nb, 32).astype(np.int32)
     xd = qr.d.reshape(x.shape[0], nb).astype(np.float32)
+    for c0 in range(0, n, chunk):
+        wd, wq = unpack(raw[c0:c0 + chunk])
+        for r in range(x.shape[0]):
+            lanes = (wq * xs[r][None]).reshape(wq.shape[0], nb, 8, 4).sum(-1).astype(np.float64)
+            dd = (wd * xd[r][None]).astype(np.float32).astype(np.float64)
+            acc = np.zeros((wq.shape[0], 8), np.float32)
+            for b in range(nb):
+                acc = (dd[:, b, None] * lanes[:, b] + acc.astype(np.float64)).astype(np.float32)
+            a4 = (acc[:, :4] + acc[:, 4:]).astype(np.float32)
+            a2 = (a4[:, :2] + a4[:, 2:]).astype(np.float32)
+            out[r, c0:c0 + wq.shape[0]] = (a2[:, 0] + a2[:, 1]).astype(np.float32)
+    return out
+
+
+def unpack_q4_k(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """q4_K bytes [N, nb*144] -> (d, dmin f32 [N, nb], scales, mins int32 [N, nb, 8], q int32 [N, nb, 256])."""
+    b = np.asarray(raw, np.uint8).reshape(raw.shape[0], -1, 144)
+    n, nb = b.shape[:2]
+    d = b[:, :, 0:2].copy().view(np.float16)[..., 0].astype(np.float32)
+    dmin = b[:, :, 2:4].copy().view(np.float16)[..., 0].astype(np.float32)
+    sc = b[:, :, 4:16].astype(np.int32)
+    scales = np.zeros((n, nb, 8), np.int32)
+    mins = np.zeros((n, nb, 8), np.int32)
+    for j in range(8):
+        if j < 4:
+            scales[..., j] = sc[..., j] & 63
+            mins[..., j] = sc[..., j + 4] & 63
+        else:
+            scales[..., j] = (sc[..., j + 4] & 0xF) | ((sc[..., j - 4] >> 6) << 4)
+            mins[..., j] = (sc[..., j + 4] >> 4) | ((sc[..., j] >> 6) << 4)
+    qs = b[:, :, 16:144].astype(np.int32)
+    q = np.zeros((n, nb, 256), np.int32)
+    for j in range(4):
+        q[:, :, 64 * j:64 * j + 32] = qs[:, :, 32 * j:32 * j + 32] & 0xF
+        q[:, :, 64 * j + 32:64 * j + 64] = qs[:, :, 32 * j:32 * j + 32] >> 4
+    return d, dmin, scales, mins, q
+
+
+def linear_q4_k_repacked(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """y [M, N] for q4_K weights in llama.cpp's repacked (q4_K 8x8) single-row order, q8_K activations.
+
+    Per column and superblock: exact integer sums isum = sum_sb scale_sb * sum(q * y) and
+    imin = sum_sb min_sb * bsum_sb; acc = fma(float(isum), f32(d_w * d_x), acc) and
+    accm = fma(float(imin), f32(dmin_w * d_x), accm) over superblocks in order; y = acc - accm.
+    """
+    d, dmin, scales, mins, q = unpack_q4_k(raw)
+    n, nb, _ = q.shape
+    x = np.atleast_2d(np.asarray(x, np.float32))
+    qr = ops.quantize_q8_k(x)
+    out = np.empty((x.shape[0], n), np.float32)
     for r in range(x.shape[0]):
-        lanes = (wq * xs[r][None]).reshape(n, nb, 8, 4).sum(-1).astype(np.float64)
-        dd = (wd * xd[r][None]).astype(np.float32).astype(np.float64)
-        acc = np.zeros((n, 8), np.float32)
+        yq = qr.qs[r].reshape(nb, 256).astype(np.int32)
+        yd = qr.d[r].reshape(nb).astype(np.float32)
+        bs32 = qr.bsums[r].reshape(nb, 8, 2).astype(np.int32).sum(-1)
+        acc = np.zeros(n, np.float32)
+        accm = np.zeros(n, np.float32)
         for b in range(nb):
-            acc = (dd[:, b, None] * lanes[:, b] + acc.astype(np.float64)).astype(np.float32)
-        a4 = (acc[:, :4] + acc[:, 4:]).astype(np.float32)
-        a2 = (a4[:, :2] + a4[:, 2:]).astype(np.float32)
-        out[r] = (a2[:, 0] + a2[:, 1]).astype(np.float32)
+            isum = ((q[:, b] * yq[b][None]).reshape(n, 8, 32).sum(-1) * scales[:, b]).sum(-1)
+            imin = (mins[:, b] * bs32[b][None]).sum(-1)
+            dd = (d[:, b] * yd[b]).astype(np.float32).astype(np.float64)
+            dm = (dmin[:, b] * yd[b]).astype(np.float32).astype(np.float64)
+            acc = (isum.astype(np.float64) * dd + acc.astype(np.float64)).astype(np.float32)
+            accm = (imin.astype(np.float64) * dm + accm.astype(np.float64)).astype(np.float32)
+        out[r] = (acc - accm).astype(np.float32)
     return out
