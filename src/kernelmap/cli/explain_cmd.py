@@ -106,6 +106,13 @@ def render_trace(trace: SelectionTrace, op: str | None = None, provider: str | N
         con.print(table)
         for k, v in sorted(trace.hashes.items()):
             con.print(f"{k} sha256 {v}")
+        if trace.fusions:
+            from kernelmap.plan.fuse import fusion_lines
+
+            applied = sum(1 for f in trace.fusions if f.get("decision") == "applied")
+            con.print(f"fusions: {applied} applied of {len(trace.fusions)} decisions")
+            for line in fusion_lines(trace.fusions):
+                con.print("  " + line)
         return
     for e in entries:
         render_rows(e["rows"], _title(e), out)
@@ -126,9 +133,16 @@ def register(cli: click.Group) -> None:
 
     @cli.command("explain", epilog="Example: kernelmap explain build/ --op blk.3.attn_q --provider linear_q8_0_q8_0")
     @click.argument("target", required=False, metavar="[TRACE.json | BUILD_DIR]")
-    @click.option("--op", "op", metavar="LABEL", help="Show one op instance (e.g. blk.3.attn_q).")
+    @click.option("-m", "--model", type=click.Path(dir_okay=False), default=None,
+                  help="Compile this GGUF (cached) and explain its build instead of a trace file.")
+    @click.option("--op", "op", metavar="LABEL", help="Show one op instance (e.g. decode:blk.3.attn_q).")
     @click.option("--provider", metavar="ID", help="Why (not) provider ID, for every op where it was a candidate.")
     @click.option("--json", "json_out", is_flag=True, help="Print JSON on stdout.")
-    def explain(target: str | None, op: str | None, provider: str | None, json_out: bool) -> None:
-        """Explain kernel choices recorded in a selection trace."""
+    def explain(target: str | None, model: str | None, op: str | None, provider: str | None,
+                json_out: bool) -> None:
+        """Explain kernel choices recorded in a selection trace (and the fusions applied)."""
+        if model is not None:
+            from kernelmap.compiler import compile_model
+
+            target = str(compile_model(Path(model)).build_dir)
         render_trace(SelectionTrace.load(_trace_path(target)), op=op, provider=provider, json_out=json_out)

@@ -44,12 +44,13 @@ def parse_isa_flag(text: str) -> frozenset[str]:
         return frozenset(target_features())
     if text in ("scalar", "none", ""):
         return frozenset()
-    feats = [f.strip() for f in text.split(",")]
-    for f in feats:
+    for f in (f.strip() for f in text.split(",")):
         if not re.match(r"^[a-z0-9_]+$", f):
             raise RequestError("malformed isa feature", pointer="--isa", value=f,
-                               expected="host, scalar, or comma-separated /proc/cpuinfo names")
-    return frozenset(feats)
+                               expected="host, scalar, a level (avx2, avx512, avx512vnni) or /proc/cpuinfo names")
+    from kernelmap.target import parse_isa
+
+    return frozenset(parse_isa(text))  # levels expand to their feature sets; unknown names fail closed
 
 
 def register(cli: click.Group) -> None:
