@@ -21,7 +21,10 @@
 #endif
 
 #define KM_SPIN_BEFORE_YIELD 2048
-#define KM_SPIN_BEFORE_SLEEP 200000
+/* An idle worker yields for at most this long before sleeping: long enough to catch the next op of a
+ * decode loop (the host samples between tokens), short enough that an idle pool never competes with
+ * other work on the machine. */
+#define KM_IDLE_SECONDS 0.002
 
 struct km_pool {
     int nth;
@@ -71,10 +74,13 @@ static void *km_worker(void *p) {
     int seen = 0;
     for (;;) {
         long spins = 0;
+        double idle_since = 0.0;
         while (atomic_load(&pool->job_gen) == seen) {
             if (++spins < KM_SPIN_BEFORE_YIELD) {
                 KM_PAUSE();
-            } else if (spins < KM_SPIN_BEFORE_SLEEP) {
+            } else if (spins == KM_SPIN_BEFORE_YIELD) {
+                idle_since = km_now();
+            } else if (km_now() - idle_since < KM_IDLE_SECONDS) {
                 sched_yield();
             } else {
                 pthread_mutex_lock(&pool->mu);

@@ -4,7 +4,7 @@
  * Contract: km_pool_run(pool, fn, arg) runs fn(arg, ith, nth) on every thread of the pool (the caller
  * is thread 0) and returns when all have finished. Inside fn, km_pool_barrier(pool) separates
  * dependent steps: no thread passes it until every thread has reached it. Workers spin briefly
- * between jobs and then sleep on a condition variable, so an idle pool costs no CPU.
+ * between jobs, yield for at most 2 ms, then sleep on a condition variable, so an idle pool costs no CPU.
  */
 #ifndef KM_RUNTIME_H
 #define KM_RUNTIME_H
