@@ -1,7 +1,7 @@
 """Map stage side system: the audit and migration ratchet over the kernel maps and the compiler's own code.
 
 Input: a Registry, the interfaces (circuits/interfaces.json) and their C argument order
-(interface_abi.json), the C sources, tests/ and the Python under src/kernelmap. Output: a report
+(circuits/interfaces.json), the C sources, tests/ and the Python under src/kernelmap. Output: a report
 (classes per map, counts, AST findings) and a check against audit_baseline.json, whose floors may
 only rise and ceilings only fall. It does not fix anything.
 """
@@ -28,7 +28,6 @@ __all__ = ["BASELINE_PATH", "CLASSES", "audit", "check_baseline", "load_baseline
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 PROJECT_ROOT = PACKAGE_ROOT.parent.parent
 BASELINE_PATH = Path(__file__).resolve().parent / "audit_baseline.json"
-ABI_PATH = Path(__file__).resolve().parent / "interface_abi.json"
 REPORT_SCHEMA = "kernelmap.audit_report/1"
 BASELINE_SCHEMA = "kernelmap.audit_baseline/1"
 
@@ -43,9 +42,8 @@ CONDITIONAL_DIRS = ("resolve", "plan")
 
 @lru_cache(maxsize=1)
 def interface_abi() -> dict[str, list[str]]:
-    """Interface id -> the exact C argument order its kernels must take."""
-    doc = parse_json(ABI_PATH.read_bytes(), ABI_PATH)
-    return doc["abi"]
+    """Interface id -> the exact C argument order its kernels must take (circuits/interfaces.json)."""
+    return {iid: list(spec["abi"]) for iid, spec in interfaces().items() if "abi" in spec}
 
 
 def interfaces() -> dict[str, dict[str, Any]]:
