@@ -1,0 +1,164 @@
+/* attention/attention_avx512_body.h — the AVX512 attention body shared by every KV storage type.
+ *
+ * Included by attention/{f16kv,f32kv}_avx512.c after they define km_kv_t (the cache element type)
+ * and loadkv() (one vector of K or V widened to f32). The numerics are stated in those files'
+ * contracts; this header only holds the loops they share, so both variants run the same op sequence.
+ */
+#ifndef KM_ATTENTION_AVX512_BODY_H
+#define KM_ATTENTION_AVX512_BODY_H
+
+#define KM_ATT_CHUNK 32
+#define KM_ATT_DMAX 512
+#define KM_ATT_GMAX 4
+#define KM_INLINE static inline __attribute__((always_inline))
+
+static inline __m512 vexp(__m512 x) {
+    x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
+    const __mmask16 small = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-86.5f), _CMP_LT_OQ);
+    x = _mm512_max_ps(_mm512_set1_ps(-86.5f), x);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
+    p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));
+    const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(126)), 23);
+    const __m512 e = _mm512_mul_ps(_mm512_mul_ps(p, _mm512_castsi512_ps(bits)), _mm512_set1_ps(2.0f));
+    return _mm512_mask_blend_ps(small, e, _mm512_setzero_ps());
+}
+
+static inline float sexp(float x) { return _mm_cvtss_f32(_mm512_castps512_ps128(vexp(_mm512_set1_ps(x)))); }
+
+/* The contract's fold of 32 partials (a0: i mod 32 in 0..15, a1: 16..31): 16, 8, 4, 2, 1. */
+static inline float fold(__m512 a0, __m512 a1) {
+    const __m512 t = _mm512_add_ps(a0, a1);
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(t),
+                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1)));
+    const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    const __m128 r = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    return _mm_cvtss_f32(_mm_add_ss(r, _mm_shuffle_ps(r, r, 1)));
+}
+
+/* out[g] = scale * dot(q + g*D, k) for G heads sharing one key row k [D]. */
+KM_INLINE void dots(const int G, const float *q, const km_kv_t *k, int64_t D, float scale, float *out) {
+    __m512 a0[KM_ATT_GMAX], a1[KM_ATT_GMAX];
+    for (int g = 0; g < G; g++) a0[g] = a1[g] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= D; i += 32) {
+        const __m512 k0 = loadkv(k + i), k1 = loadkv(k + i + 16);
+        for (int g = 0; g < G; g++) {
+            a0[g] = _mm512_fmadd_ps(_mm512_loadu_ps(q + g * D + i), k0, a0[g]);
+            a1[g] = _mm512_fmadd_ps(_mm512_loadu_ps(q + g * D + i + 16), k1, a1[g]);
+        }
+    }
+    if (i < D) {
+        const __m512 k0 = loadkv(k + i);
+        for (int g = 0; g < G; g++) a0[g] = _mm512_fmadd_ps(_mm512_loadu_ps(q + g * D + i), k0, a0[g]);
+    }
+    for (int g = 0; g < G; g++) out[g] = scale * fold(a0[g], a1[g]);
+}
+
+/* acc[g][d] = fma(w[g][t], v_t[d], acc[g][d]) for keys t in order, 16 values of d at a time. */
+KM_INLINE void accumulate(const int G, float (*acc)[KM_ATT_DMAX], float (*w)[KM_ATT_CHUNK], const km_kv_t *v,
+                          int64_t n, int64_t D) {
+    for (int64_t d = 0; d < D; d += 16) {
+        __m512 va[KM_ATT_GMAX];
+        for (int g = 0; g < G; g++) va[g] = _mm512_loadu_ps(acc[g] + d);
+        for (int64_t t = 0; t < n; t++) {
+            const __m512 vv = loadkv(v + t * D + d);
+            for (int g = 0; g < G; g++) va[g] = _mm512_fmadd_ps(_mm512_set1_ps(w[g][t]), vv, va[g]);
+        }
+        for (int g = 0; g < G; g++) _mm512_storeu_ps(acc[g] + d, va[g]);
+    }
+}
+
+static inline void weights(float *wrow, const float *srow, float mx) {
+    for (int t = 0; t < KM_ATT_CHUNK; t += 16) {
+        _mm512_storeu_ps(wrow + t, vexp(_mm512_sub_ps(_mm512_loadu_ps(srow + t), _mm512_set1_ps(mx))));
+    }
+}
+
+static inline void rescale(float *a, int64_t D, float f) {
+    for (int64_t d = 0; d < D; d += 16) _mm512_storeu_ps(a + d, _mm512_mul_ps(_mm512_loadu_ps(a + d), _mm512_set1_ps(f)));
+}
+
+static inline void finish(float *yr, const float *a, int64_t D, float inv) {
+    for (int64_t d = 0; d < D; d += 16) _mm512_storeu_ps(yr + d, _mm512_mul_ps(_mm512_loadu_ps(a + d), _mm512_set1_ps(inv)));
+}
+
+/* G consecutive query heads of one row (q, y: [G][D]) against KV head rows k, v [C][D], keys j0..p. */
+KM_INLINE void attend(const int G, float *y, const float *q, const km_kv_t *k, const km_kv_t *v, int64_t D,
+                      int64_t j0, int64_t p, float scale) {
+    float acc[KM_ATT_GMAX][KM_ATT_DMAX];
+    float s[KM_ATT_GMAX][KM_ATT_CHUNK], w[KM_ATT_GMAX][KM_ATT_CHUNK];
+    float run_max[KM_ATT_GMAX], run_sum[KM_ATT_GMAX];
+    for (int g = 0; g < G; g++) {
+        memset(acc[g], 0, (size_t)D * sizeof(float));
+        run_max[g] = -INFINITY;
+        run_sum[g] = 0.0f;
+    }
+    int first = 1;
+    for (int64_t jc = j0; jc <= p; jc += KM_ATT_CHUNK) {
+        const int64_t n = (p + 1 - jc) < KM_ATT_CHUNK ? (p + 1 - jc) : KM_ATT_CHUNK;
+        for (int64_t t = 0; t < n; t++) {
+            float o[KM_ATT_GMAX];
+            dots(G, q, k + (jc + t) * D, D, scale, o);
+            for (int g = 0; g < G; g++) s[g][t] = o[g];
+        }
+        for (int g = 0; g < G; g++) {
+            for (int64_t t = n; t < KM_ATT_CHUNK; t++) s[g][t] = -INFINITY;
+            float cm = -INFINITY;
+            for (int64_t t = 0; t < n; t++) {
+                if (s[g][t] > cm) cm = s[g][t];
+            }
+            if (first) {
+                run_max[g] = cm;
+            } else if (cm > run_max[g]) {
+                const float f = sexp(run_max[g] - cm);
+                run_sum[g] *= f;
+                rescale(acc[g], D, f);
+                run_max[g] = cm;
+            }
+            weights(w[g], s[g], run_max[g]);
+            for (int64_t t = 0; t < n; t++) run_sum[g] += w[g][t];
+        }
+        first = 0;
+        accumulate(G, acc, w, v + jc * D, n, D);
+    }
+    for (int g = 0; g < G; g++) finish(y + g * D, acc[g], D, 1.0f / run_sum[g]);
+}
+
+/* Thread ith's share of the (row, head) items of one attention call (see the including file). */
+static void km_attention_run(float *y, const float *q, const void *k_cache, const void *v_cache,
+        int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale,
+        int64_t window, int ith, int nth) {
+    const km_kv_t *kc = (const km_kv_t *)k_cache; /* [Hkv][C][D] */
+    const km_kv_t *vc = (const km_kv_t *)v_cache; /* [Hkv][C][D] */
+    const int64_t group = Hq / Hkv;
+    int64_t lo, hi;
+    km_part(M * Hq, ith, nth, &lo, &hi);
+    for (int64_t it = lo; it < hi;) {
+        const int64_t m = it / Hq, h = it % Hq, kvh = h / group;
+        int64_t end = m * Hq + (kvh + 1) * group; /* first item of the next KV head or row */
+        if (end > hi) end = hi;
+        if (end - it > KM_ATT_GMAX) end = it + KM_ATT_GMAX;
+        const int64_t p = pos + m;
+        const int64_t j0 = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
+        const km_kv_t *kr = kc + kvh * C * D, *vr = vc + kvh * C * D;
+        switch (end - it) {
+            case 1: attend(1, y + it * D, q + it * D, kr, vr, D, j0, p, scale); break;
+            case 2: attend(2, y + it * D, q + it * D, kr, vr, D, j0, p, scale); break;
+            case 3: attend(3, y + it * D, q + it * D, kr, vr, D, j0, p, scale); break;
+            default: attend(4, y + it * D, q + it * D, kr, vr, D, j0, p, scale); break;
+        }
+        it = end;
+    }
+}
+
+#endif
