@@ -20,19 +20,22 @@ _DEFAULT_FIXTURES = Path(__file__).resolve().parents[3] / json.loads(_SPEC.read_
 @click.option("--fixtures", type=click.Path(file_okay=False), default=str(_DEFAULT_FIXTURES), show_default=True,
               help="Directory of the peer's fixtures (make fixtures).")
 @click.option("-t", "--threads", type=int, default=2, show_default=True)
+@click.option("--policy", default="llama-cpu", show_default=True, help="Numerics policy to compile with.")
 @click.option("--reference/--no-reference", default=True, help="Also compare with the NumPy reference (tier 2).")
 @click.option("--json", "json_out", is_flag=True)
-def parity_command(model: str | None, tiers: tuple[int, ...], fixtures: str, threads: int, reference: bool,
-                   json_out: bool) -> None:
+def parity_command(model: str | None, tiers: tuple[int, ...], fixtures: str, threads: int, policy: str,
+                   reference: bool, json_out: bool) -> None:
     """Check a compiled model: 1 self-consistency, 2 agreement with llama.cpp and the reference, 3 perplexity.
 
-    Exits 1 when any check fails. Example: kernelmap parity --tier 1 --tier 2 -t 2
+    Exits 1 when any check fails. Example: kernelmap parity --tier 2 --policy llama-cpu-fa --fixtures tests/fixtures/llama_fa
     """
     from kernelmap.parity import tier1, tier2, tier3
     from kernelmap.runtime import default_model_path, load
 
     gguf = Path(model) if model else default_model_path()
-    m = load(gguf, threads=threads, n_ctx=1024)
+    from kernelmap.compiler import CompileOptions
+
+    m = load(gguf, threads=threads, n_ctx=1024, options=CompileOptions(policy=policy))
     checks = []
     with m:
         probe = m.tokenizer.encode("The quick brown fox jumps over the lazy dog because it")
