@@ -82,7 +82,7 @@ def test_policy_missing_key_is_refused():
 
 
 def test_policy_unknown_name_lists_shipped_policies():
-    assert policy_names() == ["f32-reference", "llama-cpu"]
+    assert policy_names() == ["f32-reference", "llama-cpu", "llama-cpu-fa"]
     with pytest.raises(PolicyError) as exc:
         load_policy("llama-cpuu")
     assert exc.value.hint == "closest: llama-cpu"
