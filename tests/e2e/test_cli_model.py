@@ -1,0 +1,53 @@
+"""CLI over a tiny synthetic model: run --json, explain -m (with fusions and why-not), and bad input exits."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from synth_model import write_synth_model
+
+
+def _km(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kernelmap", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    return write_synth_model(tmp_path_factory.mktemp("cli") / "s.gguf")
+
+
+def test_run_json_reports_tokens_and_speed(synth):
+    proc = _km("run", "-m", str(synth), "-p", "the cat", "-n", "4", "-t", "2", "-c", "64", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["prompt_tokens"] >= 2 and out["generated_tokens"] >= 1 and out["threads"] == 2
+
+
+def test_explain_model_lists_fusions_and_answers_why_not(synth):
+    proc = _km("explain", "-m", str(synth))
+    assert proc.returncode == 0, proc.stderr
+    assert "fusions:" in proc.stdout and "applied" in proc.stdout
+    why = _km("explain", "-m", str(synth), "--op", "decode:blk.0.attn_q", "--provider", "linear_q8_0_q8_0")
+    assert why.returncode == 0, why.stderr
+    assert "contract_mismatch" in why.stdout
+
+
+def test_explain_json_is_the_trace(synth):
+    proc = _km("explain", "-m", str(synth), "--json")
+    doc = json.loads(proc.stdout)
+    assert doc["schema"] == "kernelmap.selection_trace/1"
+    assert all(e["selected"] for e in doc["entries"])
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (("run", "-p", "x", "-c", "0"), "context length out of range"),
+    (("run", "-p", "x", "--temp", "-1"), "out of range"),
+    (("run", "-p", "x", "--isa", "avx9"), "unknown ISA"),
+])
+def test_run_bad_input_is_one_line_exit_1(synth, args, fragment):
+    proc = _km(args[0], "-m", str(synth), *args[1:])
+    assert proc.returncode == 1, proc.stderr
+    assert fragment in proc.stderr and "Traceback" not in proc.stderr
