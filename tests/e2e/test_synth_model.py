@@ -149,3 +149,11 @@ def test_compile_cli_unwritable_output_is_one_line_error(synth, tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) <= 2
+
+
+def test_synth_kv_cache_larger_than_available_memory_is_refused_before_allocating(model, monkeypatch):
+    import kernelmap.runtime.model as runtime_model
+
+    monkeypatch.setattr(runtime_model, "_mem_available", lambda: 1024)
+    with pytest.raises(ModelError, match="not enough memory"):
+        Model(model.compiled, n_ctx=64)
