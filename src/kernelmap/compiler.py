@@ -11,8 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -246,9 +245,3 @@ def _write_atomic(path: Path, text: str) -> None:
     tmp.write_text(text)
     os.replace(tmp, path)
 
-
-def copy_bundle_sources(model: CompiledModel, out: Path, sources: Sequence[Path]) -> None:
-    """Copy C sources into a standalone bundle directory (used by `kernelmap compile`)."""
-    out.mkdir(parents=True, exist_ok=True)
-    for src in sources:
-        shutil.copy2(src, out / src.name)

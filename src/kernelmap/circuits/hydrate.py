@@ -16,14 +16,12 @@ from kernelmap.circuits.expr import Expr, evaluate
 from kernelmap.circuits.graph import Graph, OpNode, StateBuf, Tensor, WeightRef
 from kernelmap.circuits.loader import Circuit, Interfaces
 from kernelmap.errors import CircuitError, ModelError
+from kernelmap.gguf.types import by_name
 
 __all__ = ["read_config", "hydrate", "TensorTable", "c_ident", "QUANTIZED", "row_bytes", "weight_layout"]
 
 C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 QUANTIZED = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k", "q8_k"}
-_BLOCK = {"q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24), "q8_0": (32, 34),
-          "q4_k": (256, 144), "q5_k": (256, 176), "q6_k": (256, 210), "q8_k": (256, 292),
-          "f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "i32": (1, 4)}
 
 
 class TensorInfoLike(Protocol):
@@ -44,10 +42,10 @@ def c_ident(text: str) -> str:
 
 def row_bytes(dtype: str, cols: int) -> int:
     """Bytes of one row of `cols` values in `dtype` (blocks for quantized types)."""
-    try:
-        block, size = _BLOCK[dtype]
-    except KeyError:
-        raise ModelError("unsupported dtype", value=dtype, expected=sorted(_BLOCK)) from None
+    ggml = by_name(dtype)  # the GGML type table of the GGUF reader
+    if ggml is None:
+        raise ModelError("unsupported dtype", value=dtype)
+    block, size = ggml.block_size, ggml.type_size
     if cols % block:
         raise ModelError(f"row of {cols} values is not a whole number of {dtype} blocks", value=cols,
                          expected=f"a multiple of {block}")
