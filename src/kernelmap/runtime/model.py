@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from kernelmap.circuits.hydrate import row_bytes
 from kernelmap.compiler import CompiledModel, CompileOptions, compile_model
 from kernelmap.errors import ModelError
 from kernelmap.gguf.reader import open_gguf
@@ -131,8 +132,7 @@ class Model:
         self.pos = 0
 
     def _check_memory(self) -> None:
-        elem = {"f16": 2, "bf16": 2, "f32": 4}
-        kv_bytes = sum(elem[s["dtype"]] * s["heads"] * s["dim"] * self.n_ctx for s in self.info["state"])
+        kv_bytes = sum(row_bytes(s["dtype"], s["dim"]) * s["heads"] * self.n_ctx for s in self.info["state"])
         arena = max(v["arena"] for v in self.info["memory"].values())
         weights = self.compiled.weights.stat().st_size
         avail = _mem_available()
