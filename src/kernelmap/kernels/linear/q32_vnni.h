@@ -15,6 +15,7 @@
 #include "km_simd.h"
 
 #define KM_Q32V_MAXNB 256 /* blocks per row handled by the re-laid path (K <= 8192) */
+#define KM_Q32V_NC 256   /* prefill: weight rows per chunk, so a chunk stays in L2 across row tiles */
 
 /* One activation row re-laid: per group of 4 blocks, 64 bytes of low halves then 64 of high halves;
  * per block, off * sum(x) and fp16(x.d) as f32; blocks nb..pad are zero. */
@@ -178,6 +179,48 @@ KM_ALWAYS_INLINE void km_q32v_group(__m512 *acc, const uint8_t *w, int64_t wrow,
     }
 }
 
+/* Decode form for whole 32-byte weight blocks (q8_0): one group of n <= 8 blocks at block b for R
+ * weight rows and one activation row x; ymm vpdpbusd per block, the AVX2 8-vector reduction. */
+KM_ALWAYS_INLINE void km_q32v_dgroup(__m256 acc[4], const uint8_t *w, int64_t wrow, int64_t wblk,
+                                     const km_block_q8_0 *x, const km_q32v_xrow *xr, int64_t b, const int n,
+                                     const int R) {
+    const __m256 dx = _mm256_loadu_ps(xr->dx + b);
+    const __m256i xs = _mm256_loadu_si256((const __m256i *)(xr->xs + b));
+    const __m256i f = _mm256_set1_epi8((char)0x80);
+    for (int r = 0; r < R; r++) {
+        const uint8_t *wr = w + r * wrow + b * wblk;
+        __m256i v[8];
+        for (int j = 0; j < 8; j++) {
+            v[j] = j < n ? _mm256_dpbusd_epi32(_mm256_setzero_si256(),
+                                               _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(wr + j * wblk + 2)), f),
+                                               _mm256_loadu_si256((const __m256i *)x[b + j].qs))
+                         : _mm256_setzero_si256();
+        }
+        __m256i isum = _mm256_sub_epi32(km_avx2_reduce8_i32(v), xs);
+        __m256 dw = n == 8 ? km_avx2_f16x8_strided(wr, wblk) : km_avx2_f16x8_strided_n(wr, wblk, n);
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(isum), acc[r]);
+    }
+}
+
+KM_ALWAYS_INLINE void km_q32v_drows(float *y, const uint8_t *w, int64_t wrow, int64_t wblk, const km_block_q8_0 *x,
+                                    const km_q32v_xrow *xr, int64_t nb, const int R) {
+    __m256 acc[4];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) km_q32v_dgroup(acc, w, wrow, wblk, x, xr, b, 8, R);
+    switch (nb - b) { /* the tail, with its block count a compile-time constant */
+    case 0: break;
+    case 1: km_q32v_dgroup(acc, w, wrow, wblk, x, xr, b, 1, R); break;
+    case 2: km_q32v_dgroup(acc, w, wrow, wblk, x, xr, b, 2, R); break;
+    case 3: km_q32v_dgroup(acc, w, wrow, wblk, x, xr, b, 3, R); break;
+    case 4: km_q32v_dgroup(acc, w, wrow, wblk, x, xr, b, 4, R); break;
+    case 5: km_q32v_dgroup(acc, w, wrow, wblk, x, xr, b, 5, R); break;
+    case 6: km_q32v_dgroup(acc, w, wrow, wblk, x, xr, b, 6, R); break;
+    default: km_q32v_dgroup(acc, w, wrow, wblk, x, xr, b, 7, R); break;
+    }
+    for (int r = 0; r < R; r++) y[r] = km_avx2_tree8(acc[r]);
+}
+
 /* R x T outputs y[t * ystride + r] over the whole K (nb blocks). */
 KM_ALWAYS_INLINE void km_q32v_tile(float *y, int64_t ystride, const uint8_t *w, int64_t wrow, int64_t wblk,
                                    const int fmt, const km_q32v_xrow *xr, int64_t nb, const int R, const int T) {
@@ -213,23 +256,11 @@ KM_ALWAYS_INLINE void km_q32v_tile(float *y, int64_t ystride, const uint8_t *w, 
     }
 }
 
-/* The whole linear.token_major.v1 call: columns [lo, hi) of this thread (km_part over N).
- * Activation rows 4 at a time (then 2, then 1), each tile of rows against all columns, 4 columns
- * (then 1) at a time. fmt 8 = q8_0 (off 128), 5 = q5_0 (off 16); load is the fallback's loader. */
-KM_ALWAYS_INLINE void km_q32v_linear(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
-                                     int ith, int nth, const int64_t wblk, const int fmt, km_avx2_wload load,
-                                     const int off) {
-    const int64_t nb = K / KM_QK8_0;
-    if (nb > KM_Q32V_MAXNB) {
-        km_avx512_q32_linear(y, w, x, M, N, K, ith, nth, wblk, load, off);
-        return;
-    }
-    int64_t lo, hi;
-    km_part(N, ith, nth, &lo, &hi);
-    const int64_t wrow = nb * wblk;
-    const uint8_t *wb = (const uint8_t *)w;
-    const km_block_q8_0 *xb = (const km_block_q8_0 *)x;
-    km_q32v_xrow xr[4];
+/* Columns [lo, hi) of all M activation rows: rows 4 at a time (then 2, then 1), each row tile
+ * against the columns, 4 (then 1) at a time; decode of q8_0 uses km_q32v_drows on 2 columns. */
+KM_ALWAYS_INLINE void km_q32v_cols(float *y, const uint8_t *wb, const km_block_q8_0 *xb, int64_t M, int64_t N,
+                                   int64_t nb, int64_t wrow, const int64_t wblk, const int fmt, const int off,
+                                   int64_t lo, int64_t hi, km_q32v_xrow xr[4]) {
     int64_t m = 0;
     for (; m + 4 <= M; m += 4) {
         for (int t = 0; t < 4; t++) km_q32v_prep(&xr[t], xb + (m + t) * nb, nb, off);
@@ -246,8 +277,37 @@ KM_ALWAYS_INLINE void km_q32v_linear(float *y, const void *w, const void *x, int
     for (; m < M; m++) {
         km_q32v_prep(&xr[0], xb + m * nb, nb, off);
         int64_t n = lo;
+        if (fmt == 8) {
+            for (; n + 2 <= hi; n += 2) km_q32v_drows(&y[m * N + n], wb + n * wrow, wrow, wblk, xb + m * nb, xr, nb, 2);
+            for (; n < hi; n++) km_q32v_drows(&y[m * N + n], wb + n * wrow, wrow, wblk, xb + m * nb, xr, nb, 1);
+            continue;
+        }
         for (; n + 4 <= hi; n += 4) km_q32v_tile(&y[m * N + n], N, wb + n * wrow, wrow, wblk, fmt, xr, nb, 4, 1);
         for (; n < hi; n++) km_q32v_tile(&y[m * N + n], N, wb + n * wrow, wrow, wblk, fmt, xr, nb, 1, 1);
+    }
+}
+
+/* The whole linear.token_major.v1 call: columns [lo, hi) of this thread (km_part over N), in
+ * chunks of KM_Q32V_NC columns when M >= 4. fmt 8 = q8_0 (off 128), 5 = q5_0 (off 16); load is the
+ * loader of the km_avx512_q32_linear fallback (K > 8192, and q8_0 decode with K > 1024). */
+KM_ALWAYS_INLINE void km_q32v_linear(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
+                                     int ith, int nth, const int64_t wblk, const int fmt, km_avx2_wload load,
+                                     const int off) {
+    const int64_t nb = K / KM_QK8_0;
+    if (nb > KM_Q32V_MAXNB || (fmt == 8 && M == 1 && nb > 32)) { /* measured: the old path streams long rows faster */
+        km_avx512_q32_linear(y, w, x, M, N, K, ith, nth, wblk, load, off);
+        return;
+    }
+    int64_t lo, hi;
+    km_part(N, ith, nth, &lo, &hi);
+    const int64_t wrow = nb * wblk;
+    const uint8_t *wb = (const uint8_t *)w;
+    const km_block_q8_0 *xb = (const km_block_q8_0 *)x;
+    km_q32v_xrow xr[4];
+    const int64_t chunk = M >= 4 ? KM_Q32V_NC : hi - lo;
+    for (int64_t c0 = lo; c0 < hi; c0 += chunk) {
+        const int64_t c1 = hi - c0 > chunk ? c0 + chunk : hi;
+        km_q32v_cols(y, wb, xb, M, N, nb, wrow, wblk, fmt, off, c0, c1, xr);
     }
 }
 
