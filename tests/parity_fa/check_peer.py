@@ -143,7 +143,7 @@ def isolated_diffs(dump: dict[str, np.ndarray], n_layer: int, n_head: int, head_
 
 def _emulate_linears(ref) -> None:
     """Route the reference's q5_0 / q8_0 / q4_K matmuls through linear_emulation (llama.cpp's x86 order)."""
-    import linear_emulation as le
+    import ggml_linear_orders as le
 
     import gguf
 

@@ -1,4 +1,4 @@
-"""NumPy emulation of llama.cpp's x86 single-row quantized matmul: q5_0/q8_0 (q8_0 activations), q4_K (repacked).
+"""NumPy emulation of llama.cpp's x86 single-row quantized matmul: q5_0/q8_0 (q8_0 activations), q4_K (repacked), q6_K.
 
 Input: activation rows f32 [M, K], raw GGML weight bytes [N, row_bytes] -> y f32 [M, N] with the
 arithmetic of ggml's AVX2/AVX-512 vec_dot_q5_0_q8_0 / vec_dot_q8_0_q8_0 (and llamafile's tinyBLAS,
@@ -14,7 +14,8 @@ import numpy as np
 
 from kernelmap.reference import ops
 
-__all__ = ["unpack_q5_0", "unpack_q8_0", "unpack_q4_k", "linear_q0", "linear_q4_k_repacked"]
+__all__ = ["unpack_q5_0", "unpack_q8_0", "unpack_q4_k", "unpack_q6_k", "linear_q0", "linear_q4_k_repacked",
+           "linear_q6_k"]
 
 
 def unpack_q5_0(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -110,4 +111,52 @@ def linear_q4_k_repacked(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
             acc = (isum.astype(np.float64) * dd + acc.astype(np.float64)).astype(np.float32)
             accm = (imin.astype(np.float64) * dm + accm.astype(np.float64)).astype(np.float32)
         out[r] = (acc - accm).astype(np.float32)
+    return out
+
+
+def unpack_q6_k(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q6_K bytes [N, nb*210] -> (d f32 [N, nb], scales int32 [N, nb, 16], u int32 [N, nb, 256] in 0..63)."""
+    b = np.asarray(raw, np.uint8).reshape(raw.shape[0], -1, 210)
+    n, nb = b.shape[:2]
+    ql = b[..., 0:128].astype(np.int32)
+    qh = b[..., 128:192].astype(np.int32)
+    sc = b[..., 192:208].copy().view(np.int8).astype(np.int32)
+    d = b[..., 208:210].copy().view(np.float16)[..., 0].astype(np.float32)
+    u = np.zeros((n, nb, 256), np.int32)
+    for h in range(2):
+        lo, hb, base = ql[..., 64 * h:64 * h + 64], qh[..., 32 * h:32 * h + 32], 128 * h
+        u[..., base:base + 32] = (lo[..., :32] & 15) | ((hb & 3) << 4)
+        u[..., base + 32:base + 64] = (lo[..., 32:] & 15) | (((hb >> 2) & 3) << 4)
+        u[..., base + 64:base + 96] = (lo[..., :32] >> 4) | (((hb >> 4) & 3) << 4)
+        u[..., base + 96:base + 128] = (lo[..., 32:] >> 4) | (((hb >> 6) & 3) << 4)
+    return d, sc, u
+
+
+def linear_q6_k(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """y [M, N] for q6_K weights in llama.cpp's x86 vec_dot_q6_K_q8_K order (not repacked), q8_K activations.
+
+    Per superblock, 8 int32 lanes: lane l = sum over the eight 32-element chunks c of
+    sc[e // 16] * u[e] * q8[e] for e = 32c + 4l .. 32c + 4l + 3 (u the unsigned 6-bit code), minus
+    32 * (sc[2l] * bsum16[2l] + sc[2l+1] * bsum16[2l+1]); acc = fma(f32(d_w * d_x), float(lane), acc)
+    over superblocks; lanes folded l+4, l+2, l+1. Matched llama.cpp's ffn_down outputs bit for bit.
+    """
+    d, sc, u = unpack_q6_k(raw)
+    n, nb, _ = u.shape
+    x = np.atleast_2d(np.asarray(x, np.float32))
+    qr = ops.quantize_q8_k(x)
+    out = np.empty((x.shape[0], n), np.float32)
+    for r in range(x.shape[0]):
+        yq = qr.qs[r].reshape(nb, 256).astype(np.int32)
+        yd = qr.d[r].reshape(nb).astype(np.float32)
+        acc = np.zeros((n, 8), np.float32)
+        for b in range(nb):
+            prod = u[:, b] * yq[b][None] * np.repeat(sc[:, b], 16, axis=1)
+            lanes = prod.reshape(n, 8, 8, 4).sum(-1).sum(1)
+            off = 32 * (sc[:, b] * yq[b].reshape(16, 16).sum(-1)[None]).reshape(n, 8, 2).sum(-1)
+            dd = (d[:, b] * yd[b]).astype(np.float32).astype(np.float64)
+            acc = (dd[:, None] * (lanes - off).astype(np.float32).astype(np.float64)
+                   + acc.astype(np.float64)).astype(np.float32)
+        a4 = (acc[:, :4] + acc[:, 4:]).astype(np.float32)
+        a2 = (a4[:, :2] + a4[:, 2:]).astype(np.float32)
+        out[r] = (a2[:, 0] + a2[:, 1]).astype(np.float32)
     return out
