@@ -1,0 +1,61 @@
+/* linear/q4_k_q8_k_ggml_ref.c — km_linear_q4_k_q8_k_ggml__ref: the scalar oracle of contract
+ * linear.q4_k.q8_k.ggml.v1 (llama.cpp's x86 order for q4_K weights: its repacked q4_K 8x8 gemv).
+ *
+ * Op: y[m][n] = sum_k dequant(w[n])[k] * dequant(x[m])[k]
+ *   w: q4_k blocks [N][K/256] (ggml_blocks, 144 B per block, rows 4-byte aligned at least)
+ *   x: q8_k blocks [M][K/256] (row_major, 292 B per block: d f32, qs int8[256], bsums int16[16];
+ *      bsums must be the 16-value sums of qs, as quantize_act_q8_k writes them)
+ *   y: f32 [M][N] row_major. K must be a multiple of 256 (no tails). Partition: output columns n
+ *      (km_part over N); every thread computes all M rows of its columns.
+ * Numerics (SIMD variants must be byte-identical): for each (m, n), acc = accm = +0.0f, then for the
+ * superblocks b = 0, 1, ... in order, with sc[j]/mn[j] the 6-bit scales/mins of w's block b,
+ *     isum = sum_{j<8} sc[j] * sum_{l<32} q4[32j+l] * q8[32j+l]        (exact int32)
+ *     imin = sum_{j<8} mn[j] * (bsums[2j] + bsums[2j+1])                 (exact int32)
+ *     fd = fp16(w.d) * x.d;  fm = fp16(w.dmin) * x.d                     (f32, rounded)
+ *     acc  = fma((float)isum, fd, acc);  accm = fma((float)imin, fm, accm) (one rounding each)
+ *   y = acc - accm (f32). No other float operation; fmaf() is the only fused one.
+ */
+#include <math.h>
+
+#include "km_common.h"
+#include "km_kquant.h"
+
+void km_linear_q4_k_q8_k_ggml__ref(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
+                                   int ith, int nth) {
+    const int64_t nb = K / KM_QK_K;
+    int64_t n0, n1;
+    km_part(N, ith, nth, &n0, &n1);
+    for (int64_t n = n0; n < n1; ++n) {
+        const km_block_q4_k *wr = (const km_block_q4_k *)w + n * nb;
+        for (int64_t m = 0; m < M; ++m) {
+            const km_block_q8_k *xr = (const km_block_q8_k *)x + m * nb;
+            float acc = 0.0f, accm = 0.0f;
+            for (int64_t b = 0; b < nb; ++b) {
+                const km_block_q4_k *wb = &wr[b];
+                const km_block_q8_k *xb = &xr[b];
+                uint8_t sc[8], mn[8];
+                km_q4k_scales(wb->scales, sc, mn);
+                int32_t isum = 0;
+                for (int c = 0; c < 4; ++c) { /* 64 values per chunk: low nibbles (sub-block 2c), then high */
+                    const uint8_t *qs = wb->qs + 32 * c;
+                    const int8_t *q8 = xb->qs + 64 * c;
+                    int32_t lo = 0, hi = 0;
+                    for (int l = 0; l < 32; ++l) {
+                        lo += (int32_t)(qs[l] & 0x0F) * q8[l];
+                        hi += (int32_t)(qs[l] >> 4) * q8[32 + l];
+                    }
+                    isum += (int32_t)sc[2 * c] * lo + (int32_t)sc[2 * c + 1] * hi;
+                }
+                int32_t imin = 0;
+                for (int j = 0; j < 8; ++j) {
+                    imin += (int32_t)mn[j] * ((int32_t)xb->bsums[2 * j] + xb->bsums[2 * j + 1]);
+                }
+                const float fd = km_fp16_to_fp32(wb->d) * xb->d;
+                const float fm = km_fp16_to_fp32(wb->dmin) * xb->d;
+                acc = fmaf((float)isum, fd, acc);
+                accm = fmaf((float)imin, fm, accm);
+            }
+            y[m * N + n] = acc - accm;
+        }
+    }
+}
