@@ -9,12 +9,14 @@
  * y[m][n] therefore sees exactly the ref's sequence, whatever the tiling, M or (ith, nth).
  * Tiling: 8 weight rows (columns; fewer at the slice end, unused lanes are zero and never stored)
  * against 4 activation rows (1 for the M % 4 tail); each unpacked q4 block is reused for the 4 rows.
+ * Superblocks go in chunks of 8 whose integer sums are computed column by column (each weight row
+ * is read sequentially, which keeps decode at streaming speed) before the chunk's float steps.
  * Partition: output columns n (km_part over N); groups of 8 start at the thread's own n0.
  *
  * The including file defines, before including this header, the integer core
  *   KM_ALWAYS_INLINE void q4kg_isum(const km_block_q4_k *wb, uint64_t sc, const km_block_q8_k *xb,
- *                                   int64_t nb, const int MT, int32_t (*ti)[8][4], int j);
- * which stores, for each r < MT, four int32 whose exact sum is isum(wb, xb + r * nb) into ti[r][j]
+ *                                   int64_t nb, const int MT, int32_t (*ti)[Q4KG_BC][8][4], int bb, int j);
+ * which stores, for each r < MT, four int32 whose exact sum is isum(wb, xb + r * nb) into ti[r][bb][j]
  * (sc: the 8 scales packed one per byte, as km_q4k_scales64 returns them). imin is done here.
  */
 #ifndef KM_Q4_K_GGML_H
@@ -34,50 +36,65 @@ static inline __m128i q4kg_half_fold(__m256i v) {
     return _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
 }
 
+#ifndef Q4KG_BC
+#define Q4KG_BC 8 /* superblocks per chunk: a weight row is read 8 blocks (1152 B) at a time, sequentially */
+#endif
+
 /* Output tile y[r][j] (row stride N) for r < MT, j < nc: weight rows w[j] (nb blocks each), activation
- * rows x[r] (nb blocks each). MT is a compile-time 4 or 1; nc is 8 or the slice's last short group. */
+ * rows x[r] (nb blocks each). MT is a compile-time 4 or 1; nc is 8 or the slice's last short group.
+ * Superblocks go in chunks of Q4KG_BC: first the integer sums of every (column, block) of the chunk
+ * (column by column, so each weight row streams sequentially), then the chunk's float steps in
+ * increasing block order. */
 KM_ALWAYS_INLINE void q4kg_tile(float *y, int64_t N, const km_block_q4_k *w, const km_block_q8_k *x, int64_t nb,
                                 const int nc, const int MT) {
-    _Alignas(32) int32_t ti[4][8][4];
-    _Alignas(32) int32_t tm[4][8][4];
-    _Alignas(32) float wd[8];
-    _Alignas(32) float wm[8];
+    _Alignas(32) int32_t ti[4][Q4KG_BC][8][4];
+    _Alignas(32) int32_t tm[4][Q4KG_BC][8][4];
+    _Alignas(32) float wd[Q4KG_BC][8];
+    _Alignas(32) float wm[Q4KG_BC][8];
     __m256 acc[4], accm[4];
     for (int r = 0; r < MT; ++r) {
         acc[r] = _mm256_setzero_ps();
         accm[r] = _mm256_setzero_ps();
     }
-    for (int j = nc; j < 8; ++j) { /* absent columns: zero terms, lanes never stored */
-        wd[j] = wm[j] = 0.0f;
-        for (int r = 0; r < MT; ++r) {
-            memset(ti[r][j], 0, sizeof ti[r][j]);
-            memset(tm[r][j], 0, sizeof tm[r][j]);
+    for (int bb = 0; bb < Q4KG_BC; ++bb) { /* absent columns: zero terms, lanes never stored */
+        for (int j = nc; j < 8; ++j) {
+            wd[bb][j] = wm[bb][j] = 0.0f;
+            for (int r = 0; r < MT; ++r) {
+                memset(ti[r][bb][j], 0, sizeof ti[r][bb][j]);
+                memset(tm[r][bb][j], 0, sizeof tm[r][bb][j]);
+            }
         }
     }
-    for (int64_t b = 0; b < nb; ++b) {
+    for (int64_t b0 = 0; b0 < nb; b0 += Q4KG_BC) {
+        const int bc = (nb - b0) < Q4KG_BC ? (int)(nb - b0) : Q4KG_BC;
         for (int j = 0; j < nc; ++j) {
-            const km_block_q4_k *wb = &w[j * nb + b];
-            uint64_t sc, mn;
-            km_q4k_scales64(wb->scales, &sc, &mn);
-            q4kg_isum(wb, sc, x + b, nb, MT, ti, j);
-            /* imin: lane k of madd = mn[k] * (bsums[2k] + bsums[2k+1]), exact */
-            const __m128i mn16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn));
-            const __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16), _mm_unpacklo_epi16(mn16, mn16));
-            for (int r = 0; r < MT; ++r) {
-                const __m256i bs = _mm256_loadu_si256((const __m256i *)x[r * nb + b].bsums);
-                _mm_store_si128((__m128i *)tm[r][j], q4kg_half_fold(_mm256_madd_epi16(bs, mins)));
+            for (int bb = 0; bb < bc; ++bb) {
+                const int64_t b = b0 + bb;
+                const km_block_q4_k *wb = &w[j * nb + b];
+                uint64_t sc, mn;
+                km_q4k_scales64(wb->scales, &sc, &mn);
+                q4kg_isum(wb, sc, x + b, nb, MT, ti, bb, j);
+                /* imin: lane k of madd = mn[k] * (bsums[2k] + bsums[2k+1]), exact */
+                const __m128i mn16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn));
+                const __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16), _mm_unpacklo_epi16(mn16, mn16));
+                for (int r = 0; r < MT; ++r) {
+                    const __m256i bs = _mm256_loadu_si256((const __m256i *)x[r * nb + b].bsums);
+                    _mm_store_si128((__m128i *)tm[r][bb][j], q4kg_half_fold(_mm256_madd_epi16(bs, mins)));
+                }
+                wd[bb][j] = _cvtsh_ss(wb->d);
+                wm[bb][j] = _cvtsh_ss(wb->dmin);
             }
-            wd[j] = _cvtsh_ss(wb->d);
-            wm[j] = _cvtsh_ss(wb->dmin);
         }
-        const __m256 vwd = _mm256_load_ps(wd);
-        const __m256 vwm = _mm256_load_ps(wm);
-        for (int r = 0; r < MT; ++r) {
-            const __m256 xd = _mm256_set1_ps(x[r * nb + b].d);
-            const __m256 fd = _mm256_mul_ps(vwd, xd);
-            const __m256 fm = _mm256_mul_ps(vwm, xd);
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(km_kq_fold8(ti[r])), fd, acc[r]);
-            accm[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(km_kq_fold8(tm[r])), fm, accm[r]);
+        for (int bb = 0; bb < bc; ++bb) {
+            const __m256 vwd = _mm256_load_ps(wd[bb]);
+            const __m256 vwm = _mm256_load_ps(wm[bb]);
+            for (int r = 0; r < MT; ++r) {
+                const __m256 xd = _mm256_set1_ps(x[r * nb + b0 + bb].d);
+                const __m256 fd = _mm256_mul_ps(vwd, xd);
+                const __m256 fm = _mm256_mul_ps(vwm, xd);
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(km_kq_fold8(ti[r][bb])), fd, acc[r]);
+                accm[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(km_kq_fold8(tm[r][bb])), fm, accm[r]);
+            }
         }
     }
     for (int r = 0; r < MT; ++r) {

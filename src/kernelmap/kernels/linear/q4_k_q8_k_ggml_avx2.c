@@ -14,9 +14,10 @@
 #include "km_kquant.h"
 
 #define KM_ALWAYS_INLINE static inline __attribute__((always_inline))
+#define Q4KG_BC 8 /* superblocks per chunk of q4_k_ggml.h (the core's ti rows) */
 
 KM_ALWAYS_INLINE void q4kg_isum(const km_block_q4_k *wb, uint64_t sc, const km_block_q8_k *xb, int64_t nb,
-                                const int MT, int32_t (*ti)[8][4], int j) {
+                                const int MT, int32_t (*ti)[Q4KG_BC][8][4], int bb, int j) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     /* int16 scales 0..7 in both 128-bit halves; int16 lane k is bytes 2k, 2k+1 */
     const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
@@ -37,7 +38,7 @@ KM_ALWAYS_INLINE void q4kg_isum(const km_block_q4_k *wb, uint64_t sc, const km_b
         }
     }
     for (int r = 0; r < MT; ++r) {
-        _mm_store_si128((__m128i *)ti[r][j],
+        _mm_store_si128((__m128i *)ti[r][bb][j],
                         _mm_add_epi32(_mm256_castsi256_si128(acc[r]), _mm256_extracti128_si256(acc[r], 1)));
     }
 }

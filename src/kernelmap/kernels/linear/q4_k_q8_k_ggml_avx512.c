@@ -15,9 +15,10 @@
 #include "km_kquant.h"
 
 #define KM_ALWAYS_INLINE static inline __attribute__((always_inline))
+#define Q4KG_BC 8 /* superblocks per chunk of q4_k_ggml.h (the core's ti rows) */
 
 KM_ALWAYS_INLINE void q4kg_isum(const km_block_q4_k *wb, uint64_t sc, const km_block_q8_k *xb, int64_t nb,
-                                const int MT, int32_t (*ti)[8][4], int j) {
+                                const int MT, int32_t (*ti)[Q4KG_BC][8][4], int bb, int j) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
     const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
@@ -35,7 +36,7 @@ KM_ALWAYS_INLINE void q4kg_isum(const km_block_q4_k *wb, uint64_t sc, const km_b
     }
     for (int r = 0; r < MT; ++r) {
         const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(acc[r]), _mm512_extracti64x4_epi64(acc[r], 1));
-        _mm_store_si128((__m128i *)ti[r][j], _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+        _mm_store_si128((__m128i *)ti[r][bb][j], _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
     }
 }
 
