@@ -1,0 +1,350 @@
+/* linear/q32_ggml.h — the shared SIMD body of linear.q5_0.q8_0.ggml.v1 and linear.q8_0.q8_0.ggml.v1.
+ *
+ * Numerics exactly as linear/q5_0_q8_0_ggml_ref.c states (llama.cpp's x86 order): per 32-block b,
+ * eight exact int32 lanes, lane l = sum of the 4 products at 4l..4l+3; t = f32(fp16(w.d) * fp16(x.d));
+ * acc[l] = fma(t, (float)lane[l], acc[l]) for b increasing from +0; fold l+4, then 0+2 / 1+3, then 0+1.
+ * Integer tricks (exact): weights as unsigned codes u (q5_0: w + 16; q8_0 with VNNI: w ^ 0x80 = w + 128)
+ * and the offset off * xs4[l] (xs4 = sum of lane l's 4 activation quants, computed once per
+ * activation block) subtracted; q8_0 without VNNI uses |w| and sign(x, w). (float)lane is taken
+ * as bits(lane + 0x4B400000) - 12582912.0f (exact for |lane| < 2^22; lanes here are < 2^16), the
+ * magic constant folded into the per-block offset, so the int dot's accumulator seed is
+ * 0x4B400000 - off * xs4. t is computed for 8 blocks at once and broadcast from a stack buffer.
+ *
+ * AVX-512 (with or without VNNI): one zmm accumulator holds two outputs (weight rows A, B; one
+ * activation row) with their lanes interleaved (even lanes A, odd lanes B): weights of A and B are
+ * interleaved per 4-byte group, each activation block is re-laid once with every 4-byte group
+ * doubled, and t arrives as the pair (t_A, t_B) broadcast as one 64-bit value. Tiles: 2 row pairs
+ * x 8/4/2/1 activation rows (4 row pairs x 1 in decode). AVX2: one ymm accumulator per output,
+ * tiles of 2 rows x 4/2/1 activation rows (4 rows x 1 in decode).
+ * Columns go in chunks of KM_Q32G_NC (weights of a chunk stay in L2 across activation tiles); K
+ * goes in slices of KM_Q32G_KS blocks (accumulators parked in a stack buffer between slices).
+ * Partition: output columns n (km_part over N); no output depends on M, tiling or (ith, nth).
+ * The including file defines nothing; it calls km_q32g_linear with fmt 5 (q5_0) or 8 (q8_0).
+ */
+#ifndef KM_Q32_GGML_H
+#define KM_Q32_GGML_H
+
+#include "km_common.h"
+#include "km_simd.h"
+
+#define KM_Q32G_KS 64  /* blocks per K slice (K = 2048 in one slice) */
+#define KM_Q32G_NC 256 /* columns per chunk */
+#define KM_Q32G_MAGIC 0x4B400000 /* bits of 12582912.0f = 1.5 * 2^23 */
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#define KM_Q32G_TT 8 /* activation rows per tile */
+#define KM_Q32G_RP 2 /* weight row pairs per tile when T > 1 */
+#define KM_Q32G_RPD 4 /* weight row pairs per tile when T == 1 */
+#define KM_Q32G_NACC 16 /* accumulators per tile: max(RP * TT, RPD) */
+#define KM_Q32G_PARK (KM_Q32G_NC * KM_Q32G_TT / 2) /* parked accumulators per chunk (one per 2 columns x row) */
+
+/* One activation row's slice, re-laid: each 4-byte group of a block doubled (64 bytes), the int dot
+ * seed 0x4B400000 - off * xs4 doubled likewise, and fp16(x.d) doubled (zero past the slice). */
+typedef struct {
+    __m512i xq[KM_Q32G_KS];
+    __m512i seed[KM_Q32G_KS];
+    float dxd[2 * KM_Q32G_KS];
+} km_q32g_xrow;
+
+typedef __m512 km_q32g_acc;
+
+KM_ALWAYS_INLINE void km_q32g_prep(km_q32g_xrow *r, const km_block_q8_0 *x, int64_t ks, const int off) {
+    const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    const int sh = off == 16 ? 4 : 7;
+    for (int64_t b = 0; b < ks; b++) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)x[b].qs);
+        const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
+        __m256i seed = _mm256_set1_epi32(KM_Q32G_MAGIC);
+        if (off > 0) seed = _mm256_sub_epi32(seed, _mm256_slli_epi32(s, sh));
+        r->xq[b] = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(v));
+        r->seed[b] = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(seed));
+        const float d = km_fp16_to_fp32(x[b].d);
+        r->dxd[2 * b] = d;
+        r->dxd[2 * b + 1] = d;
+    }
+    for (int64_t b = ks; b < ((ks + 7) & ~(int64_t)7); b++) {
+        r->dxd[2 * b] = 0.0f;
+        r->dxd[2 * b + 1] = 0.0f;
+    }
+}
+
+/* The weights of block b of rows A and B, 4-byte groups interleaved (A0 B0 A1 B1 ... A7 B7), as the
+ * dot's first operand: unsigned codes (q5_0; q8_0 with VNNI) or signed int8 (q8_0 without VNNI). */
+KM_ALWAYS_INLINE __m512i km_q32g_wpair(const uint8_t *a, const uint8_t *b, const int fmt) {
+    if (fmt == 8) {
+        const __m512i il = _mm512_set_epi32(15, 7, 14, 6, 13, 5, 12, 4, 11, 3, 10, 2, 9, 1, 8, 0);
+        __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a + 2))),
+                                       _mm256_loadu_si256((const __m256i *)(b + 2)), 1);
+        z = _mm512_permutexvar_epi32(il, z);
+#if defined(__AVX512VNNI__)
+        z = _mm512_xor_si512(z, _mm512_set1_epi8((char)0x80));
+#endif
+        return z;
+    }
+    /* q5_0: qs dwords interleaved, low nibbles in the low 256 bits, high nibbles in the high 256 bits;
+     * element e of A sits at byte 8 * (e / 4) + e % 4, of B 4 bytes later: the 5th bits by pdep. */
+    const __m128i qa = _mm_loadu_si128((const __m128i *)(a + 6));
+    const __m128i qb = _mm_loadu_si128((const __m128i *)(b + 6));
+    const __m256i c = _mm256_set_m128i(_mm_unpackhi_epi32(qa, qb), _mm_unpacklo_epi32(qa, qb));
+    __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(c), c, 1);
+    z = _mm512_srlv_epi16(z, _mm512_set_epi64(0x0004000400040004LL, 0x0004000400040004LL, 0x0004000400040004LL,
+                                              0x0004000400040004LL, 0, 0, 0, 0));
+    z = _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
+    uint32_t ha, hb;
+    memcpy(&ha, a + 2, 4);
+    memcpy(&hb, b + 2, 4);
+    const uint64_t m = _pdep_u64(ha, 0x0F0F0F0F0F0F0F0FULL) | _pdep_u64(hb, 0xF0F0F0F0F0F0F0F0ULL);
+    return _mm512_mask_add_epi8(z, (__mmask64)m, z, _mm512_set1_epi8(0x10));
+}
+
+/* (float) of the 16 interleaved int32 lanes of weight pair w against one re-laid activation block. */
+KM_ALWAYS_INLINE __m512 km_q32g_lanes(__m512i w, __m512i wabs, __mmask64 neg, const __m512i *xq,
+                                      const __m512i *seed, const int fmt) {
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+#if defined(__AVX512VNNI__)
+    (void)wabs;
+    (void)neg;
+    (void)fmt;
+    return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_dpbusd_epi32(_mm512_load_si512(seed), w, _mm512_load_si512(xq))),
+                         magic);
+#else
+    const __m512i one = _mm512_set1_epi16(1);
+    if (fmt == 8) {
+        const __m512i x = _mm512_load_si512(xq);
+        const __m512i xs = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
+        (void)seed;
+        (void)w;
+        return _mm512_cvtepi32_ps(_mm512_madd_epi16(_mm512_maddubs_epi16(wabs, xs), one));
+    }
+    (void)wabs;
+    (void)neg;
+    const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(w, _mm512_load_si512(xq)), one);
+    return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_add_epi32(p, _mm512_load_si512(seed))), magic);
+#endif
+}
+
+/* fp16 scales of n <= 8 blocks of rows A and B, interleaved (A0 B0 A1 B1 ...), as f32. */
+KM_ALWAYS_INLINE __m512 km_q32g_dwpair(const uint8_t *a, const uint8_t *b, int64_t wblk, int n) {
+    const __m512i il = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return _mm512_permutex2var_ps(_mm512_castps256_ps512(km_avx512_f16x8_blocks(a, wblk, n)), il,
+                                  _mm512_castps256_ps512(km_avx512_f16x8_blocks(b, wblk, n)));
+}
+
+/* One tile: rows row0 .. row0 + R - 1 (R <= 2 * RP; a missing B row repeats A and is not written)
+ * x T activation rows, over blocks [0, ks) of the current slice (weights at w + row * wrow).
+ * first: accumulators start at +0, else from park; last: fold and store y, else park them. */
+KM_ALWAYS_INLINE void km_q32g_tile(float *y, int64_t ystride, const uint8_t *w, int64_t wrow, int64_t wblk,
+                                   const int fmt, const km_q32g_xrow *xr, int64_t ks, int first, int last,
+                                   km_q32g_acc *park, const int RP, const int T, int R) {
+    __m512 acc[KM_Q32G_NACC];
+    const uint8_t *ra[KM_Q32G_RPD], *rb[KM_Q32G_RPD];
+    for (int p = 0; p < RP; p++) {
+        const int ia = 2 * p < R ? 2 * p : R - 1;
+        const int ib = 2 * p + 1 < R ? 2 * p + 1 : ia;
+        ra[p] = w + ia * wrow;
+        rb[p] = w + ib * wrow;
+    }
+    for (int i = 0; i < RP * T; i++) acc[i] = first ? _mm512_setzero_ps() : park[i];
+    float tb[KM_Q32G_NACC][16] __attribute__((aligned(64)));
+    for (int64_t g = 0; g < ks; g += 8) {
+        const int n = ks - g >= 8 ? 8 : (int)(ks - g);
+        for (int p = 0; p < RP; p++) {
+            const __m512 dw = km_q32g_dwpair(ra[p] + g * wblk, rb[p] + g * wblk, wblk, n);
+            for (int t = 0; t < T; t++) _mm512_store_ps(tb[p * T + t], _mm512_mul_ps(dw, _mm512_loadu_ps(xr[t].dxd + 2 * g)));
+        }
+        for (int j = 0; j < n; j++) {
+            const int64_t b = g + j;
+            __m512i wp[KM_Q32G_RPD], wa[KM_Q32G_RPD];
+            __mmask64 ng[KM_Q32G_RPD];
+            for (int p = 0; p < RP; p++) {
+                wp[p] = km_q32g_wpair(ra[p] + b * wblk, rb[p] + b * wblk, fmt);
+#if !defined(__AVX512VNNI__)
+                if (fmt == 8) {
+                    ng[p] = _mm512_movepi8_mask(wp[p]);
+                    wa[p] = _mm512_abs_epi8(wp[p]);
+                } else
+#endif
+                {
+                    ng[p] = 0;
+                    wa[p] = wp[p];
+                }
+            }
+            for (int t = 0; t < T; t++) {
+                for (int p = 0; p < RP; p++) {
+                    const __m512 f = km_q32g_lanes(wp[p], wa[p], ng[p], &xr[t].xq[b], &xr[t].seed[b], fmt);
+                    const __m512 tv = _mm512_castpd_ps(_mm512_broadcastsd_pd(_mm_load_sd((const double *)&tb[p * T + t][2 * j])));
+                    acc[p * T + t] = _mm512_fmadd_ps(tv, f, acc[p * T + t]);
+                }
+            }
+        }
+    }
+    if (!last) {
+        for (int i = 0; i < RP * T; i++) park[i] = acc[i];
+        return;
+    }
+    for (int p = 0; p < RP; p++) {
+        for (int t = 0; t < T; t++) {
+            const __m512 a = acc[p * T + t];
+            const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
+            const __m128 g = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+            const __m128 v = _mm_add_ps(g, _mm_movehl_ps(g, g));
+            float o[4];
+            _mm_storeu_ps(o, v);
+            if (2 * p < R) y[t * ystride + 2 * p] = o[0];
+            if (2 * p + 1 < R) y[t * ystride + 2 * p + 1] = o[1];
+        }
+    }
+}
+
+#else /* AVX2 */
+#define KM_Q32G_TT 4
+#define KM_Q32G_RP 2
+#define KM_Q32G_RPD 4 /* here: single rows per tile (not pairs) */
+#define KM_Q32G_NACC 8
+#define KM_Q32G_PARK (KM_Q32G_NC * KM_Q32G_TT)
+
+/* One activation row's slice: the q8_0 blocks, the seed 0x4B400000 - off * xs4 and fp16(x.d). */
+typedef struct {
+    __m256i seed[KM_Q32G_KS];
+    float dx[KM_Q32G_KS];
+    const km_block_q8_0 *x;
+} km_q32g_xrow;
+
+typedef __m256 km_q32g_acc;
+
+KM_ALWAYS_INLINE void km_q32g_prep(km_q32g_xrow *r, const km_block_q8_0 *x, int64_t ks, const int off) {
+    const int sh = off == 16 ? 4 : 7;
+    r->x = x;
+    for (int64_t b = 0; b < ks; b++) {
+        if (off > 0) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)x[b].qs);
+            const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
+            r->seed[b] = _mm256_sub_epi32(_mm256_set1_epi32(KM_Q32G_MAGIC), _mm256_slli_epi32(s, sh));
+        }
+        r->dx[b] = km_fp16_to_fp32(x[b].d);
+    }
+    for (int64_t b = ks; b < ((ks + 7) & ~(int64_t)7); b++) r->dx[b] = 0.0f;
+}
+
+/* One tile: rows row0 .. row0 + R - 1 (R <= RP) x T activation rows over blocks [0, ks). */
+KM_ALWAYS_INLINE void km_q32g_tile(float *y, int64_t ystride, const uint8_t *w, int64_t wrow, int64_t wblk,
+                                   const int fmt, const km_q32g_xrow *xr, int64_t ks, int first, int last,
+                                   km_q32g_acc *park, const int RP, const int T, int R) {
+    __m256 acc[KM_Q32G_NACC];
+    const uint8_t *rw[KM_Q32G_RPD];
+    for (int r = 0; r < RP; r++) rw[r] = w + (r < R ? r : R - 1) * wrow;
+    for (int i = 0; i < RP * T; i++) acc[i] = first ? _mm256_setzero_ps() : park[i];
+    float tb[KM_Q32G_NACC][8] __attribute__((aligned(32)));
+    const __m256i one = _mm256_set1_epi16(1);
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    for (int64_t g = 0; g < ks; g += 8) {
+        const int n = ks - g >= 8 ? 8 : (int)(ks - g);
+        for (int r = 0; r < RP; r++) {
+            const __m256 dw = n == 8 ? km_avx2_f16x8_strided(rw[r] + g * wblk, wblk)
+                                     : km_avx2_f16x8_strided_n(rw[r] + g * wblk, wblk, n);
+            for (int t = 0; t < T; t++) _mm256_store_ps(tb[r * T + t], _mm256_mul_ps(dw, _mm256_loadu_ps(xr[t].dx + g)));
+        }
+        for (int j = 0; j < n; j++) {
+            const int64_t b = g + j;
+            __m256i wq[KM_Q32G_RPD], wa[KM_Q32G_RPD];
+            for (int r = 0; r < RP; r++) {
+                if (fmt == 8) {
+                    wq[r] = km_avx2_w_q8_0(rw[r] + b * wblk);
+                    wa[r] = _mm256_sign_epi8(wq[r], wq[r]);
+                } else {
+                    wq[r] = km_avx2_u_q5_0(rw[r] + b * wblk);
+                    wa[r] = wq[r];
+                }
+            }
+            for (int t = 0; t < T; t++) {
+                const __m256i xv = _mm256_loadu_si256((const __m256i *)xr[t].x[b].qs);
+                for (int r = 0; r < RP; r++) {
+                    __m256 f;
+                    if (fmt == 8) {
+                        f = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(wa[r], _mm256_sign_epi8(xv, wq[r])), one));
+                    } else {
+                        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wq[r], xv), one);
+                        f = _mm256_sub_ps(_mm256_castsi256_ps(_mm256_add_epi32(p, xr[t].seed[b])), magic);
+                    }
+                    acc[r * T + t] = _mm256_fmadd_ps(_mm256_broadcast_ss(&tb[r * T + t][j]), f, acc[r * T + t]);
+                }
+            }
+        }
+    }
+    if (!last) {
+        for (int i = 0; i < RP * T; i++) park[i] = acc[i];
+        return;
+    }
+    for (int r = 0; r < RP; r++)
+        for (int t = 0; t < T; t++)
+            if (r < R) y[t * ystride + r] = km_avx2_tree8(acc[r * T + t]);
+}
+#endif
+
+/* Outputs per tile column step: AVX-512 tiles hold row pairs, AVX2 tiles single rows. */
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#define KM_Q32G_ROWS(rp) (2 * (rp))
+#else
+#define KM_Q32G_ROWS(rp) (rp)
+#endif
+
+/* Columns [c0, c1) for T activation rows (re-laid in xr), one K slice; park holds one accumulator
+ * set per tile of the chunk when the row has several slices. */
+KM_ALWAYS_INLINE void km_q32g_cols(float *y, int64_t N, const uint8_t *w, int64_t wrow, int64_t wblk, const int fmt,
+                                   const km_q32g_xrow *xr, int64_t ks, int first, int last, km_q32g_acc *park,
+                                   int64_t c0, int64_t c1, const int T) {
+    const int RP = T == 1 ? KM_Q32G_RPD : KM_Q32G_RP;
+    const int full = KM_Q32G_ROWS(RP), one = KM_Q32G_ROWS(1);
+    int64_t n = c0, i = 0;
+    for (; n + full <= c1; n += full, i += RP * T)
+        km_q32g_tile(y + n, N, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, park + i, RP, T, full);
+    for (; n < c1; n += one, i += T) {
+        const int r = c1 - n >= one ? one : (int)(c1 - n);
+        km_q32g_tile(y + n, N, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, park + i, 1, T, r);
+    }
+}
+
+/* The whole linear.token_major.v1 call. fmt 5 = q5_0 (22-byte blocks, offset 16), 8 = q8_0 (34 bytes;
+ * offset 128 with VNNI, none otherwise). */
+static inline void km_q32g_linear(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
+                                  int nth, const int fmt) {
+    const int64_t nb = K / KM_QK8_0;
+    const int64_t wblk = fmt == 8 ? 34 : 22;
+#if defined(__AVX512VNNI__)
+    const int off = fmt == 8 ? 128 : 16;
+#else
+    const int off = fmt == 8 ? 0 : 16;
+#endif
+    int64_t lo, hi;
+    km_part(N, ith, nth, &lo, &hi);
+    const int64_t wrow = nb * wblk;
+    const uint8_t *wb = (const uint8_t *)w;
+    const km_block_q8_0 *xb = (const km_block_q8_0 *)x;
+    km_q32g_xrow xr[KM_Q32G_TT]; /* stack: ~70 KB (AVX-512) */
+    km_q32g_acc park[KM_Q32G_PARK]; /* stack: 64 KB (AVX-512), 32 KB (AVX2); used when nb > KM_Q32G_KS */
+    for (int64_t c0 = lo; c0 < hi; c0 += KM_Q32G_NC) {
+        const int64_t c1 = hi - c0 > KM_Q32G_NC ? c0 + KM_Q32G_NC : hi;
+        for (int64_t m0 = 0; m0 < M; ) {
+            const int64_t left = M - m0;
+            const int T = left >= KM_Q32G_TT ? KM_Q32G_TT : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+            for (int64_t k0 = 0; k0 < nb; k0 += KM_Q32G_KS) {
+                const int64_t ks = nb - k0 > KM_Q32G_KS ? KM_Q32G_KS : nb - k0;
+                for (int t = 0; t < T; t++) km_q32g_prep(&xr[t], xb + (m0 + t) * nb + k0, ks, off);
+                const int first = k0 == 0, last = k0 + ks == nb;
+                float *ym = y + m0 * N;
+                const uint8_t *wk = wb + k0 * wblk;
+                switch (T) {
+#if KM_Q32G_TT == 8
+                case 8: km_q32g_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 8); break;
+#endif
+                case 4: km_q32g_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 4); break;
+                case 2: km_q32g_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 2); break;
+                default: km_q32g_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 1); break;
+                }
+            }
+            m0 += T;
+        }
+    }
+}
+
+#endif /* KM_Q32_GGML_H */

