@@ -7,8 +7,9 @@
  * Integer part: each 32-value chunk c of codes u (0..63) goes through vpmaddubsw with the int8
  * activations (pairs <= 2*63*128, no saturation), then vpmaddwd with the chunk's two int8 scales
  * widened to int16 (8 x sc[2c], 8 x sc[2c+1]), so int32 lane l holds sc * (4 products of values
- * 32c+4l..32c+4l+3): the ref's lane; the -32 offset is vpmaddwd(bsums, 16 scales) << 5, subtracted
- * per lane. Float part: one 8-lane ymm accumulator per (m, n), acc = fma(t, cvt(lane), acc) with
+ * 32c+4l..32c+4l+3): the ref's lane. The offset -32 * (sc[2l]*bs[2l] + sc[2l+1]*bs[2l+1]) is
+ * vpmaddwd(bsums, -32 * scales) (int16 operands <= 4096 in magnitude, exact) and seeds the int32
+ * accumulator. Float part: one 8-lane ymm accumulator per (m, n), acc = fma(t, cvt(lane), acc) with
  * t = fp16(w.d) * x.d broadcast, then the ref's fixed fold (km_kq_reduce8_ps).
  * Tiling: one weight row against up to 4 activation rows, so each unpacked q6 block is reused 4x.
  */
@@ -26,8 +27,12 @@ static inline __attribute__((always_inline)) void row_tile(float *y, int64_t N, 
     for (int64_t b = 0; b < nb; ++b) {
         const km_block_q6_k *wb = &wr[b];
         const __m128i sc8 = _mm_loadu_si128((const __m128i *)wb->scales);
+        /* -32 * sc (|.| <= 4096, exact in int16): vpmaddwd with the bsums gives lane l's offset term
+         * -32 * (sc[2l]*bs[2l] + sc[2l+1]*bs[2l+1]) directly; it seeds the accumulator. */
+        const __m256i scn = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 5));
         __m256i acc[4];
-        for (int r = 0; r < MT; ++r) acc[r] = _mm256_setzero_si256();
+        for (int r = 0; r < MT; ++r)
+            acc[r] = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xr[r * nb + b].bsums), scn);
         for (int h = 0; h < 2; ++h) {
             const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h));
             const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h + 32));
@@ -53,14 +58,10 @@ static inline __attribute__((always_inline)) void row_tile(float *y, int64_t N, 
                 }
             }
         }
-        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const float wd = _cvtsh_ss(wb->d);
+        const __m256 wd = _mm256_set1_ps(_cvtsh_ss(wb->d));
         for (int r = 0; r < MT; ++r) {
-            const km_block_q8_k *xb = &xr[r * nb + b];
-            const __m256i corr = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb->bsums), sc16);
-            const __m256i lane = _mm256_sub_epi32(acc[r], _mm256_slli_epi32(corr, 5));
-            const float t = wd * xb->d;
-            facc[r] = _mm256_fmadd_ps(_mm256_set1_ps(t), _mm256_cvtepi32_ps(lane), facc[r]);
+            const __m256 t = _mm256_mul_ps(wd, _mm256_broadcast_ss(&xr[r * nb + b].d));
+            facc[r] = _mm256_fmadd_ps(t, _mm256_cvtepi32_ps(acc[r]), facc[r]);
         }
     }
     for (int r = 0; r < MT; ++r) y[r * N] = km_kq_reduce8_ps(facc[r]);
