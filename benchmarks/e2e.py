@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,6 +62,7 @@ def main() -> None:
     ap.add_argument("--flash-attn", action="store_true", help="run the peer with flash attention")
     ap.add_argument("--fusion-compare", action="store_true",
                     help="also time our program built without fusion rules, in the same run, and print the ratio")
+    ap.add_argument("--policy", default=None, help="numerics policy to compile ours with (default: the compiler's)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if not PEER_PY.exists():
@@ -71,13 +73,13 @@ def main() -> None:
     gguf = str(Path(args.model) if args.model else default_model_path())
     results = []
     for threads in [int(t) for t in args.threads.split(",")]:
-        model = load(gguf, threads=threads, n_ctx=args.prompt_tokens + args.decode_tokens + 16,
-                     options=CompileOptions())
+        base = CompileOptions() if args.policy is None else CompileOptions(policy=args.policy)
+        model = load(gguf, threads=threads, n_ctx=args.prompt_tokens + args.decode_tokens + 16, options=base)
         ids = model.tokenizer.encode(TEXT * 20)[: args.prompt_tokens]
         unfused = None
         if args.fusion_compare:
             unfused = load(gguf, threads=threads, n_ctx=args.prompt_tokens + args.decode_tokens + 16,
-                           options=CompileOptions(fusion=False))
+                           options=replace(base, fusion=False))
         ours, peer, plain = [], [], []
         same = True
         for _ in range(args.repeats):
@@ -107,7 +109,7 @@ def main() -> None:
         row["peer_version"] = peer[0]["version"]
         results.append(row)
     out = {"prompt_tokens": args.prompt_tokens, "decode_tokens": args.decode_tokens, "repeats": args.repeats,
-           "peer_flash_attn": args.flash_attn, "results": results}
+           "policy": base.policy, "peer_flash_attn": args.flash_attn, "results": results}
     if args.json:
         print(json.dumps(out))
         return
