@@ -21,7 +21,7 @@ KM_ALWAYS_INLINE void q4kg_isum(const km_block_q4_k *wb, uint64_t sc, const km_b
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     /* int16 scales 0..7 in both 128-bit halves; int16 lane k is bytes 2k, 2k+1 */
     const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
-    __m256i acc[4];
+    __m256i acc[8];
     for (int r = 0; r < MT; ++r) acc[r] = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
         const __m256i q4 = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c));

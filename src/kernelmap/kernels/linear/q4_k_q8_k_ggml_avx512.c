@@ -22,7 +22,7 @@ KM_ALWAYS_INLINE void q4kg_isum(const km_block_q4_k *wb, uint64_t sc, const km_b
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
     const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
-    __m512i acc[4];
+    __m512i acc[8];
     for (int r = 0; r < MT; ++r) acc[r] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {
         const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c)));

@@ -26,7 +26,7 @@ KM_ALWAYS_INLINE void q4kg_isum(const km_block_q4_k *wb, uint64_t sc, const km_b
     const __m512i pair_idx = _mm512_set_epi16(3, 3, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3, 1, 1, 1, 1,
                                               2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0);
     const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
-    __m512i acc[4];
+    __m512i acc[8];
     for (int r = 0; r < MT; ++r) acc[r] = _mm512_setzero_si512();
     for (int q = 0; q < 2; ++q) {
         const __m512i w0 = _mm512_and_si512(
