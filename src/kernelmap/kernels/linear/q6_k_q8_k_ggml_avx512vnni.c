@@ -16,7 +16,8 @@
  * t = fp16(w.d) * x.d; rows go in pairs, one zmm holding two independent 8-lane accumulators;
  * the end is the ref's fixed fold of each 8-lane half.
  * Tiling: one weight row against up to 8 activation rows (then 4, 2, 1); each unpacked q6 block
- * is reused for every row of the tile.
+ * is reused for every row of the tile; the thread's columns go in chunks of ~64 KiB of weights,
+ * all row tiles over one chunk before the next.
  */
 #include <immintrin.h>
 
@@ -109,12 +110,21 @@ void km_linear_q6_k_q8_k_ggml__avx512vnni(float *y, const void *w, const void *x
     int64_t n0, n1;
     km_part(N, ith, nth, &n0, &n1);
     const km_block_q8_k *xq = (const km_block_q8_k *)x;
-    for (int64_t n = n0; n < n1; ++n) {
-        const km_block_q6_k *wr = (const km_block_q6_k *)w + n * nb;
+    const km_block_q6_k *wq = (const km_block_q6_k *)w;
+    /* Columns in chunks of about 64 KiB of weights, kept in L2 while every row tile passes over
+     * them (each tile's activations stay in L1). Loop order only: every y[m][n] is computed alone. */
+    int64_t cc = (64 * 1024) / (nb * (int64_t)sizeof(km_block_q6_k));
+    if (cc < 1) cc = 1;
+    for (int64_t c0 = n0; c0 < n1; c0 += cc) {
+        const int64_t c1 = c0 + cc < n1 ? c0 + cc : n1;
         int64_t m = 0;
-        for (; m + 8 <= M; m += 8) row_tile(y + m * N + n, N, wr, xq + m * nb, nb, 8);
-        for (; m + 4 <= M; m += 4) row_tile(y + m * N + n, N, wr, xq + m * nb, nb, 4);
-        for (; m + 2 <= M; m += 2) row_tile(y + m * N + n, N, wr, xq + m * nb, nb, 2);
-        for (; m < M; ++m) row_tile(y + m * N + n, N, wr, xq + m * nb, nb, 1);
+        for (; m + 8 <= M; m += 8)
+            for (int64_t n = c0; n < c1; ++n) row_tile(y + m * N + n, N, wq + n * nb, xq + m * nb, nb, 8);
+        for (; m + 4 <= M; m += 4)
+            for (int64_t n = c0; n < c1; ++n) row_tile(y + m * N + n, N, wq + n * nb, xq + m * nb, nb, 4);
+        for (; m + 2 <= M; m += 2)
+            for (int64_t n = c0; n < c1; ++n) row_tile(y + m * N + n, N, wq + n * nb, xq + m * nb, nb, 2);
+        for (; m < M; ++m)
+            for (int64_t n = c0; n < c1; ++n) row_tile(y + m * N + n, N, wq + n * nb, xq + m * nb, nb, 1);
     }
 }
