@@ -21,61 +21,180 @@
  *   y[d] = f32(VKQ[d]) * (S == 0 ? 0 : 1.0f / S).
  * expf is the C library's (all variants call it: it is llama.cpp's too). FMA: fmaf exactly where
  * written; nothing else is contracted (-ffp-contract=off). Results do not depend on (ith, nth).
- * Partition: (row, head) items it = m*Hq + h, km_part over M*Hq; no reduction crosses items.
- * This variant uses the instructions of ggml's AVX-512 path (4 x 16-lane FMA accumulators over the
- * f16-widened K and Q16, vcvtps2ph round-to-nearest-even for every f16 store) with the fold written out
- * in the contract's order; it is byte-identical with ref and avx2.
+ * Partition: (row, head) items it = m*Hq + h, split into contiguous ranges of equal work (keys seen),
+ * see attention_ggmlfa_part.h; no reduction crosses items.
+ * Schedule (same arithmetic, reordered across independent chains only): a thread walks its items in
+ * groups of up to 4 heads of one row that read the same KV head (they see the same keys). Keys go in
+ * blocks of 32: (1) the 32 scores of every head of the group (each K row widened once, shared by the
+ * heads; Q16 widened once per item), (2) the online-softmax scalars per key in order (libm expf),
+ * (3) VKQ in 64-element column chunks held in registers as f32 values of f16 numbers (f16 rounding =
+ * vcvtps2ph RNE + vcvtph2ps), each chunk stepping through the block's keys in increasing j, each V
+ * chunk widened once for all heads. Every element of VKQ sees exactly the contract's sequence of
+ * roundings; the chunks and heads are independent chains, which hides the dependency latency.
  */
 #include <immintrin.h>
 #include <math.h>
-#include <string.h>
+#include <stdint.h>
 
 #include "km_common.h"
+#include "attention_ggmlfa_part.h"
 
 #define KM_FA_DMAX 512
+#define KM_FA_KB 32 /* keys per block */
+#define KM_FA_G 4   /* max heads per group */
 #define KM_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define KM_AI static inline __attribute__((always_inline))
 
-static inline __m512 ld16(const km_half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p)); }
+KM_AI __m512 ld16(const km_half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p)); }
 
-static inline void st16(km_half *p, __m512 x) { _mm256_storeu_si256((__m256i *)(void *)p, _mm512_cvtps_ph(x, KM_RNE)); }
+KM_AI __m512 rt16(__m512 x) { return _mm512_cvtph_ps(_mm512_cvtps_ph(x, KM_RNE)); }
 
-static inline float dot_ggml(const km_half *k, const km_half *q, int64_t D) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-    const int64_t d64 = D & ~(int64_t)63;
-    for (int64_t i = 0; i < d64; i += 64) {
-        a0 = _mm512_fmadd_ps(ld16(k + i), ld16(q + i), a0);
-        a1 = _mm512_fmadd_ps(ld16(k + i + 16), ld16(q + i + 16), a1);
-        a2 = _mm512_fmadd_ps(ld16(k + i + 32), ld16(q + i + 32), a2);
-        a3 = _mm512_fmadd_ps(ld16(k + i + 48), ld16(q + i + 48), a3);
-    }
+/* The contract's fold of the 64 partials held as a0..a3 (partial 16a + l in lane l of aa). */
+KM_AI float fold64(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
     const __m512 t = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
     const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(t),
                                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1)));
     const __m128 u = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
     const __m128 v = _mm_add_ps(u, _mm_movehl_ps(u, u));
-    double res = (double)_mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, 1)));
-    for (int64_t i = d64; i < D; i++) res += (double)(km_fp16_to_fp32(k[i]) * km_fp16_to_fp32(q[i]));
-    return (float)res;
+    return _mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, 1)));
 }
 
-static inline void to_f16_scaled(km_half *q16, const float *q, float scale, int64_t D) {
-    const __m512 vs = _mm512_set1_ps(scale);
-    for (int64_t d = 0; d < D; d += 16) st16(q16 + d, _mm512_mul_ps(_mm512_loadu_ps(q + d), vs));
+/* Scores s[g*KB + k] of keys k < nk (rows kr + k*D) against the G widened Q16 rows qf + g*D. */
+KM_AI void scores(float *s, const km_half *kr, int64_t nk, const float *qf, int64_t D, const int G) {
+    const int64_t d64 = D & ~(int64_t)63;
+    for (int64_t k = 0; k < nk; k++) {
+        const km_half *kk = kr + k * D;
+        __m512 a[KM_FA_G][4];
+        for (int g = 0; g < G; g++) {
+            for (int i = 0; i < 4; i++) a[g][i] = _mm512_setzero_ps();
+        }
+        for (int64_t c = 0; c < d64; c += 64) {
+            __m512 x[4];
+            for (int i = 0; i < 4; i++) x[i] = ld16(kk + c + 16 * i);
+            for (int g = 0; g < G; g++) {
+                for (int i = 0; i < 4; i++) {
+                    a[g][i] = _mm512_fmadd_ps(x[i], _mm512_load_ps(qf + g * D + c + 16 * i), a[g][i]);
+                }
+            }
+        }
+        for (int g = 0; g < G; g++) {
+            float r = fold64(a[g][0], a[g][1], a[g][2], a[g][3]);
+            if (d64 < D) {
+                double res = (double)r;
+                for (int64_t i = d64; i < D; i++) res += (double)(km_fp16_to_fp32(kk[i]) * qf[g * D + i]);
+                r = (float)res;
+            }
+            s[g * KM_FA_KB + k] = r;
+        }
+    }
 }
 
-static inline void scale_f16(km_half *y, float ms, int64_t D) {
-    const __m512 vm = _mm512_set1_ps(ms);
-    for (int64_t d = 0; d < D; d += 16) st16(y + d, _mm512_mul_ps(ld16(y + d), vm));
+/* VKQ columns d0 .. d0+16*NV-1 of the G heads (f32 copies of f16 values in acc + g*D) through keys
+ * k < nk of the block: optional rescale by ms (bit g of nmask[k]), then the V_k mad with vs. */
+KM_AI void vchunk(float *acc, int64_t D, int64_t d0, const km_half *vr, int64_t nk, const float *vs,
+        const float *ms, const uint8_t *nmask, const int G, const int NV) {
+    __m512 a[KM_FA_G][4];
+    for (int g = 0; g < G; g++) {
+        for (int v = 0; v < NV; v++) a[g][v] = _mm512_load_ps(acc + g * D + d0 + 16 * v);
+    }
+    for (int64_t k = 0; k < nk; k++) {
+        __m512 x[4];
+        for (int v = 0; v < NV; v++) x[v] = ld16(vr + k * D + d0 + 16 * v);
+        const unsigned nm = nmask[k];
+        if (__builtin_expect(nm != 0, 0)) {
+            for (int g = 0; g < G; g++) {
+                if (nm >> g & 1u) {
+                    const __m512 b = _mm512_set1_ps(ms[g * KM_FA_KB + k]);
+                    for (int v = 0; v < NV; v++) a[g][v] = rt16(_mm512_mul_ps(a[g][v], b));
+                }
+            }
+        }
+        for (int g = 0; g < G; g++) {
+            const __m512 b = _mm512_set1_ps(vs[g * KM_FA_KB + k]);
+            for (int v = 0; v < NV; v++) a[g][v] = rt16(_mm512_fmadd_ps(x[v], b, a[g][v]));
+        }
+    }
+    for (int g = 0; g < G; g++) {
+        for (int v = 0; v < NV; v++) _mm512_store_ps(acc + g * D + d0 + 16 * v, a[g][v]);
+    }
 }
 
-static inline void mad_f16(km_half *y, const km_half *v, float vs, int64_t D) {
-    const __m512 vv = _mm512_set1_ps(vs);
-    for (int64_t d = 0; d < D; d += 16) st16(y + d, _mm512_fmadd_ps(ld16(v + d), vv, ld16(y + d)));
+KM_AI void vblock(float *acc, int64_t D, const km_half *vr, int64_t nk, const float *vs, const float *ms,
+        const uint8_t *nmask, const int G) {
+    const int64_t d64 = D & ~(int64_t)63;
+    for (int64_t d0 = 0; d0 < d64; d0 += 64) vchunk(acc, D, d0, vr, nk, vs, ms, nmask, G, 4);
+    for (int64_t d0 = d64; d0 < D; d0 += 16) vchunk(acc, D, d0, vr, nk, vs, ms, nmask, G, 1);
 }
 
-static inline void finish(float *y, const km_half *vkq, float inv, int64_t D) {
-    const __m512 vi = _mm512_set1_ps(inv);
-    for (int64_t d = 0; d < D; d += 16) _mm512_storeu_ps(y + d, _mm512_mul_ps(ld16(vkq + d), vi));
+/* One group: G heads h0 .. h0+G-1 of row m (all reading KV head kvh), keys j0 .. p. */
+KM_AI void group_run(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
+        int64_t D, int64_t C, int64_t j0, int64_t p, float scale, const int G) {
+    float qf[KM_FA_G * KM_FA_DMAX] __attribute__((aligned(64)));  /* [G][D] f32(Q16) */
+    float acc[KM_FA_G * KM_FA_DMAX] __attribute__((aligned(64))); /* [G][D] f32(VKQ) */
+    float sc[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));    /* [G][KB] scores */
+    float vs[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));    /* [G][KB] */
+    float ms[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));    /* [G][KB] */
+    uint8_t nmask[KM_FA_KB];
+    float big_m[KM_FA_G], big_s[KM_FA_G];
+    const __m512 vscale = _mm512_set1_ps(scale);
+    for (int g = 0; g < G; g++) {
+        const float *qr = q + (it0 + g) * D;
+        for (int64_t d = 0; d < D; d += 16) {
+            _mm512_store_ps(qf + g * D + d, rt16(_mm512_mul_ps(_mm512_loadu_ps(qr + d), vscale)));
+            _mm512_store_ps(acc + g * D + d, _mm512_setzero_ps());
+        }
+        big_m[g] = -INFINITY;
+        big_s[g] = 0.0f;
+    }
+    const km_half *kb = kc + kvh * C * D;
+    const km_half *vb = vc + kvh * C * D;
+    for (int64_t jb = j0; jb <= p; jb += KM_FA_KB) {
+        const int64_t nk = p + 1 - jb < KM_FA_KB ? p + 1 - jb : KM_FA_KB;
+        scores(sc, kb + jb * D, nk, qf, D, G);
+        for (int64_t k = 0; k < nk; k++) nmask[k] = 0;
+        for (int g = 0; g < G; g++) {
+            float mm = big_m[g], ss = big_s[g];
+            for (int64_t k = 0; k < nk; k++) {
+                const float s = sc[g * KM_FA_KB + k];
+                float m1 = 1.0f, v1 = 1.0f;
+                if (s > mm) {
+                    m1 = expf(mm - s);
+                    mm = s;
+                    nmask[k] |= (uint8_t)(1u << g);
+                } else {
+                    v1 = expf(s - mm);
+                }
+                ms[g * KM_FA_KB + k] = m1;
+                vs[g * KM_FA_KB + k] = v1;
+                ss = fmaf(ss, m1, v1);
+            }
+            big_m[g] = mm;
+            big_s[g] = ss;
+        }
+        vblock(acc, D, vb + jb * D, nk, vs, ms, nmask, G);
+    }
+    for (int g = 0; g < G; g++) {
+        const __m512 vi = _mm512_set1_ps(big_s[g] == 0.0f ? 0.0f : 1.0f / big_s[g]);
+        float *yr = y + (it0 + g) * D;
+        for (int64_t d = 0; d < D; d += 16) _mm512_storeu_ps(yr + d, _mm512_mul_ps(_mm512_load_ps(acc + g * D + d), vi));
+    }
+}
+
+static void group_run1(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
+        int64_t D, int64_t C, int64_t j0, int64_t p, float scale) {
+    group_run(y, q, kc, vc, it0, kvh, D, C, j0, p, scale, 1);
+}
+static void group_run2(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
+        int64_t D, int64_t C, int64_t j0, int64_t p, float scale) {
+    group_run(y, q, kc, vc, it0, kvh, D, C, j0, p, scale, 2);
+}
+static void group_run3(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
+        int64_t D, int64_t C, int64_t j0, int64_t p, float scale) {
+    group_run(y, q, kc, vc, it0, kvh, D, C, j0, p, scale, 3);
+}
+static void group_run4(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
+        int64_t D, int64_t C, int64_t j0, int64_t p, float scale) {
+    group_run(y, q, kc, vc, it0, kvh, D, C, j0, p, scale, 4);
 }
 
 void km_attention_f16kv_ggmlfa__avx512(float *y, const float *q, const void *k_cache, const void *v_cache,
@@ -85,32 +204,21 @@ void km_attention_f16kv_ggmlfa__avx512(float *y, const float *q, const void *k_c
     const km_half *vc = (const km_half *)v_cache; /* [Hkv][C][D] */
     const int64_t group = Hq / Hkv;
     int64_t lo, hi;
-    km_part(M * Hq, ith, nth, &lo, &hi);
-    for (int64_t it = lo; it < hi; it++) {
+    km_fa_part(M, Hq, pos, window, ith, nth, &lo, &hi);
+    for (int64_t it = lo; it < hi;) {
         const int64_t m = it / Hq, h = it % Hq, kvh = h / group;
         const int64_t p = pos + m;
         const int64_t j0 = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
-        const float *qr = q + it * D;                       /* [D] */
-        float *yr = y + it * D;                             /* [D] */
-        km_half q16[KM_FA_DMAX] __attribute__((aligned(64))); /* [D] */
-        km_half vkq[KM_FA_DMAX] __attribute__((aligned(64))); /* [D] */
-        to_f16_scaled(q16, qr, scale, D);
-        memset(vkq, 0, (size_t)D * sizeof(km_half));
-        float big_m = -INFINITY, big_s = 0.0f;
-        for (int64_t j = j0; j <= p; j++) {
-            const float s = dot_ggml(kc + (kvh * C + j) * D, q16, D);
-            float ms = 1.0f, vs = 1.0f;
-            if (s > big_m) {
-                ms = expf(big_m - s);
-                big_m = s;
-                scale_f16(vkq, ms, D);
-            } else {
-                vs = expf(s - big_m);
-            }
-            mad_f16(vkq, vc + (kvh * C + j) * D, vs, D);
-            big_s = fmaf(big_s, ms, vs);
+        /* heads h .. of this row that share kvh, inside [lo, hi), at most KM_FA_G */
+        int64_t n = (kvh + 1) * group - h;
+        if (n > hi - it) n = hi - it;
+        if (n > KM_FA_G) n = KM_FA_G;
+        switch (n) {
+        case 1: group_run1(y, q, kc, vc, it, kvh, D, C, j0, p, scale); break;
+        case 2: group_run2(y, q, kc, vc, it, kvh, D, C, j0, p, scale); break;
+        case 3: group_run3(y, q, kc, vc, it, kvh, D, C, j0, p, scale); break;
+        default: group_run4(y, q, kc, vc, it, kvh, D, C, j0, p, scale); break;
         }
-        const float inv = big_s == 0.0f ? 0.0f : 1.0f / big_s;
-        finish(yr, vkq, inv, D);
+        it += n;
     }
 }
