@@ -49,18 +49,43 @@ KM_AI __m512 ld16(const km_half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256(
 
 KM_AI __m512 rt16(__m512 x) { return _mm512_cvtph_ps(_mm512_cvtps_ph(x, KM_RNE)); }
 
-/* The contract's fold of the 64 partials held as a0..a3 (partial 16a + l in lane l of aa). */
-KM_AI float fold64(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
-    const __m512 t = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
-    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(t),
-                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1)));
-    const __m128 u = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-    const __m128 v = _mm_add_ps(u, _mm_movehl_ps(u, u));
-    return _mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, 1)));
+/* P = (A0 + A2) + (A1 + A3): the first step of the contract's fold, 16 lanes. */
+KM_AI __m512 fold4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+    return _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
+}
+
+/* The rest of the fold for 16 keys at once: P[l] += P[l+8], P[l] += P[l+4], P[l] += P[l+2],
+ * s = P[0] + P[1], each step one add over lanes of several keys gathered by shuffles (the adds are
+ * the contract's, two operands each, so the bits are the same as a per-key reduction). p[k] holds
+ * the 16 lanes of key k; the 16 sums go to s[0..15] in key order. */
+KM_AI void fold16(float *s, const float *p) {
+    __m512 q1[8], q2[4], q3[2];
+    for (int i = 0; i < 8; i++) {
+        const __m512 a = _mm512_load_ps(p + 32 * i), b = _mm512_load_ps(p + 32 * i + 16);
+        /* lanes 0-7: key 2i's P[l] + P[l+8]; lanes 8-15: key 2i+1's */
+        q1[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    for (int i = 0; i < 4; i++) {
+        /* 128-bit block b: key 4i+b's h[l] + h[l+4], l < 4 */
+        q2[i] = _mm512_add_ps(_mm512_shuffle_f32x4(q1[2 * i], q1[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                              _mm512_shuffle_f32x4(q1[2 * i], q1[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+    for (int i = 0; i < 2; i++) {
+        /* block b: [u0 + u2, u1 + u3] of key 8i+b, then of key 8i+4+b */
+        q3[i] = _mm512_add_ps(_mm512_shuffle_ps(q2[2 * i], q2[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_ps(q2[2 * i], q2[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    /* block b: v0 + v1 of keys b, 4+b, 8+b, 12+b */
+    const __m512 r = _mm512_add_ps(_mm512_shuffle_ps(q3[0], q3[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(q3[0], q3[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_store_ps(s, _mm512_permutexvar_ps(order, r));
 }
 
 /* Scores s[g*KB + k] of keys k < nk (rows kr + k*D) against the G widened Q16 rows qf + g*D. */
 KM_AI void scores(float *s, const km_half *kr, int64_t nk, const float *qf, int64_t D, const int G) {
+    float pb[KM_FA_G * KM_FA_KB * 16] __attribute__((aligned(64))); /* [G][KB][16] P lanes */
     const int64_t d64 = D & ~(int64_t)63;
     for (int64_t k = 0; k < nk; k++) {
         const km_half *kk = kr + k * D;
@@ -77,14 +102,19 @@ KM_AI void scores(float *s, const km_half *kr, int64_t nk, const float *qf, int6
                 }
             }
         }
+        for (int g = 0; g < G; g++) _mm512_store_ps(pb + (g * KM_FA_KB + k) * 16, fold4(a[g][0], a[g][1], a[g][2], a[g][3]));
+    }
+    for (int g = 0; g < G; g++) {
+        for (int64_t k = 0; k < nk; k += 16) fold16(s + g * KM_FA_KB + k, pb + (g * KM_FA_KB + k) * 16);
+    }
+    if (d64 < D) {
         for (int g = 0; g < G; g++) {
-            float r = fold64(a[g][0], a[g][1], a[g][2], a[g][3]);
-            if (d64 < D) {
-                double res = (double)r;
+            for (int64_t k = 0; k < nk; k++) {
+                const km_half *kk = kr + k * D;
+                double res = (double)s[g * KM_FA_KB + k];
                 for (int64_t i = d64; i < D; i++) res += (double)(km_fp16_to_fp32(kk[i]) * qf[g * D + i]);
-                r = (float)res;
+                s[g * KM_FA_KB + k] = (float)res;
             }
-            s[g * KM_FA_KB + k] = r;
         }
     }
 }
