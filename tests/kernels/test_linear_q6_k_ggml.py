@@ -103,6 +103,7 @@ def _edge_cases(rng: np.random.Generator):
     yield "scale_minus_128", m, n, k, big, x
     yield "large_magnitudes", m, n, k, random_weights(n, nb, rng, scale=6e4), activations(m, k, rng, 1e30)[1]
     yield "tiny_magnitudes", m, n, k, random_weights(n, nb, rng, scale=1e-7), activations(m, k, rng, 1e-30)[1]
+    yield "no_blocks", m, n, 0, np.zeros((n, 0), np.uint8), np.zeros((m, 0), Q8_K_DTYPE)
 
 
 def test_linear_q6_k_ggml_variants_match_ref(lib):
@@ -117,6 +118,8 @@ def test_linear_q6_k_ggml_variants_match_ref(lib):
     cases += list(_edge_cases(rng))
     for name, m, n, k, w, x in cases:
         want = _run(ref, w, x, m, n, k, 1)
+        if k == 0:
+            assert np.all(want.view(np.uint32) == 0), "K = 0 must give +0.0 everywhere"
         for variant in variants:
             fn = bind(lib_, spec, variant)
             for nth in (1, 2, 3):

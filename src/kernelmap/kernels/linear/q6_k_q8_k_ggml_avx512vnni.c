@@ -113,7 +113,7 @@ void km_linear_q6_k_q8_k_ggml__avx512vnni(float *y, const void *w, const void *x
     const km_block_q6_k *wq = (const km_block_q6_k *)w;
     /* Columns in chunks of about 64 KiB of weights, kept in L2 while every row tile passes over
      * them (each tile's activations stay in L1). Loop order only: every y[m][n] is computed alone. */
-    int64_t cc = (64 * 1024) / (nb * (int64_t)sizeof(km_block_q6_k));
+    int64_t cc = nb > 0 ? (64 * 1024) / (nb * (int64_t)sizeof(km_block_q6_k)) : n1 - n0; /* K = 0: one chunk */
     if (cc < 1) cc = 1;
     for (int64_t c0 = n0; c0 < n1; c0 += cc) {
         const int64_t c1 = c0 + cc < n1 ? c0 + cc : n1;
