@@ -27,7 +27,7 @@ TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 GCC_FEATURES = {
     "avx": "avx", "avx2": "avx2", "fma": "fma", "f16c": "f16c", "avx512f": "avx512f", "avx512bw": "avx512bw",
     "avx512vl": "avx512vl", "avx512dq": "avx512dq", "avx512cd": "avx512cd", "avx512_vnni": "avx512vnni",
-    "avx512_bf16": "avx512bf16", "avx512vbmi": "avx512vbmi", "sse4_2": "sse4.2", "ssse3": "ssse3",
+    "avx512_bf16": "avx512bf16", "avx512vbmi": "avx512vbmi", "sse4_2": "sse4.2", "ssse3": "ssse3", "bmi2": "bmi2",
 }
 _STATE_DTYPES = ("f16", "bf16", "f32")  # element types a KV state buffer may hold
 
