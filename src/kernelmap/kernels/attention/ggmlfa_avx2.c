@@ -21,60 +21,196 @@
  *   y[d] = f32(VKQ[d]) * (S == 0 ? 0 : 1.0f / S).
  * expf is the C library's (all variants call it: it is llama.cpp's too). FMA: fmaf exactly where
  * written; nothing else is contracted (-ffp-contract=off). Results do not depend on (ith, nth).
- * Partition: (row, head) items it = m*Hq + h, km_part over M*Hq; no reduction crosses items.
- * This variant keeps the contract's 64 dot partials in 8 x 8-lane FMA accumulators (partial i mod 64
- * lives in accumulator (i mod 64) / 8) and folds them in the contract's order; f16 stores use
- * vcvtps2ph round-to-nearest-even. It is byte-identical with ref and avx512.
+ * Partition: (row, head) items it = m*Hq + h, split into contiguous ranges of equal work (keys seen),
+ * see attention_ggmlfa_part.h; no reduction crosses items.
+ * Schedule (same arithmetic, reordered across independent chains only): a thread walks its items in
+ * groups of up to 4 heads of one row that read the same KV head (they see the same keys). Keys go in
+ * blocks of 32: (1) the 32 scores of every head of the group (Q16 widened once per item; the
+ * horizontal fold done for 8 keys at once), (2) the online-softmax scalars per key in order (libm
+ * expf), (3) VKQ in 16-element column chunks held in registers as f32 values of f16 numbers (f16 rounding =
+ * vcvtps2ph RNE + vcvtph2ps), each chunk stepping through the block's keys in increasing j, each V
+ * chunk widened once for all heads. Every element of VKQ sees exactly the contract's sequence of
+ * roundings; the chunks and heads are independent chains, which hides the dependency latency.
  */
 #include <immintrin.h>
 #include <math.h>
-#include <string.h>
+#include <stdint.h>
 
 #include "km_common.h"
+#include "attention_ggmlfa_part.h"
 
 #define KM_FA_DMAX 512
+#define KM_FA_KB 32 /* keys per block */
+#define KM_FA_G 4   /* max heads per group */
 #define KM_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define KM_AI static inline __attribute__((always_inline))
 
-static inline __m256 ld8(const km_half *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p)); }
+KM_AI __m256 ld8(const km_half *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p)); }
 
-static inline void st8(km_half *p, __m256 x) { _mm_storeu_si128((__m128i *)(void *)p, _mm256_cvtps_ph(x, KM_RNE)); }
+KM_AI __m256 rt8(__m256 x) { return _mm256_cvtph_ps(_mm256_cvtps_ph(x, KM_RNE)); }
 
-static inline float dot_ggml(const km_half *k, const km_half *q, int64_t D) {
-    __m256 a[8];
-    for (int u = 0; u < 8; u++) a[u] = _mm256_setzero_ps();
-    const int64_t d64 = D & ~(int64_t)63;
-    for (int64_t i = 0; i < d64; i += 64) {
-        for (int u = 0; u < 8; u++) a[u] = _mm256_fmadd_ps(ld8(k + i + 8 * u), ld8(q + i + 8 * u), a[u]);
+/* The rest of the fold for 8 keys at once, from h = P[l] + P[l+8] (l < 8): h[l] += h[l+4],
+ * h[l] += h[l+2], s = h[0] + h[1], each step one add over lanes of several keys gathered by
+ * shuffles (the contract's adds, two operands each: same bits as a per-key reduction). p[k] holds
+ * the 8 lanes of key k; the 8 sums go to s[0..7] in key order. */
+KM_AI void fold8(float *s, const float *p) {
+    __m256 q1[4], q2[2];
+    for (int i = 0; i < 4; i++) {
+        const __m256 a = _mm256_load_ps(p + 16 * i), b = _mm256_load_ps(p + 16 * i + 8);
+        /* lanes 0-3: key 2i's h[l] + h[l+4]; lanes 4-7: key 2i+1's */
+        q1[i] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
     }
-    /* lanes 0..7 of the 16-lane fold are accumulators 0,2,4,6 (A0, A1, A2, A3), lanes 8..15 are 1,3,5,7 */
-    const __m256 lo = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6]));
-    const __m256 hi = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]));
-    const __m256 h = _mm256_add_ps(lo, hi);
-    const __m128 u = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-    const __m128 v = _mm_add_ps(u, _mm_movehl_ps(u, u));
-    double res = (double)_mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, 1)));
-    for (int64_t i = d64; i < D; i++) res += (double)(km_fp16_to_fp32(k[i]) * km_fp16_to_fp32(q[i]));
-    return (float)res;
+    for (int i = 0; i < 2; i++) {
+        /* 128-bit block b: [u0 + u2, u1 + u3] of key 4i+b, then of key 4i+2+b */
+        q2[i] = _mm256_add_ps(_mm256_shuffle_ps(q1[2 * i], q1[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm256_shuffle_ps(q1[2 * i], q1[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    /* block b: v0 + v1 of keys b, 2+b, 4+b, 6+b */
+    const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(q2[0], q2[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm256_shuffle_ps(q2[0], q2[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm256_store_ps(s, _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
-static inline void to_f16_scaled(km_half *q16, const float *q, float scale, int64_t D) {
-    const __m256 vs = _mm256_set1_ps(scale);
-    for (int64_t d = 0; d < D; d += 8) st8(q16 + d, _mm256_mul_ps(_mm256_loadu_ps(q + d), vs));
+/* Scores s[g*KB + k] of keys k < nk (rows kr + k*D) against the G widened Q16 rows qf + g*D. The 64
+ * partials live in 8 accumulators (partial i mod 64 in accumulator (i mod 64) / 8); with the 16-lane
+ * fold's lanes 0..7 in accumulators 0,2,4,6 (A0..A3) and lanes 8..15 in 1,3,5,7. */
+KM_AI void scores(float *s, const km_half *kr, int64_t nk, const float *qf, int64_t D, const int G) {
+    float pb[KM_FA_G * KM_FA_KB * 8] __attribute__((aligned(32))); /* [G][KB][8] h lanes */
+    const int64_t d64 = D & ~(int64_t)63;
+    for (int64_t k = 0; k < nk; k++) {
+        const km_half *kk = kr + k * D;
+        for (int g = 0; g < G; g++) {
+            __m256 a[8];
+            for (int u = 0; u < 8; u++) a[u] = _mm256_setzero_ps();
+            for (int64_t c = 0; c < d64; c += 64) {
+                for (int u = 0; u < 8; u++) {
+                    a[u] = _mm256_fmadd_ps(ld8(kk + c + 8 * u), _mm256_load_ps(qf + g * D + c + 8 * u), a[u]);
+                }
+            }
+            const __m256 lo = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6]));
+            const __m256 hi = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]));
+            _mm256_store_ps(pb + (g * KM_FA_KB + k) * 8, _mm256_add_ps(lo, hi));
+        }
+    }
+    for (int g = 0; g < G; g++) {
+        for (int64_t k = 0; k < nk; k += 8) fold8(s + g * KM_FA_KB + k, pb + (g * KM_FA_KB + k) * 8);
+    }
+    if (d64 < D) {
+        for (int g = 0; g < G; g++) {
+            for (int64_t k = 0; k < nk; k++) {
+                const km_half *kk = kr + k * D;
+                double res = (double)s[g * KM_FA_KB + k];
+                for (int64_t i = d64; i < D; i++) res += (double)(km_fp16_to_fp32(kk[i]) * qf[g * D + i]);
+                s[g * KM_FA_KB + k] = (float)res;
+            }
+        }
+    }
 }
 
-static inline void scale_f16(km_half *y, float ms, int64_t D) {
-    const __m256 vm = _mm256_set1_ps(ms);
-    for (int64_t d = 0; d < D; d += 8) st8(y + d, _mm256_mul_ps(ld8(y + d), vm));
+/* VKQ columns d0 .. d0+15 of the G heads (f32 copies of f16 values in acc + g*D) through keys
+ * k < nk of the block: optional rescale by ms (bit g of nmask[k]), then the V_k mad with vs. */
+KM_AI void vchunk(float *acc, int64_t D, int64_t d0, const km_half *vr, int64_t nk, const float *vs,
+        const float *ms, const uint8_t *nmask, const int G) {
+    __m256 a[KM_FA_G][2];
+    for (int g = 0; g < G; g++) {
+        for (int v = 0; v < 2; v++) a[g][v] = _mm256_load_ps(acc + g * D + d0 + 8 * v);
+    }
+    for (int64_t k = 0; k < nk; k++) {
+        __m256 x[2];
+        for (int v = 0; v < 2; v++) x[v] = ld8(vr + k * D + d0 + 8 * v);
+        const unsigned nm = nmask[k];
+        if (__builtin_expect(nm != 0, 0)) {
+            for (int g = 0; g < G; g++) {
+                if (nm >> g & 1u) {
+                    const __m256 b = _mm256_set1_ps(ms[g * KM_FA_KB + k]);
+                    for (int v = 0; v < 2; v++) a[g][v] = rt8(_mm256_mul_ps(a[g][v], b));
+                }
+            }
+        }
+        for (int g = 0; g < G; g++) {
+            const __m256 b = _mm256_set1_ps(vs[g * KM_FA_KB + k]);
+            for (int v = 0; v < 2; v++) a[g][v] = rt8(_mm256_fmadd_ps(x[v], b, a[g][v]));
+        }
+    }
+    for (int g = 0; g < G; g++) {
+        for (int v = 0; v < 2; v++) _mm256_store_ps(acc + g * D + d0 + 8 * v, a[g][v]);
+    }
 }
 
-static inline void mad_f16(km_half *y, const km_half *v, float vs, int64_t D) {
-    const __m256 vv = _mm256_set1_ps(vs);
-    for (int64_t d = 0; d < D; d += 8) st8(y + d, _mm256_fmadd_ps(ld8(v + d), vv, ld8(y + d)));
+KM_AI void vblock(float *acc, int64_t D, const km_half *vr, int64_t nk, const float *vs, const float *ms,
+        const uint8_t *nmask, const int G) {
+    for (int64_t d0 = 0; d0 < D; d0 += 16) vchunk(acc, D, d0, vr, nk, vs, ms, nmask, G);
 }
 
-static inline void finish(float *y, const km_half *vkq, float inv, int64_t D) {
-    const __m256 vi = _mm256_set1_ps(inv);
-    for (int64_t d = 0; d < D; d += 8) _mm256_storeu_ps(y + d, _mm256_mul_ps(ld8(vkq + d), vi));
+/* One group: G heads h0 .. h0+G-1 of row m (all reading KV head kvh), keys j0 .. p. */
+KM_AI void group_run(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
+        int64_t D, int64_t C, int64_t j0, int64_t p, float scale, const int G) {
+    float qf[KM_FA_G * KM_FA_DMAX] __attribute__((aligned(64)));  /* [G][D] f32(Q16) */
+    float acc[KM_FA_G * KM_FA_DMAX] __attribute__((aligned(64))); /* [G][D] f32(VKQ) */
+    float sc[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));    /* [G][KB] scores */
+    float vs[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));    /* [G][KB] */
+    float ms[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));    /* [G][KB] */
+    uint8_t nmask[KM_FA_KB];
+    float big_m[KM_FA_G], big_s[KM_FA_G];
+    const __m256 vscale = _mm256_set1_ps(scale);
+    for (int g = 0; g < G; g++) {
+        const float *qr = q + (it0 + g) * D;
+        for (int64_t d = 0; d < D; d += 8) {
+            _mm256_store_ps(qf + g * D + d, rt8(_mm256_mul_ps(_mm256_loadu_ps(qr + d), vscale)));
+            _mm256_store_ps(acc + g * D + d, _mm256_setzero_ps());
+        }
+        big_m[g] = -INFINITY;
+        big_s[g] = 0.0f;
+    }
+    const km_half *kb = kc + kvh * C * D;
+    const km_half *vb = vc + kvh * C * D;
+    for (int64_t jb = j0; jb <= p; jb += KM_FA_KB) {
+        const int64_t nk = p + 1 - jb < KM_FA_KB ? p + 1 - jb : KM_FA_KB;
+        scores(sc, kb + jb * D, nk, qf, D, G);
+        for (int64_t k = 0; k < nk; k++) nmask[k] = 0;
+        for (int g = 0; g < G; g++) {
+            float mm = big_m[g], ss = big_s[g];
+            for (int64_t k = 0; k < nk; k++) {
+                const float s = sc[g * KM_FA_KB + k];
+                float m1 = 1.0f, v1 = 1.0f;
+                if (s > mm) {
+                    m1 = expf(mm - s);
+                    mm = s;
+                    nmask[k] |= (uint8_t)(1u << g);
+                } else {
+                    v1 = expf(s - mm);
+                }
+                ms[g * KM_FA_KB + k] = m1;
+                vs[g * KM_FA_KB + k] = v1;
+                ss = fmaf(ss, m1, v1);
+            }
+            big_m[g] = mm;
+            big_s[g] = ss;
+        }
+        vblock(acc, D, vb + jb * D, nk, vs, ms, nmask, G);
+    }
+    for (int g = 0; g < G; g++) {
+        const __m256 vi = _mm256_set1_ps(big_s[g] == 0.0f ? 0.0f : 1.0f / big_s[g]);
+        float *yr = y + (it0 + g) * D;
+        for (int64_t d = 0; d < D; d += 8) _mm256_storeu_ps(yr + d, _mm256_mul_ps(_mm256_load_ps(acc + g * D + d), vi));
+    }
+}
+
+static void group_run1(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
+        int64_t D, int64_t C, int64_t j0, int64_t p, float scale) {
+    group_run(y, q, kc, vc, it0, kvh, D, C, j0, p, scale, 1);
+}
+static void group_run2(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
+        int64_t D, int64_t C, int64_t j0, int64_t p, float scale) {
+    group_run(y, q, kc, vc, it0, kvh, D, C, j0, p, scale, 2);
+}
+static void group_run3(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
+        int64_t D, int64_t C, int64_t j0, int64_t p, float scale) {
+    group_run(y, q, kc, vc, it0, kvh, D, C, j0, p, scale, 3);
+}
+static void group_run4(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
+        int64_t D, int64_t C, int64_t j0, int64_t p, float scale) {
+    group_run(y, q, kc, vc, it0, kvh, D, C, j0, p, scale, 4);
 }
 
 void km_attention_f16kv_ggmlfa__avx2(float *y, const float *q, const void *k_cache, const void *v_cache,
@@ -84,32 +220,21 @@ void km_attention_f16kv_ggmlfa__avx2(float *y, const float *q, const void *k_cac
     const km_half *vc = (const km_half *)v_cache; /* [Hkv][C][D] */
     const int64_t group = Hq / Hkv;
     int64_t lo, hi;
-    km_part(M * Hq, ith, nth, &lo, &hi);
-    for (int64_t it = lo; it < hi; it++) {
+    km_fa_part(M, Hq, pos, window, ith, nth, &lo, &hi);
+    for (int64_t it = lo; it < hi;) {
         const int64_t m = it / Hq, h = it % Hq, kvh = h / group;
         const int64_t p = pos + m;
         const int64_t j0 = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
-        const float *qr = q + it * D;                       /* [D] */
-        float *yr = y + it * D;                             /* [D] */
-        km_half q16[KM_FA_DMAX] __attribute__((aligned(64))); /* [D] */
-        km_half vkq[KM_FA_DMAX] __attribute__((aligned(64))); /* [D] */
-        to_f16_scaled(q16, qr, scale, D);
-        memset(vkq, 0, (size_t)D * sizeof(km_half));
-        float big_m = -INFINITY, big_s = 0.0f;
-        for (int64_t j = j0; j <= p; j++) {
-            const float s = dot_ggml(kc + (kvh * C + j) * D, q16, D);
-            float ms = 1.0f, vs = 1.0f;
-            if (s > big_m) {
-                ms = expf(big_m - s);
-                big_m = s;
-                scale_f16(vkq, ms, D);
-            } else {
-                vs = expf(s - big_m);
-            }
-            mad_f16(vkq, vc + (kvh * C + j) * D, vs, D);
-            big_s = fmaf(big_s, ms, vs);
+        /* heads h .. of this row that share kvh, inside [lo, hi), at most KM_FA_G */
+        int64_t n = (kvh + 1) * group - h;
+        if (n > hi - it) n = hi - it;
+        if (n > KM_FA_G) n = KM_FA_G;
+        switch (n) {
+        case 1: group_run1(y, q, kc, vc, it, kvh, D, C, j0, p, scale); break;
+        case 2: group_run2(y, q, kc, vc, it, kvh, D, C, j0, p, scale); break;
+        case 3: group_run3(y, q, kc, vc, it, kvh, D, C, j0, p, scale); break;
+        default: group_run4(y, q, kc, vc, it, kvh, D, C, j0, p, scale); break;
         }
-        const float inv = big_s == 0.0f ? 0.0f : 1.0f / big_s;
-        finish(yr, vkq, inv, D);
+        it += n;
     }
 }

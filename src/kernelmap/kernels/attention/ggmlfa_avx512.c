@@ -26,7 +26,7 @@
  * Schedule (same arithmetic, reordered across independent chains only): a thread walks its items in
  * groups of up to 4 heads of one row that read the same KV head (they see the same keys). Keys go in
  * blocks of 32: (1) the 32 scores of every head of the group (each K row widened once, shared by the
- * heads; Q16 widened once per item), (2) the online-softmax scalars per key in order (libm expf),
+ * heads; Q16 widened once per item; the horizontal fold done for 16 keys at once), (2) the online-softmax scalars per key in order (libm expf),
  * (3) VKQ in 64-element column chunks held in registers as f32 values of f16 numbers (f16 rounding =
  * vcvtps2ph RNE + vcvtph2ps), each chunk stepping through the block's keys in increasing j, each V
  * chunk widened once for all heads. Every element of VKQ sees exactly the contract's sequence of

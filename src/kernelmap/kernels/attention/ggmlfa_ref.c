@@ -21,11 +21,13 @@
  *   y[d] = f32(VKQ[d]) * (S == 0 ? 0 : 1.0f / S).
  * expf is the C library's (all variants call it: it is llama.cpp's too). FMA: fmaf exactly where
  * written; nothing else is contracted (-ffp-contract=off). Results do not depend on (ith, nth).
- * Partition: (row, head) items it = m*Hq + h, km_part over M*Hq; no reduction crosses items.
+ * Partition: (row, head) items it = m*Hq + h, split into contiguous ranges of equal work (keys seen),
+ * see attention_ggmlfa_part.h; no reduction crosses items.
  */
 #include <math.h>
 
 #include "km_common.h"
+#include "attention_ggmlfa_part.h"
 
 #define KM_FA_DMAX 512
 
@@ -52,7 +54,7 @@ void km_attention_f16kv_ggmlfa__ref(float *y, const float *q, const void *k_cach
     const km_half *vc = (const km_half *)v_cache; /* [Hkv][C][D] */
     const int64_t group = Hq / Hkv;
     int64_t lo, hi;
-    km_part(M * Hq, ith, nth, &lo, &hi);
+    km_fa_part(M, Hq, pos, window, ith, nth, &lo, &hi);
     for (int64_t it = lo; it < hi; it++) {
         const int64_t m = it / Hq, h = it % Hq, kvh = h / group;
         const int64_t p = pos + m;
