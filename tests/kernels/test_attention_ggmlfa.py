@@ -39,8 +39,15 @@ CASES = {
     "large_scores": (2, 4, 1, 128, 40, 30, 0, 1.0, "large"),
     "tiny_q_subnormal_f16": (2, 4, 1, 128, 40, 12, 0, 0.0625, "tiny"),
     "rising_max": (1, 2, 1, 64, 40, 31, 0, 0.5, "rising"),
+    # the SIMD schedule: groups of <= 4 heads sharing a KV head, 32-key blocks, balanced partition
+    "prefill_pos0_gqa4": (70, 4, 1, 256, 80, 0, 0, 0.0625, "normal"),
+    "gqa8_two_groups": (5, 8, 1, 64, 100, 60, 0, 0.125, "normal"),
+    "gqa3_hkv2": (4, 6, 2, 128, 90, 40, 0, 0.1, "normal"),
+    "window_across_blocks": (9, 4, 1, 256, 200, 150, 45, 0.0625, "normal"),
+    "d48_tail_blocks": (3, 4, 1, 48, 120, 100, 0, 0.2, "normal"),
+    "rising_long": (2, 4, 1, 128, 120, 100, 0, 0.5, "rising"),
 }
-NTH = (1, 2, 3)
+NTH = (1, 2, 3, 5)
 
 
 def _emulation():
@@ -124,7 +131,7 @@ def test_attention_ggmlfa_threads_identical(lib_spec, variant):
     lib, spec = lib_spec
     _variant(spec, variant)
     fn = bind(lib, spec, variant)
-    for case_name in ("prefill_gqa4_window", "decode_gqa4_full", "d80_tail16"):
+    for case_name in ("prefill_gqa4_window", "decode_gqa4_full", "d80_tail16", "prefill_pos0_gqa4", "gqa3_hkv2"):
         case = CASES[case_name]
         q, kc, vc = _inputs(case)
         one = _run(fn, q, kc, vc, case, 1)
