@@ -104,6 +104,11 @@ def _variant_cases(rng: np.random.Generator):
     yield "large_magnitudes", m, n, k, random_weights(n, k, rng, scale=6e4), float_rows(m, k, rng, 1e30)
     yield "tiny_magnitudes", m, n, k, random_weights(n, k, rng, scale=1e-6), float_rows(m, k, rng, 1e-20)
     yield "extreme_codes", m, n, k, np.full_like(w, 0xFF), float_rows(m, k, rng)
+    # all codes, scales and mins 15/63/63 against all-127 activations: |isum| = 63*15*127*256 > 2**24,
+    # so (float)isum rounds (the SIMD cvtdq2ps must round like the ref's cast)
+    wx = np.full_like(w, 0xFF).reshape(n, -1, BLOCK)
+    wx[:, :, 0:4] = np.array([1.0, 0.5], np.float16).view(np.uint8)
+    yield "isum_beyond_2_24", m, n, k, wx.reshape(n, -1), np.ones((m, k), np.float32)
     yield "decode_row", 1, 37, 1024, random_weights(37, 1024, rng), float_rows(1, 1024, rng)
 
 
