@@ -35,6 +35,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "km_common.h"
 #include "attention_ggmlfa_part.h"
@@ -119,6 +120,152 @@ KM_AI void scores(float *s, const km_half *kr, int64_t nk, const float *qf, int6
     }
 }
 
+/* ---- expf on 16 lanes, bit-identical to the C library's expf (glibc >= 2.27, FMA build) ----
+ * glibc's expf: xd = (double)x; kd = fma(xd, 32/ln2, 0x1.8p52) (its bits ki carry k = round(32x/ln2));
+ * kd -= 0x1.8p52; r = fma(32/ln2, xd, -kd); s = asdouble(T[k mod 32] + (ki << 47)) with
+ * T[i] = bits(2^(i/32), correctly rounded) - (i << 47); y = fma(fma(r, C0, C1), r*r, fma(r, C2, 1)) * s;
+ * return (float)y; inputs with |x| >= 0x1.6p6 (top 12 bits >= 0x42b: large, inf, NaN) take its special
+ * path: those lanes call expf itself. The vector code does the same double operations (8 lanes per zmm,
+ * the table by two permutes). A one-time self-check against expf on 4096 inputs guards the process
+ * (any difference: every call uses expf); the test suite checks all 2^32 inputs (marked slow) and a
+ * sample of ranges by default (km_attention_f16kv_ggmlfa__avx512_expf_check). */
+static const uint64_t km_fa_exp_tab[32] __attribute__((aligned(64))) = {
+    0x3ff0000000000000ULL, 0x3fefd9b0d3158574ULL, 0x3fefb5586cf9890fULL, 0x3fef9301d0125b51ULL,
+    0x3fef72b83c7d517bULL, 0x3fef54873168b9aaULL, 0x3fef387a6e756238ULL, 0x3fef1e9df51fdee1ULL,
+    0x3fef06fe0a31b715ULL, 0x3feef1a7373aa9cbULL, 0x3feedea64c123422ULL, 0x3feece086061892dULL,
+    0x3feebfdad5362a27ULL, 0x3feeb42b569d4f82ULL, 0x3feeab07dd485429ULL, 0x3feea47eb03a5585ULL,
+    0x3feea09e667f3bcdULL, 0x3fee9f75e8ec5f74ULL, 0x3feea11473eb0187ULL, 0x3feea589994cce13ULL,
+    0x3feeace5422aa0dbULL, 0x3feeb737b0cdc5e5ULL, 0x3feec49182a3f090ULL, 0x3feed503b23e255dULL,
+    0x3feee89f995ad3adULL, 0x3feeff76f2fb5e47ULL, 0x3fef199bdd85529cULL, 0x3fef3720dcef9069ULL,
+    0x3fef5818dcfba487ULL, 0x3fef7c97337b9b5fULL, 0x3fefa4afa2a490daULL, 0x3fefd0765b6e4540ULL,
+};
+
+KM_AI __m256 vexp8(__m256 x) {
+    const __m512d inv_ln2_n = _mm512_set1_pd(0x1.71547652b82fep+5), shift = _mm512_set1_pd(0x1.8p+52);
+    const __m512d xd = _mm512_cvtps_pd(x);
+    __m512d kd = _mm512_fmadd_pd(inv_ln2_n, xd, shift);
+    const __m512i ki = _mm512_castpd_si512(kd);
+    kd = _mm512_sub_pd(kd, shift);
+    const __m512d r = _mm512_fmsub_pd(inv_ln2_n, xd, kd);
+    const __m512i t01 = _mm512_permutex2var_epi64(_mm512_load_si512(km_fa_exp_tab), ki, _mm512_load_si512(km_fa_exp_tab + 8));
+    const __m512i t23 = _mm512_permutex2var_epi64(_mm512_load_si512(km_fa_exp_tab + 16), ki, _mm512_load_si512(km_fa_exp_tab + 24));
+    __m512i t = _mm512_mask_blend_epi64(_mm512_test_epi64_mask(ki, _mm512_set1_epi64(16)), t01, t23);
+    t = _mm512_add_epi64(t, _mm512_slli_epi64(ki, 47));
+    const __m512d z = _mm512_fmadd_pd(r, _mm512_set1_pd(0x1.c6af84b912394p-20), _mm512_set1_pd(0x1.ebfce50fac4f3p-13));
+    const __m512d r2 = _mm512_mul_pd(r, r);
+    __m512d y = _mm512_fmadd_pd(r, _mm512_set1_pd(0x1.62e42ff0c52d6p-6), _mm512_set1_pd(1.0));
+    y = _mm512_fmadd_pd(z, r2, y);
+    y = _mm512_mul_pd(y, _mm512_castsi512_pd(t));
+    return _mm512_cvtpd_ps(y);
+}
+
+/* expf of 16 lanes: vector path, lanes outside glibc's main range through expf itself */
+static inline __m512 vexp16(__m512 x) {
+    const __m256 lo = vexp8(_mm512_castps512_ps256(x));
+    const __m256 hi = vexp8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+    __m512 y = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+    const __mmask16 special = _mm512_cmpge_epu32_mask(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)),
+                                                      _mm512_set1_epi32(0x42b00000));
+    if (__builtin_expect(special != 0, 0)) {
+        float xs[16], ys[16];
+        _mm512_storeu_ps(xs, x);
+        _mm512_storeu_ps(ys, y);
+        for (int l = 0; l < 16; l++) {
+            if (special >> l & 1) ys[l] = expf(xs[l]);
+        }
+        y = _mm512_loadu_ps(ys);
+    }
+    return y;
+}
+
+static int km_fa_vexp_state; /* 0 not checked yet, 1 vexp16 == expf on the sample, 2 use expf */
+
+static int vexp_usable(void) {
+    int st = __atomic_load_n(&km_fa_vexp_state, __ATOMIC_RELAXED);
+    if (st == 0) {
+        st = 1;
+        uint32_t b = 0x9e3779b9u;
+        for (int i = 0; i < 4096 && st == 1; i += 16) {
+            float xs[16];
+            for (int l = 0; l < 16; l++) {
+                b = b * 1664525u + 1013904223u;
+                /* alternately any bits and negative values of magnitude below 104 */
+                uint32_t u = (l & 1) ? b : 0x80000000u | (b % 0x42d00000u);
+                memcpy(&xs[l], &u, 4);
+            }
+            float ys[16];
+            _mm512_storeu_ps(ys, vexp16(_mm512_loadu_ps(xs)));
+            for (int l = 0; l < 16; l++) {
+                const float e = expf(xs[l]);
+                if (memcmp(&e, &ys[l], 4) != 0) st = 2;
+            }
+        }
+        __atomic_store_n(&km_fa_vexp_state, st, __ATOMIC_RELAXED);
+    }
+    return st == 1;
+}
+
+/* Test hook: how many of the float bit patterns lo .. lo+n-1 give a vexp16 result that differs
+ * (bitwise) from expf; the first such pattern goes to *first. */
+int64_t km_attention_f16kv_ggmlfa__avx512_expf_check(uint32_t lo, int64_t n, uint32_t *first) {
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i += 16) {
+        uint32_t u[16];
+        float xs[16], ys[16];
+        for (int l = 0; l < 16; l++) u[l] = lo + (uint32_t)(i + l < n ? i + l : 0);
+        memcpy(xs, u, sizeof xs);
+        _mm512_storeu_ps(ys, vexp16(_mm512_loadu_ps(xs)));
+        for (int l = 0; l < 16 && i + l < n; l++) {
+            const float e = expf(xs[l]);
+            if (memcmp(&e, &ys[l], 4) != 0) {
+                if (bad == 0) *first = u[l];
+                bad++;
+            }
+        }
+    }
+    return bad;
+}
+
+/* The online-softmax scalars of keys k < nk for one head, 16 keys per step: the running maximum
+ * before each key is a prefix maximum (a key replaces it only when strictly greater, NaN never), so
+ * it is scanned in lanes; then newmax = s > Mprev, e = expf(newmax ? Mprev - s : s - Mprev),
+ * ms = newmax ? e : 1, vs = newmax ? 1 : e (the contract's values, key by key), and S = fma(S, ms, vs)
+ * in key order. */
+static inline void softmax_block(const float *sc, float *ms, float *vs, uint8_t *nmask, int g, int64_t nk,
+        float *big_m, float *big_s) {
+    const __m512 ninf = _mm512_set1_ps(-INFINITY), one = _mm512_set1_ps(1.0f);
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512 mcur = _mm512_set1_ps(*big_m);
+    for (int64_t k0 = 0; k0 < nk; k0 += 16) {
+        const __mmask16 valid = (__mmask16)(nk - k0 >= 16 ? 0xffff : (1u << (nk - k0)) - 1u);
+        const __m512 s = _mm512_load_ps(sc + k0);
+        /* candidates: valid, non-NaN scores; others -inf (never strictly greater) */
+        __m512 pm = _mm512_mask_blend_ps(valid & _mm512_cmp_ps_mask(s, s, _CMP_ORD_Q), ninf, s);
+        for (int sh = 1; sh < 16; sh <<= 1) {
+            /* earlier = pm shifted up by sh lanes (-inf in) ; keep the earlier unless pm is greater */
+            const __m512 earlier = _mm512_mask_permutexvar_ps(ninf, (__mmask16)(0xffffu << sh),
+                                                              _mm512_sub_epi32(lane, _mm512_set1_epi32(sh)), pm);
+            pm = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(pm, earlier, _CMP_GT_OQ), earlier, pm);
+        }
+        /* exclusive prefix, combined with the maximum before this step */
+        __m512 mprev = _mm512_mask_permutexvar_ps(ninf, 0xfffe, _mm512_sub_epi32(lane, _mm512_set1_epi32(1)), pm);
+        mprev = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(mprev, mcur, _CMP_GT_OQ), mcur, mprev);
+        const __mmask16 nm = valid & _mm512_cmp_ps_mask(s, mprev, _CMP_GT_OQ);
+        const __m512 arg = _mm512_maskz_mov_ps(valid, _mm512_mask_blend_ps(nm, _mm512_sub_ps(s, mprev), _mm512_sub_ps(mprev, s)));
+        const __m512 e = vexp16(arg);
+        _mm512_store_ps(ms + k0, _mm512_mask_blend_ps(nm, one, e));
+        _mm512_store_ps(vs + k0, _mm512_mask_blend_ps(nm, e, one));
+        for (int l = 0; l < 16 && k0 + l < nk; l++) nmask[k0 + l] |= (uint8_t)((nm >> l & 1u) << g);
+        /* the maximum after this step: last lane of the inclusive scan, combined with mcur */
+        const __m512 last = _mm512_permutexvar_ps(_mm512_set1_epi32(15), pm);
+        mcur = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(last, mcur, _CMP_GT_OQ), mcur, last);
+    }
+    float ss = *big_s;
+    for (int64_t k = 0; k < nk; k++) ss = fmaf(ss, ms[k], vs[k]);
+    *big_s = ss;
+    *big_m = _mm512_cvtss_f32(mcur);
+}
+
 /* VKQ columns d0 .. d0+16*NV-1 of the G heads (f32 copies of f16 values in acc + g*D) through keys
  * k < nk of the block: optional rescale by ms (bit g of nmask[k]), then the V_k mad with vs. */
 KM_AI void vchunk(float *acc, int64_t D, int64_t d0, const km_half *vr, int64_t nk, const float *vs,
@@ -167,6 +314,7 @@ KM_AI void group_run(float *y, const float *q, const km_half *kc, const km_half 
     uint8_t nmask[KM_FA_KB];
     float big_m[KM_FA_G], big_s[KM_FA_G];
     const __m512 vscale = _mm512_set1_ps(scale);
+    const int use_vexp = vexp_usable();
     for (int g = 0; g < G; g++) {
         const float *qr = q + (it0 + g) * D;
         for (int64_t d = 0; d < D; d += 16) {
@@ -183,6 +331,10 @@ KM_AI void group_run(float *y, const float *q, const km_half *kc, const km_half 
         scores(sc, kb + jb * D, nk, qf, D, G);
         for (int64_t k = 0; k < nk; k++) nmask[k] = 0;
         for (int g = 0; g < G; g++) {
+            if (use_vexp) {
+                softmax_block(sc + g * KM_FA_KB, ms + g * KM_FA_KB, vs + g * KM_FA_KB, nmask, g, nk, &big_m[g], &big_s[g]);
+                continue;
+            }
             float mm = big_m[g], ss = big_s[g];
             for (int64_t k = 0; k < nk; k++) {
                 const float s = sc[g * KM_FA_KB + k];
