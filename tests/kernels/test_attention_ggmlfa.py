@@ -7,7 +7,9 @@ beyond pos + M are NaN, so a kernel that reads a key it must not see fails loudl
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
+import os
 from pathlib import Path
 
 import numpy as np
@@ -138,3 +140,63 @@ def test_attention_ggmlfa_threads_identical(lib_spec, variant):
         for nth in NTH[1:]:
             got = _run(fn, q, kc, vc, case, nth, threaded=True)
             assert_close_or_equal(one, got, map_id=MAP_ID, variant=variant, context=f"{case_name} nth={nth}")
+
+
+def _expf_check(lib):
+    fn = lib.km_attention_f16kv_ggmlfa__avx512_expf_check
+    fn.restype = ctypes.c_int64
+    fn.argtypes = [ctypes.c_uint32, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint32)]
+    return fn
+
+
+def _expf_mismatches(fn, lo, n):
+    first = ctypes.c_uint32(0)
+    bad = fn(lo, n, ctypes.byref(first))
+    return bad, f"{first.value:#010x}"
+
+
+# float bit ranges: around +-0, the edges of glibc's main range (|x| < 0x1.6p6), the underflow
+# region, +-inf and NaNs, the scores' usual [-30, 0], and 64 slices spread over all 2^32 patterns
+EXPF_SAMPLE = [
+    (0x00000000, 1 << 20), (0x80000000, 1 << 20), (0x42B00000 - (1 << 19), 1 << 20),
+    (0xC2B00000 - (1 << 19), 1 << 20), (0xC2CE0000, 1 << 19), (0x7F800000 - 16, 1 << 16),
+    (0xFF800000 - 16, 1 << 16), (0xFFFF0000, 1 << 16), (0xBF800000, 1 << 21), (0xC1F00000, 1 << 20),
+] + [(k << 26, 1 << 16) for k in range(64)]
+
+
+def test_attention_ggmlfa_avx512_expf_sampled_matches_libm(lib_spec):
+    lib, spec = lib_spec
+    _variant(spec, "avx512")
+    fn = _expf_check(lib)
+    for lo, n in EXPF_SAMPLE:
+        bad, first = _expf_mismatches(fn, lo, n)
+        assert bad == 0, f"{MAP_ID} [avx512] 16-lane expf != libm expf for {bad} inputs in [{lo:#x}, +{n}), first {first}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("KERNELMAP_SLOW"), reason="slow (all 2^32 floats, ~30 s): set KERNELMAP_SLOW=1; "
+                    "test_attention_ggmlfa_avx512_expf_sampled_matches_libm is the fast version")
+def test_attention_ggmlfa_avx512_expf_all_inputs_match_libm(lib_spec):
+    lib, spec = lib_spec
+    _variant(spec, "avx512")
+    fn = _expf_check(lib)
+    step = 1 << 28
+    for lo in range(0, 1 << 32, step):
+        bad, first = _expf_mismatches(fn, lo, step)
+        assert bad == 0, f"{MAP_ID} [avx512] 16-lane expf != libm expf for {bad} inputs in [{lo:#x}, +{step}), first {first}"
+
+
+@pytest.mark.parametrize("variant", ["avx2", "avx512"])
+@pytest.mark.parametrize("bad_value", [np.inf, -np.inf, np.nan])
+def test_attention_ggmlfa_nonfinite_scores_match_ref(lib_spec, variant, bad_value):
+    lib, spec = lib_spec
+    _variant(spec, variant)
+    case = (3, 4, 1, 64, 60, 40, 0, 0.125, "normal")
+    q, kc, vc = _inputs(case)
+    kc[0, 7, :] = bad_value  # a visible key with an infinite / NaN score: new maxima, NaN vs, inf - inf
+    kc[0, 35, :5] = bad_value
+    want = _run(bind(lib, spec, "ref"), q, kc, vc, case, 1)
+    got = _run(bind(lib, spec, variant), q, kc, vc, case, 2)
+    assert np.array_equal(want.view(np.uint32), got.view(np.uint32)), (
+        f"{MAP_ID} [{variant}] non-finite score {bad_value}: "
+        f"{int((want.view(np.uint32) != got.view(np.uint32)).sum())} elements differ from ref")
