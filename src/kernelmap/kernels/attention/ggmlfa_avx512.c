@@ -24,13 +24,19 @@
  * Partition: (row, head) items it = m*Hq + h, split into contiguous ranges of equal work (keys seen),
  * see attention_ggmlfa_part.h; no reduction crosses items.
  * Schedule (same arithmetic, reordered across independent chains only): a thread walks its items in
- * groups of up to 4 heads of one row that read the same KV head (they see the same keys). Keys go in
- * blocks of 32: (1) the 32 scores of every head of the group (each K row widened once, shared by the
- * heads; Q16 widened once per item; the horizontal fold done for 16 keys at once), (2) the online-softmax scalars per key in order (libm expf),
+ * groups of up to 4 heads of one row that read the same KV head (they see the same keys), Q16 widened
+ * to f32 once per item. Keys go in blocks: (1) the block's scores of every head of the group, (2) the
+ * online-softmax scalars of the block key by key for each head: the running maximum before each key
+ * is a prefix maximum (scanned in lanes), expf on 16 lanes by a routine that repeats the C library's
+ * expf operations (see vexp16; lanes outside its main range call expf), S = fmaf chain in key order;
  * (3) VKQ in 64-element column chunks held in registers as f32 values of f16 numbers (f16 rounding =
  * vcvtps2ph RNE + vcvtph2ps), each chunk stepping through the block's keys in increasing j, each V
- * chunk widened once for all heads. Every element of VKQ sees exactly the contract's sequence of
- * roundings; the chunks and heads are independent chains, which hides the dependency latency.
+ * chunk widened once for all heads. When D is a multiple of 64 and D/64 >= the group size (Gemma 3:
+ * D = 256, 4 heads) blocks are 16 keys and column chunk c of step (3) also computes head c's scores
+ * of the next block from K rows widened once into a buffer, so the score FMAs overlap the VKQ chain's
+ * f16 conversions; otherwise blocks are 32 keys and step (1) shares each widened K row among the
+ * heads. Each score's fold is the contract's, done for 16 keys at once (shuffles gather the lanes).
+ * Every element of VKQ sees exactly the contract's sequence of roundings.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -42,6 +48,7 @@
 
 #define KM_FA_DMAX 512
 #define KM_FA_KB 32 /* keys per block */
+#define KM_FA_KBF 16 /* keys per block, fused schedule */
 #define KM_FA_G 4   /* max heads per group */
 #define KM_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define KM_AI static inline __attribute__((always_inline))
@@ -303,6 +310,62 @@ KM_AI void vblock(float *acc, int64_t D, const km_half *vr, int64_t nk, const fl
     for (int64_t d0 = d64; d0 < D; d0 += 16) vchunk(acc, D, d0, vr, nk, vs, ms, nmask, G, 1);
 }
 
+/* vchunk (NV = 4) that also computes, one per key k < nk2, the score P lanes of the NEXT block's key k
+ * for one head: the dot of the widened K row kf + k*D with qg (partial i mod 64 in increasing i, as in
+ * scores()), first fold step, to pk + k*16. The score FMAs run on the FMA pipes while the VKQ chain
+ * waits on the f16 conversions, so the next block's scores cost little. */
+KM_AI void vchunk_dot(float *acc, int64_t D, int64_t d0, const km_half *vr, int64_t nk, const float *vs,
+        const float *ms, const uint8_t *nmask, const float *kf, int64_t nk2, const float *qg, float *pk, const int G) {
+    __m512 a[KM_FA_G][4];
+    for (int g = 0; g < G; g++) {
+        for (int v = 0; v < 4; v++) a[g][v] = _mm512_load_ps(acc + g * D + d0 + 16 * v);
+    }
+    for (int64_t k = 0; k < nk; k++) {
+        __m512 x[4];
+        for (int v = 0; v < 4; v++) x[v] = ld16(vr + k * D + d0 + 16 * v);
+        const unsigned nm = nmask[k];
+        if (__builtin_expect(nm != 0, 0)) {
+            for (int g = 0; g < G; g++) {
+                if (nm >> g & 1u) {
+                    const __m512 b = _mm512_set1_ps(ms[g * KM_FA_KB + k]);
+                    for (int v = 0; v < 4; v++) a[g][v] = rt16(_mm512_mul_ps(a[g][v], b));
+                }
+            }
+        }
+        for (int g = 0; g < G; g++) {
+            const __m512 b = _mm512_set1_ps(vs[g * KM_FA_KB + k]);
+            for (int v = 0; v < 4; v++) a[g][v] = rt16(_mm512_fmadd_ps(x[v], b, a[g][v]));
+        }
+        if (k < nk2) {
+            const float *kk = kf + k * D;
+            __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+            for (int64_t c = 0; c < D; c += 64) {
+                s0 = _mm512_fmadd_ps(_mm512_load_ps(kk + c), _mm512_load_ps(qg + c), s0);
+                s1 = _mm512_fmadd_ps(_mm512_load_ps(kk + c + 16), _mm512_load_ps(qg + c + 16), s1);
+                s2 = _mm512_fmadd_ps(_mm512_load_ps(kk + c + 32), _mm512_load_ps(qg + c + 32), s2);
+                s3 = _mm512_fmadd_ps(_mm512_load_ps(kk + c + 48), _mm512_load_ps(qg + c + 48), s3);
+            }
+            _mm512_store_ps(pk + k * 16, fold4(s0, s1, s2, s3));
+        }
+    }
+    for (int g = 0; g < G; g++) {
+        for (int v = 0; v < 4; v++) _mm512_store_ps(acc + g * D + d0 + 16 * v, a[g][v]);
+    }
+}
+
+/* vblock for D a multiple of 64 with D/64 >= G: column chunk c also computes head c's scores of the
+ * next block (nk2 keys, widened K rows in kf) into pb [G][KB][16]. */
+KM_AI void vblock_fused(float *acc, int64_t D, const km_half *vr, int64_t nk, const float *vs, const float *ms,
+        const uint8_t *nmask, const float *kf, int64_t nk2, const float *qf, float *pb, const int G) {
+    for (int64_t c = 0; c < D / 64; c++) {
+        if (c < G && nk2 > 0) {
+            vchunk_dot(acc, D, 64 * c, vr, nk, vs, ms, nmask, kf, nk2, qf + c * D, pb + c * KM_FA_KB * 16, G);
+        } else {
+            vchunk(acc, D, 64 * c, vr, nk, vs, ms, nmask, G, 4);
+        }
+    }
+}
+
 /* One group: G heads h0 .. h0+G-1 of row m (all reading KV head kvh), keys j0 .. p. */
 KM_AI void group_run(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
         int64_t D, int64_t C, int64_t j0, int64_t p, float scale, const int G) {
@@ -311,6 +374,8 @@ KM_AI void group_run(float *y, const float *q, const km_half *kc, const km_half 
     float sc[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));    /* [G][KB] scores */
     float vs[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));    /* [G][KB] */
     float ms[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));    /* [G][KB] */
+    float kf[KM_FA_KBF * KM_FA_DMAX] __attribute__((aligned(64)));     /* [KBF][D] widened K rows (fused) */
+    float pb[KM_FA_G * KM_FA_KB * 16] __attribute__((aligned(64)));    /* [G][KB][16] score lanes (fused) */
     uint8_t nmask[KM_FA_KB];
     float big_m[KM_FA_G], big_s[KM_FA_G];
     const __m512 vscale = _mm512_set1_ps(scale);
@@ -326,9 +391,13 @@ KM_AI void group_run(float *y, const float *q, const km_half *kc, const km_half 
     }
     const km_half *kb = kc + kvh * C * D;
     const km_half *vb = vc + kvh * C * D;
-    for (int64_t jb = j0; jb <= p; jb += KM_FA_KB) {
-        const int64_t nk = p + 1 - jb < KM_FA_KB ? p + 1 - jb : KM_FA_KB;
-        scores(sc, kb + jb * D, nk, qf, D, G);
+    /* fused: blocks of 16 keys, the next block's scores computed inside this block's VKQ pass */
+    const int fused = (D & 63) == 0 && D / 64 >= G;
+    const int64_t step = fused ? KM_FA_KBF : KM_FA_KB;
+    if (fused) scores(sc, kb + j0 * D, p + 1 - j0 < step ? p + 1 - j0 : step, qf, D, G);
+    for (int64_t jb = j0; jb <= p; jb += step) {
+        const int64_t nk = p + 1 - jb < step ? p + 1 - jb : step;
+        if (!fused) scores(sc, kb + jb * D, nk, qf, D, G);
         for (int64_t k = 0; k < nk; k++) nmask[k] = 0;
         for (int g = 0; g < G; g++) {
             if (use_vexp) {
@@ -353,7 +422,19 @@ KM_AI void group_run(float *y, const float *q, const km_half *kc, const km_half 
             big_m[g] = mm;
             big_s[g] = ss;
         }
-        vblock(acc, D, vb + jb * D, nk, vs, ms, nmask, G);
+        if (!fused) {
+            vblock(acc, D, vb + jb * D, nk, vs, ms, nmask, G);
+            continue;
+        }
+        const int64_t jn = jb + step;
+        const int64_t nk2 = jn > p ? 0 : (p + 1 - jn < step ? p + 1 - jn : step);
+        for (int64_t k = 0; k < nk2; k++) {
+            for (int64_t d = 0; d < D; d += 16) _mm512_store_ps(kf + k * D + d, ld16(kb + (jn + k) * D + d));
+        }
+        vblock_fused(acc, D, vb + jb * D, nk, vs, ms, nmask, kf, nk2, qf, pb, G);
+        for (int g = 0; g < G; g++) {
+            for (int64_t k = 0; k < nk2; k += 16) fold16(sc + g * KM_FA_KB + k, pb + (g * KM_FA_KB + k) * 16);
+        }
     }
     for (int g = 0; g < G; g++) {
         const __m512 vi = _mm512_set1_ps(big_s[g] == 0.0f ? 0.0f : 1.0f / big_s[g]);
