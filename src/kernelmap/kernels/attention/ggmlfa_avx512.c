@@ -19,8 +19,10 @@
  *     else: ms = 1, vs = expf(s_j - M);
  *     VKQ[d] = f16_rne(fmaf(f32(V_j[d]), vs, f32(VKQ[d]))); S = fmaf(S, ms, vs);
  *   y[d] = f32(VKQ[d]) * (S == 0 ? 0 : 1.0f / S).
- * expf is the C library's (all variants call it: it is llama.cpp's too). FMA: fmaf exactly where
- * written; nothing else is contracted (-ffp-contract=off). Results do not depend on (ith, nth).
+ * expf is the C library's (llama.cpp's too); this variant evaluates it with vexp16, which repeats
+ * glibc's expf operations bit for bit (all 2^32 inputs checked by the slow test; a self-check at first
+ * use switches to calling expf on any difference). FMA: fmaf exactly where written; nothing else is
+ * contracted (-ffp-contract=off). Results do not depend on (ith, nth).
  * Partition: (row, head) items it = m*Hq + h, split into contiguous ranges of equal work (keys seen),
  * see attention_ggmlfa_part.h; no reduction crosses items.
  * Schedule (same arithmetic, reordered across independent chains only): a thread walks its items in
