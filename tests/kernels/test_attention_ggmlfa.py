@@ -48,6 +48,7 @@ CASES = {
     "window_across_blocks": (9, 4, 1, 256, 200, 150, 45, 0.0625, "normal"),
     "d48_tail_blocks": (3, 4, 1, 48, 120, 100, 0, 0.2, "normal"),
     "rising_long": (2, 4, 1, 128, 120, 100, 0, 0.5, "rising"),
+    "row_pairs_hkv2_window": (6, 8, 2, 128, 70, 50, 5, 0.09, "normal"),
 }
 NTH = (1, 2, 3, 5)
 

@@ -26,19 +26,22 @@
  * Partition: (row, head) items it = m*Hq + h, split into contiguous ranges of equal work (keys seen),
  * see attention_ggmlfa_part.h; no reduction crosses items.
  * Schedule (same arithmetic, reordered across independent chains only): a thread walks its items in
- * groups of up to 4 heads of one row that read the same KV head (they see the same keys), Q16 widened
- * to f32 once per item. Keys go in blocks: (1) the block's scores of every head of the group, (2) the
- * online-softmax scalars of the block key by key for each head: the running maximum before each key
- * is a prefix maximum (scanned in lanes), expf on 16 lanes by a routine that repeats the C library's
- * expf operations (see vexp16; lanes outside its main range call expf), S = fmaf chain in key order;
- * (3) VKQ in 64-element column chunks held in registers as f32 values of f16 numbers (f16 rounding =
- * vcvtps2ph RNE + vcvtph2ps), each chunk stepping through the block's keys in increasing j, each V
- * chunk widened once for all heads. When D is a multiple of 64 and D/64 >= the group size (Gemma 3:
- * D = 256, 4 heads) blocks are 16 keys and column chunk c of step (3) also computes head c's scores
- * of the next block from K rows widened once into a buffer, so the score FMAs overlap the VKQ chain's
- * f16 conversions; otherwise blocks are 32 keys and step (1) shares each widened K row among the
- * heads. Each score's fold is the contract's, done for 16 keys at once (shuffles gather the lanes).
- * Every element of VKQ sees exactly the contract's sequence of roundings.
+ * groups of up to 8 that read the same KV head: up to 4 heads of a row, and the same heads of the next
+ * row when both rows are whole in the thread's range (row m+1 sees the keys of row m, except maybe
+ * the window's first, plus one: those keys go before / after the common ones, so each item still
+ * visits its own keys in increasing j). Q16 is widened to f32 once per item. Keys go in blocks:
+ * (1) the block's scores of every item, (2) the online-softmax scalars of the block key by key for
+ * each item: the running maximum before each key is a prefix maximum (scanned in lanes), expf on 16
+ * lanes by a routine that repeats the C library's expf operations (see vexp16; lanes outside its main
+ * range call expf), S = fmaf chain in key order; (3) VKQ in column chunks (64 columns for up to 4
+ * items, 32 for more) held in registers as f32 values of f16 numbers (f16 rounding = vcvtps2ph RNE +
+ * vcvtph2ps), each chunk stepping through the block's keys in increasing j, each V chunk widened once
+ * for all items. When the chunk count D/W >= the item count (Gemma 3: D = 256) blocks are 16 keys and
+ * chunk c of step (3) also computes item c's scores of the next block from K rows widened once into a
+ * buffer, so the score FMAs overlap the VKQ chain's f16 conversions; otherwise blocks are 32 keys and
+ * step (1) shares each widened K row among up to 4 items. Each score's fold is the contract's, done
+ * for 16 keys at once (shuffles gather the lanes). Every element of VKQ sees exactly the contract's
+ * sequence of roundings.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -51,7 +54,7 @@
 #define KM_FA_DMAX 512
 #define KM_FA_KB 32 /* keys per block */
 #define KM_FA_KBF 16 /* keys per block, fused schedule */
-#define KM_FA_G 4   /* max heads per group */
+#define KM_FA_G 8   /* max items per group */
 #define KM_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define KM_AI static inline __attribute__((always_inline))
 
@@ -94,12 +97,12 @@ KM_AI void fold16(float *s, const float *p) {
 }
 
 /* Scores s[g*KB + k] of keys k < nk (rows kr + k*D) against the G widened Q16 rows qf + g*D. */
-KM_AI void scores(float *s, const km_half *kr, int64_t nk, const float *qf, int64_t D, const int G) {
-    float pb[KM_FA_G * KM_FA_KB * 16] __attribute__((aligned(64))); /* [G][KB][16] P lanes */
+KM_AI void scores4(float *s, const km_half *kr, int64_t nk, const float *qf, int64_t D, const int G) {
+    float pb[4 * KM_FA_KB * 16] __attribute__((aligned(64))); /* [G][KB][16] P lanes */
     const int64_t d64 = D & ~(int64_t)63;
     for (int64_t k = 0; k < nk; k++) {
         const km_half *kk = kr + k * D;
-        __m512 a[KM_FA_G][4];
+        __m512 a[4][4];
         for (int g = 0; g < G; g++) {
             for (int i = 0; i < 4; i++) a[g][i] = _mm512_setzero_ps();
         }
@@ -126,6 +129,16 @@ KM_AI void scores(float *s, const km_half *kr, int64_t nk, const float *qf, int6
                 s[g * KM_FA_KB + k] = (float)res;
             }
         }
+    }
+}
+
+/* Scores of up to 8 heads: in parts of at most 4 (the accumulators of 4 heads fill the registers). */
+KM_AI void scores(float *s, const km_half *kr, int64_t nk, const float *qf, int64_t D, const int G) {
+    if (G <= 4) {
+        scores4(s, kr, nk, qf, D, G);
+    } else {
+        scores4(s, kr, nk, qf, D, 4);
+        scores4(s + 4 * KM_FA_KB, kr, nk, qf + 4 * D, D, G - 4);
     }
 }
 
@@ -307,36 +320,43 @@ KM_AI void vchunk(float *acc, int64_t D, int64_t d0, const km_half *vr, int64_t 
 
 KM_AI void vblock(float *acc, int64_t D, const km_half *vr, int64_t nk, const float *vs, const float *ms,
         const uint8_t *nmask, const int G) {
+    if (G > 4) { /* 8 heads x 2 vectors of accumulators */
+        const int64_t d32 = D & ~(int64_t)31;
+        for (int64_t d0 = 0; d0 < d32; d0 += 32) vchunk(acc, D, d0, vr, nk, vs, ms, nmask, G, 2);
+        for (int64_t d0 = d32; d0 < D; d0 += 16) vchunk(acc, D, d0, vr, nk, vs, ms, nmask, G, 1);
+        return;
+    }
     const int64_t d64 = D & ~(int64_t)63;
     for (int64_t d0 = 0; d0 < d64; d0 += 64) vchunk(acc, D, d0, vr, nk, vs, ms, nmask, G, 4);
     for (int64_t d0 = d64; d0 < D; d0 += 16) vchunk(acc, D, d0, vr, nk, vs, ms, nmask, G, 1);
 }
 
-/* vchunk (NV = 4) that also computes, one per key k < nk2, the score P lanes of the NEXT block's key k
+/* vchunk (NV = 4 or 2) that also computes, one per key k < nk2, the score P lanes of the NEXT block's key k
  * for one head: the dot of the widened K row kf + k*D with qg (partial i mod 64 in increasing i, as in
  * scores()), first fold step, to pk + k*16. The score FMAs run on the FMA pipes while the VKQ chain
  * waits on the f16 conversions, so the next block's scores cost little. */
 KM_AI void vchunk_dot(float *acc, int64_t D, int64_t d0, const km_half *vr, int64_t nk, const float *vs,
-        const float *ms, const uint8_t *nmask, const float *kf, int64_t nk2, const float *qg, float *pk, const int G) {
+        const float *ms, const uint8_t *nmask, const float *kf, int64_t nk2, const float *qg, float *pk, const int G,
+        const int NV) {
     __m512 a[KM_FA_G][4];
     for (int g = 0; g < G; g++) {
-        for (int v = 0; v < 4; v++) a[g][v] = _mm512_load_ps(acc + g * D + d0 + 16 * v);
+        for (int v = 0; v < NV; v++) a[g][v] = _mm512_load_ps(acc + g * D + d0 + 16 * v);
     }
     for (int64_t k = 0; k < nk; k++) {
         __m512 x[4];
-        for (int v = 0; v < 4; v++) x[v] = ld16(vr + k * D + d0 + 16 * v);
+        for (int v = 0; v < NV; v++) x[v] = ld16(vr + k * D + d0 + 16 * v);
         const unsigned nm = nmask[k];
         if (__builtin_expect(nm != 0, 0)) {
             for (int g = 0; g < G; g++) {
                 if (nm >> g & 1u) {
                     const __m512 b = _mm512_set1_ps(ms[g * KM_FA_KB + k]);
-                    for (int v = 0; v < 4; v++) a[g][v] = rt16(_mm512_mul_ps(a[g][v], b));
+                    for (int v = 0; v < NV; v++) a[g][v] = rt16(_mm512_mul_ps(a[g][v], b));
                 }
             }
         }
         for (int g = 0; g < G; g++) {
             const __m512 b = _mm512_set1_ps(vs[g * KM_FA_KB + k]);
-            for (int v = 0; v < 4; v++) a[g][v] = rt16(_mm512_fmadd_ps(x[v], b, a[g][v]));
+            for (int v = 0; v < NV; v++) a[g][v] = rt16(_mm512_fmadd_ps(x[v], b, a[g][v]));
         }
         if (k < nk2) {
             const float *kk = kf + k * D;
@@ -351,54 +371,49 @@ KM_AI void vchunk_dot(float *acc, int64_t D, int64_t d0, const km_half *vr, int6
         }
     }
     for (int g = 0; g < G; g++) {
-        for (int v = 0; v < 4; v++) _mm512_store_ps(acc + g * D + d0 + 16 * v, a[g][v]);
+        for (int v = 0; v < NV; v++) _mm512_store_ps(acc + g * D + d0 + 16 * v, a[g][v]);
     }
 }
 
-/* vblock for D a multiple of 64 with D/64 >= G: column chunk c also computes head c's scores of the
- * next block (nk2 keys, widened K rows in kf) into pb [G][KB][16]. */
+/* vblock for D a multiple of W = 16*NV with D/W >= G (NV = 4 for up to 4 heads, 2 for more): column
+ * chunk c also computes head c's scores of the next block (nk2 keys, widened K rows in kf) into pb
+ * [G][KB][16]. */
 KM_AI void vblock_fused(float *acc, int64_t D, const km_half *vr, int64_t nk, const float *vs, const float *ms,
         const uint8_t *nmask, const float *kf, int64_t nk2, const float *qf, float *pb, const int G) {
-    for (int64_t c = 0; c < D / 64; c++) {
+    const int NV = G > 4 ? 2 : 4;
+    for (int64_t c = 0; c < D / (16 * NV); c++) {
         if (c < G && nk2 > 0) {
-            vchunk_dot(acc, D, 64 * c, vr, nk, vs, ms, nmask, kf, nk2, qf + c * D, pb + c * KM_FA_KB * 16, G);
+            vchunk_dot(acc, D, 16 * NV * c, vr, nk, vs, ms, nmask, kf, nk2, qf + c * D, pb + c * KM_FA_KB * 16, G, NV);
         } else {
-            vchunk(acc, D, 64 * c, vr, nk, vs, ms, nmask, G, 4);
+            vchunk(acc, D, 16 * NV * c, vr, nk, vs, ms, nmask, G, NV);
         }
     }
 }
 
-/* One group: G heads h0 .. h0+G-1 of row m (all reading KV head kvh), keys j0 .. p. */
-KM_AI void group_run(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
-        int64_t D, int64_t C, int64_t j0, int64_t p, float scale, const int G) {
+/* The state of a group of up to 8 items (query rows x heads that read one KV head). */
+typedef struct {
     float qf[KM_FA_G * KM_FA_DMAX] __attribute__((aligned(64)));  /* [G][D] f32(Q16) */
     float acc[KM_FA_G * KM_FA_DMAX] __attribute__((aligned(64))); /* [G][D] f32(VKQ) */
-    float sc[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));    /* [G][KB] scores */
-    float vs[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));    /* [G][KB] */
-    float ms[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));    /* [G][KB] */
-    float kf[KM_FA_KBF * KM_FA_DMAX] __attribute__((aligned(64)));     /* [KBF][D] widened K rows (fused) */
-    float pb[KM_FA_G * KM_FA_KB * 16] __attribute__((aligned(64)));    /* [G][KB][16] score lanes (fused) */
-    uint8_t nmask[KM_FA_KB];
     float big_m[KM_FA_G], big_s[KM_FA_G];
-    const __m512 vscale = _mm512_set1_ps(scale);
-    const int use_vexp = vexp_usable();
-    for (int g = 0; g < G; g++) {
-        const float *qr = q + (it0 + g) * D;
-        for (int64_t d = 0; d < D; d += 16) {
-            _mm512_store_ps(qf + g * D + d, rt16(_mm512_mul_ps(_mm512_loadu_ps(qr + d), vscale)));
-            _mm512_store_ps(acc + g * D + d, _mm512_setzero_ps());
-        }
-        big_m[g] = -INFINITY;
-        big_s[g] = 0.0f;
-    }
-    const km_half *kb = kc + kvh * C * D;
-    const km_half *vb = vc + kvh * C * D;
+} km_fa_state;
+
+/* Keys js .. je (increasing) for the G items whose state starts at item g0 of st. */
+KM_AI void run_keys(km_fa_state *st, int g0, const km_half *kb, const km_half *vb, int64_t D, int64_t js, int64_t je,
+        int use_vexp, const int G) {
+    float sc[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));       /* [G][KB] scores */
+    float vs[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));       /* [G][KB] */
+    float ms[KM_FA_G * KM_FA_KB] __attribute__((aligned(64)));       /* [G][KB] */
+    float kf[KM_FA_KBF * KM_FA_DMAX] __attribute__((aligned(64)));   /* [KBF][D] widened K rows (fused) */
+    float pb[KM_FA_G * KM_FA_KB * 16] __attribute__((aligned(64)));  /* [G][KB][16] score lanes (fused) */
+    uint8_t nmask[KM_FA_KB];
+    float *qf = st->qf + g0 * D, *acc = st->acc + g0 * D, *big_m = st->big_m + g0, *big_s = st->big_s + g0;
     /* fused: blocks of 16 keys, the next block's scores computed inside this block's VKQ pass */
-    const int fused = (D & 63) == 0 && D / 64 >= G;
+    const int64_t fw = G > 4 ? 32 : 64; /* fused column chunk */
+    const int fused = D % fw == 0 && D / fw >= G;
     const int64_t step = fused ? KM_FA_KBF : KM_FA_KB;
-    if (fused) scores(sc, kb + j0 * D, p + 1 - j0 < step ? p + 1 - j0 : step, qf, D, G);
-    for (int64_t jb = j0; jb <= p; jb += step) {
-        const int64_t nk = p + 1 - jb < step ? p + 1 - jb : step;
+    if (fused && js <= je) scores(sc, kb + js * D, je + 1 - js < step ? je + 1 - js : step, qf, D, G);
+    for (int64_t jb = js; jb <= je; jb += step) {
+        const int64_t nk = je + 1 - jb < step ? je + 1 - jb : step;
         if (!fused) scores(sc, kb + jb * D, nk, qf, D, G);
         for (int64_t k = 0; k < nk; k++) nmask[k] = 0;
         for (int g = 0; g < G; g++) {
@@ -429,7 +444,7 @@ KM_AI void group_run(float *y, const float *q, const km_half *kc, const km_half 
             continue;
         }
         const int64_t jn = jb + step;
-        const int64_t nk2 = jn > p ? 0 : (p + 1 - jn < step ? p + 1 - jn : step);
+        const int64_t nk2 = jn > je ? 0 : (je + 1 - jn < step ? je + 1 - jn : step);
         for (int64_t k = 0; k < nk2; k++) {
             for (int64_t d = 0; d < D; d += 16) _mm512_store_ps(kf + k * D + d, ld16(kb + (jn + k) * D + d));
         }
@@ -438,28 +453,72 @@ KM_AI void group_run(float *y, const float *q, const km_half *kc, const km_half 
             for (int64_t k = 0; k < nk2; k += 16) fold16(sc + g * KM_FA_KB + k, pb + (g * KM_FA_KB + k) * 16);
         }
     }
-    for (int g = 0; g < G; g++) {
-        const __m512 vi = _mm512_set1_ps(big_s[g] == 0.0f ? 0.0f : 1.0f / big_s[g]);
-        float *yr = y + (it0 + g) * D;
-        for (int64_t d = 0; d < D; d += 16) _mm512_storeu_ps(yr + d, _mm512_mul_ps(_mm512_load_ps(acc + g * D + d), vi));
+}
+
+#define KM_FA_RUN(n) \
+    static void run_keys##n(km_fa_state *st, int g0, const km_half *kb, const km_half *vb, int64_t D, int64_t js, \
+            int64_t je, int use_vexp) { \
+        run_keys(st, g0, kb, vb, D, js, je, use_vexp, n); \
+    }
+KM_FA_RUN(1)
+KM_FA_RUN(2)
+KM_FA_RUN(3)
+KM_FA_RUN(4)
+KM_FA_RUN(5)
+KM_FA_RUN(6)
+KM_FA_RUN(7)
+KM_FA_RUN(8)
+
+static void run_keys_n(km_fa_state *st, int g0, int n, const km_half *kb, const km_half *vb, int64_t D, int64_t js,
+        int64_t je, int use_vexp) {
+    switch (n) {
+    case 1: run_keys1(st, g0, kb, vb, D, js, je, use_vexp); break;
+    case 2: run_keys2(st, g0, kb, vb, D, js, je, use_vexp); break;
+    case 3: run_keys3(st, g0, kb, vb, D, js, je, use_vexp); break;
+    case 4: run_keys4(st, g0, kb, vb, D, js, je, use_vexp); break;
+    case 5: run_keys5(st, g0, kb, vb, D, js, je, use_vexp); break;
+    case 6: run_keys6(st, g0, kb, vb, D, js, je, use_vexp); break;
+    case 7: run_keys7(st, g0, kb, vb, D, js, je, use_vexp); break;
+    default: run_keys8(st, g0, kb, vb, D, js, je, use_vexp); break;
     }
 }
 
-static void group_run1(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
-        int64_t D, int64_t C, int64_t j0, int64_t p, float scale) {
-    group_run(y, q, kc, vc, it0, kvh, D, C, j0, p, scale, 1);
-}
-static void group_run2(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
-        int64_t D, int64_t C, int64_t j0, int64_t p, float scale) {
-    group_run(y, q, kc, vc, it0, kvh, D, C, j0, p, scale, 2);
-}
-static void group_run3(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
-        int64_t D, int64_t C, int64_t j0, int64_t p, float scale) {
-    group_run(y, q, kc, vc, it0, kvh, D, C, j0, p, scale, 3);
-}
-static void group_run4(float *y, const float *q, const km_half *kc, const km_half *vc, int64_t it0, int64_t kvh,
-        int64_t D, int64_t C, int64_t j0, int64_t p, float scale) {
-    group_run(y, q, kc, vc, it0, kvh, D, C, j0, p, scale, 4);
+/* Items its[0..n) of row m (position p, window start j0) and, when rows == 2, the same heads of row
+ * m+1 in its[n..2n): row m+1 sees keys j0' .. p+1 with j0' in {j0, j0+1}. In key order: keys only row
+ * m sees (j0 .. j0'-1), the common keys j0' .. p for all 2n items, then key p+1 for row m+1: every
+ * item still visits exactly its own keys in increasing j. */
+static void group_run(float *y, const float *q, const km_half *kc, const km_half *vc, const int64_t *its, int n,
+        int rows, int64_t kvh, int64_t D, int64_t C, int64_t pos, int64_t m, int64_t window, float scale) {
+    km_fa_state st;
+    const int G = n * rows;
+    const __m512 vscale = _mm512_set1_ps(scale);
+    const int use_vexp = vexp_usable();
+    for (int g = 0; g < G; g++) {
+        const float *qr = q + its[g] * D;
+        for (int64_t d = 0; d < D; d += 16) {
+            _mm512_store_ps(st.qf + g * D + d, rt16(_mm512_mul_ps(_mm512_loadu_ps(qr + d), vscale)));
+            _mm512_store_ps(st.acc + g * D + d, _mm512_setzero_ps());
+        }
+        st.big_m[g] = -INFINITY;
+        st.big_s[g] = 0.0f;
+    }
+    const km_half *kb = kc + kvh * C * D;
+    const km_half *vb = vc + kvh * C * D;
+    const int64_t p = pos + m;
+    const int64_t j0 = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
+    if (rows == 1) {
+        run_keys_n(&st, 0, n, kb, vb, D, j0, p, use_vexp);
+    } else {
+        const int64_t j1 = (window > 0 && p + 1 - window + 1 > 0) ? p + 1 - window + 1 : 0;
+        run_keys_n(&st, 0, n, kb, vb, D, j0, j1 - 1, use_vexp);
+        run_keys_n(&st, 0, 2 * n, kb, vb, D, j1, p, use_vexp);
+        run_keys_n(&st, n, n, kb, vb, D, p + 1, p + 1, use_vexp);
+    }
+    for (int g = 0; g < G; g++) {
+        const __m512 vi = _mm512_set1_ps(st.big_s[g] == 0.0f ? 0.0f : 1.0f / st.big_s[g]);
+        float *yr = y + its[g] * D;
+        for (int64_t d = 0; d < D; d += 16) _mm512_storeu_ps(yr + d, _mm512_mul_ps(_mm512_load_ps(st.acc + g * D + d), vi));
+    }
 }
 
 void km_attention_f16kv_ggmlfa__avx512(float *y, const float *q, const void *k_cache, const void *v_cache,
@@ -471,19 +530,24 @@ void km_attention_f16kv_ggmlfa__avx512(float *y, const float *q, const void *k_c
     int64_t lo, hi;
     km_fa_part(M, Hq, pos, window, ith, nth, &lo, &hi);
     for (int64_t it = lo; it < hi;) {
-        const int64_t m = it / Hq, h = it % Hq, kvh = h / group;
-        const int64_t p = pos + m;
-        const int64_t j0 = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
-        /* heads h .. of this row that share kvh, inside [lo, hi), at most KM_FA_G */
-        int64_t n = (kvh + 1) * group - h;
-        if (n > hi - it) n = hi - it;
-        if (n > KM_FA_G) n = KM_FA_G;
-        switch (n) {
-        case 1: group_run1(y, q, kc, vc, it, kvh, D, C, j0, p, scale); break;
-        case 2: group_run2(y, q, kc, vc, it, kvh, D, C, j0, p, scale); break;
-        case 3: group_run3(y, q, kc, vc, it, kvh, D, C, j0, p, scale); break;
-        default: group_run4(y, q, kc, vc, it, kvh, D, C, j0, p, scale); break;
+        const int64_t m = it / Hq, h = it % Hq;
+        /* two whole rows in range: their items go in pairs of head groups (K and V rows widened once
+         * for up to 8 items); otherwise heads of one row */
+        const int rows = (h == 0 && it + 2 * Hq <= hi) ? 2 : 1;
+        const int64_t end = rows == 2 ? it + Hq : hi;
+        for (int64_t hh = h; m * Hq + hh < end && hh < Hq;) {
+            const int64_t kvh = hh / group;
+            int64_t n = (kvh + 1) * group - hh;
+            if (n > end - (m * Hq + hh)) n = end - (m * Hq + hh);
+            if (n > 4) n = 4;
+            int64_t its[KM_FA_G];
+            for (int64_t i = 0; i < n; i++) {
+                its[i] = m * Hq + hh + i;
+                its[n + i] = (m + 1) * Hq + hh + i;
+            }
+            group_run(y, q, kc, vc, its, (int)n, rows, kvh, D, C, pos, m, window, scale);
+            hh += n;
         }
-        it += n;
+        it = rows == 2 ? it + 2 * Hq : (m + 1) * Hq < hi ? (m + 1) * Hq : hi;
     }
 }
