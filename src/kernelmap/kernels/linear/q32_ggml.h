@@ -34,8 +34,9 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 #define KM_Q32G_TT 8 /* activation rows per tile */
 #define KM_Q32G_RP 2 /* weight row pairs per tile when T > 1 */
-#define KM_Q32G_RPD 4 /* weight row pairs per tile when T == 1 */
-#define KM_Q32G_NACC 16 /* accumulators per tile: max(RP * TT, RPD) */
+#define KM_Q32G_RPD 2 /* array bound: row pairs per tile */
+#define KM_Q32G_PF 8192 /* decode: prefetch distance in bytes */
+#define KM_Q32G_NACC 16 /* accumulators per tile: RP * TT */
 #define KM_Q32G_PARK (KM_Q32G_NC * KM_Q32G_TT / 2) /* parked accumulators per chunk (one per 2 columns x row) */
 
 /* One activation row's slice, re-laid: each 4-byte group of a block doubled (64 bytes), the int dot
@@ -43,7 +44,10 @@
 typedef struct {
     __m512i xq[KM_Q32G_KS];
     __m512i seed[KM_Q32G_KS];
+    __m256i seed8[KM_Q32G_KS]; /* the seed, not doubled (one-row decode path) */
     float dxd[2 * KM_Q32G_KS];
+    float dx[KM_Q32G_KS + 8];
+    const km_block_q8_0 *x;
 } km_q32g_xrow;
 
 typedef __m512 km_q32g_acc;
@@ -58,24 +62,27 @@ KM_ALWAYS_INLINE void km_q32g_prep(km_q32g_xrow *r, const km_block_q8_0 *x, int6
         if (off > 0) seed = _mm256_sub_epi32(seed, _mm256_slli_epi32(s, sh));
         r->xq[b] = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(v));
         r->seed[b] = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(seed));
+        r->seed8[b] = seed;
         const float d = km_fp16_to_fp32(x[b].d);
         r->dxd[2 * b] = d;
         r->dxd[2 * b + 1] = d;
+        r->dx[b] = d;
     }
     for (int64_t b = ks; b < ((ks + 7) & ~(int64_t)7); b++) {
         r->dxd[2 * b] = 0.0f;
         r->dxd[2 * b + 1] = 0.0f;
+        r->dx[b] = 0.0f;
     }
+    r->x = x;
 }
 
 /* The weights of block b of rows A and B, 4-byte groups interleaved (A0 B0 A1 B1 ... A7 B7), as the
  * dot's first operand: unsigned codes (q5_0; q8_0 with VNNI) or signed int8 (q8_0 without VNNI). */
 KM_ALWAYS_INLINE __m512i km_q32g_wpair(const uint8_t *a, const uint8_t *b, const int fmt) {
     if (fmt == 8) {
-        const __m512i il = _mm512_set_epi32(15, 7, 14, 6, 13, 5, 12, 4, 11, 3, 10, 2, 9, 1, 8, 0);
-        __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a + 2))),
-                                       _mm256_loadu_si256((const __m256i *)(b + 2)), 1);
-        z = _mm512_permutexvar_epi32(il, z);
+        const __m512i il = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+        __m512i z = _mm512_permutex2var_epi32(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a + 2))), il,
+                                              _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2))));
 #if defined(__AVX512VNNI__)
         z = _mm512_xor_si512(z, _mm512_set1_epi8((char)0x80));
 #endif
@@ -126,8 +133,55 @@ KM_ALWAYS_INLINE __m512 km_q32g_lanes(__m512i w, __m512i wabs, __mmask64 neg, co
 /* fp16 scales of n <= 8 blocks of rows A and B, interleaved (A0 B0 A1 B1 ...), as f32. */
 KM_ALWAYS_INLINE __m512 km_q32g_dwpair(const uint8_t *a, const uint8_t *b, int64_t wblk, int n) {
     const __m512i il = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-    return _mm512_permutex2var_ps(_mm512_castps256_ps512(km_avx512_f16x8_blocks(a, wblk, n)), il,
-                                  _mm512_castps256_ps512(km_avx512_f16x8_blocks(b, wblk, n)));
+    return _mm512_permutex2var_ps(_mm512_castps256_ps512(km_avx2_f16x8_strided_n(a, wblk, n)), il,
+                                  _mm512_castps256_ps512(km_avx2_f16x8_strided_n(b, wblk, n)));
+}
+
+/* One group of n (compile-time, <= 8) blocks at block g of the slice for RP row pairs x T activation
+ * rows. t for the group is one product vector per (pair, activation row): (tA, tB) of block j is its
+ * 64-bit element j, taken by a permute (T <= 2) or, when the tile has many accumulators, stored to
+ * the stack buffer tb and broadcast from there. */
+KM_ALWAYS_INLINE void km_q32g_group(__m512 *acc, const uint8_t *const *ra, const uint8_t *const *rb, int64_t g,
+                                    int64_t wblk, const int fmt, const km_q32g_xrow *xr, const int RP, const int T,
+                                    const int n) {
+    const int reg = T <= 2;
+    __m512 tv[KM_Q32G_NACC];
+    float tb[KM_Q32G_NACC][16] __attribute__((aligned(64)));
+    for (int p = 0; p < RP; p++) {
+        const __m512 dw = km_q32g_dwpair(ra[p] + g * wblk, rb[p] + g * wblk, wblk, n);
+        for (int t = 0; t < T; t++) {
+            const __m512 v = _mm512_mul_ps(dw, _mm512_loadu_ps(xr[t].dxd + 2 * g));
+            if (reg) tv[p * T + t] = v;
+            else _mm512_store_ps(tb[p * T + t], v);
+        }
+    }
+    for (int j = 0; j < n; j++) {
+        const int64_t b = g + j;
+        __m512i wp[KM_Q32G_RPD], wa[KM_Q32G_RPD];
+        __mmask64 ng[KM_Q32G_RPD];
+        for (int p = 0; p < RP; p++) {
+            wp[p] = km_q32g_wpair(ra[p] + b * wblk, rb[p] + b * wblk, fmt);
+#if !defined(__AVX512VNNI__)
+            if (fmt == 8) {
+                ng[p] = _mm512_movepi8_mask(wp[p]);
+                wa[p] = _mm512_abs_epi8(wp[p]);
+            } else
+#endif
+            {
+                ng[p] = 0;
+                wa[p] = wp[p];
+            }
+        }
+        for (int t = 0; t < T; t++) {
+            for (int p = 0; p < RP; p++) {
+                const __m512 f = km_q32g_lanes(wp[p], wa[p], ng[p], &xr[t].xq[b], &xr[t].seed[b], fmt);
+                const __m512 tj = reg ? _mm512_castpd_ps(_mm512_permutexvar_pd(_mm512_set1_epi64(j),
+                                                                               _mm512_castps_pd(tv[p * T + t])))
+                                      : _mm512_castpd_ps(_mm512_broadcastsd_pd(_mm_load_sd((const double *)&tb[p * T + t][2 * j])));
+                acc[p * T + t] = _mm512_fmadd_ps(tj, f, acc[p * T + t]);
+            }
+        }
+    }
 }
 
 /* One tile: rows row0 .. row0 + R - 1 (R <= 2 * RP; a missing B row repeats A and is not written)
@@ -145,38 +199,17 @@ KM_ALWAYS_INLINE void km_q32g_tile(float *y, int64_t ystride, const uint8_t *w, 
         rb[p] = w + ib * wrow;
     }
     for (int i = 0; i < RP * T; i++) acc[i] = first ? _mm512_setzero_ps() : park[i];
-    float tb[KM_Q32G_NACC][16] __attribute__((aligned(64)));
-    for (int64_t g = 0; g < ks; g += 8) {
-        const int n = ks - g >= 8 ? 8 : (int)(ks - g);
-        for (int p = 0; p < RP; p++) {
-            const __m512 dw = km_q32g_dwpair(ra[p] + g * wblk, rb[p] + g * wblk, wblk, n);
-            for (int t = 0; t < T; t++) _mm512_store_ps(tb[p * T + t], _mm512_mul_ps(dw, _mm512_loadu_ps(xr[t].dxd + 2 * g)));
-        }
-        for (int j = 0; j < n; j++) {
-            const int64_t b = g + j;
-            __m512i wp[KM_Q32G_RPD], wa[KM_Q32G_RPD];
-            __mmask64 ng[KM_Q32G_RPD];
-            for (int p = 0; p < RP; p++) {
-                wp[p] = km_q32g_wpair(ra[p] + b * wblk, rb[p] + b * wblk, fmt);
-#if !defined(__AVX512VNNI__)
-                if (fmt == 8) {
-                    ng[p] = _mm512_movepi8_mask(wp[p]);
-                    wa[p] = _mm512_abs_epi8(wp[p]);
-                } else
-#endif
-                {
-                    ng[p] = 0;
-                    wa[p] = wp[p];
-                }
-            }
-            for (int t = 0; t < T; t++) {
-                for (int p = 0; p < RP; p++) {
-                    const __m512 f = km_q32g_lanes(wp[p], wa[p], ng[p], &xr[t].xq[b], &xr[t].seed[b], fmt);
-                    const __m512 tv = _mm512_castpd_ps(_mm512_broadcastsd_pd(_mm_load_sd((const double *)&tb[p * T + t][2 * j])));
-                    acc[p * T + t] = _mm512_fmadd_ps(tv, f, acc[p * T + t]);
-                }
-            }
-        }
+    int64_t g = 0;
+    for (; g + 8 <= ks; g += 8) km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 8);
+    switch (ks - g) { /* the tail, with its block count a compile-time constant */
+    case 0: break;
+    case 1: km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 1); break;
+    case 2: km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 2); break;
+    case 3: km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 3); break;
+    case 4: km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 4); break;
+    case 5: km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 5); break;
+    case 6: km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 6); break;
+    default: km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 7); break;
     }
     if (!last) {
         for (int i = 0; i < RP * T; i++) park[i] = acc[i];
@@ -199,14 +232,15 @@ KM_ALWAYS_INLINE void km_q32g_tile(float *y, int64_t ystride, const uint8_t *w, 
 #else /* AVX2 */
 #define KM_Q32G_TT 4
 #define KM_Q32G_RP 2
-#define KM_Q32G_RPD 4 /* here: single rows per tile (not pairs) */
+#define KM_Q32G_RPD 2 /* array bound: rows per tile (single rows, not pairs) */
 #define KM_Q32G_NACC 8
+#define KM_Q32G_PF 8192
 #define KM_Q32G_PARK (KM_Q32G_NC * KM_Q32G_TT)
 
 /* One activation row's slice: the q8_0 blocks, the seed 0x4B400000 - off * xs4 and fp16(x.d). */
 typedef struct {
-    __m256i seed[KM_Q32G_KS];
-    float dx[KM_Q32G_KS];
+    __m256i seed8[KM_Q32G_KS];
+    float dx[KM_Q32G_KS + 8];
     const km_block_q8_0 *x;
 } km_q32g_xrow;
 
@@ -219,7 +253,7 @@ KM_ALWAYS_INLINE void km_q32g_prep(km_q32g_xrow *r, const km_block_q8_0 *x, int6
         if (off > 0) {
             const __m256i v = _mm256_loadu_si256((const __m256i *)x[b].qs);
             const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
-            r->seed[b] = _mm256_sub_epi32(_mm256_set1_epi32(KM_Q32G_MAGIC), _mm256_slli_epi32(s, sh));
+            r->seed8[b] = _mm256_sub_epi32(_mm256_set1_epi32(KM_Q32G_MAGIC), _mm256_slli_epi32(s, sh));
         }
         r->dx[b] = km_fp16_to_fp32(x[b].d);
     }
@@ -234,18 +268,25 @@ KM_ALWAYS_INLINE void km_q32g_tile(float *y, int64_t ystride, const uint8_t *w, 
     const uint8_t *rw[KM_Q32G_RPD];
     for (int r = 0; r < RP; r++) rw[r] = w + (r < R ? r : R - 1) * wrow;
     for (int i = 0; i < RP * T; i++) acc[i] = first ? _mm256_setzero_ps() : park[i];
-    float tb[KM_Q32G_NACC][8] __attribute__((aligned(32)));
+    float tb[2][KM_Q32G_NACC][8] __attribute__((aligned(32))); /* double buffer, as in the AVX-512 tile */
     const __m256i one = _mm256_set1_epi16(1);
     const __m256 magic = _mm256_set1_ps(12582912.0f);
-    for (int64_t g = 0; g < ks; g += 8) {
+    for (int64_t g = 0; g < ks + 8; g += 8) {
         const int n = ks - g >= 8 ? 8 : (int)(ks - g);
-        for (int r = 0; r < RP; r++) {
-            const __m256 dw = n == 8 ? km_avx2_f16x8_strided(rw[r] + g * wblk, wblk)
-                                     : km_avx2_f16x8_strided_n(rw[r] + g * wblk, wblk, n);
-            for (int t = 0; t < T; t++) _mm256_store_ps(tb[r * T + t], _mm256_mul_ps(dw, _mm256_loadu_ps(xr[t].dx + g)));
+        if (g < ks) {
+            for (int r = 0; r < RP; r++) {
+                const __m256 dw = n == 8 ? km_avx2_f16x8_strided(rw[r] + g * wblk, wblk)
+                                         : km_avx2_f16x8_strided_n(rw[r] + g * wblk, wblk, n);
+                for (int t = 0; t < T; t++)
+                    _mm256_store_ps(tb[(g >> 3) & 1][r * T + t], _mm256_mul_ps(dw, _mm256_loadu_ps(xr[t].dx + g)));
+            }
         }
-        for (int j = 0; j < n; j++) {
-            const int64_t b = g + j;
+        if (g == 0) continue;
+        const int64_t gp = g - 8;
+        const int np = ks - gp >= 8 ? 8 : (int)(ks - gp);
+        const float(*tc)[8] = tb[(gp >> 3) & 1];
+        for (int j = 0; j < np; j++) {
+            const int64_t b = gp + j;
             __m256i wq[KM_Q32G_RPD], wa[KM_Q32G_RPD];
             for (int r = 0; r < RP; r++) {
                 if (fmt == 8) {
@@ -264,9 +305,9 @@ KM_ALWAYS_INLINE void km_q32g_tile(float *y, int64_t ystride, const uint8_t *w, 
                         f = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(wa[r], _mm256_sign_epi8(xv, wq[r])), one));
                     } else {
                         const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wq[r], xv), one);
-                        f = _mm256_sub_ps(_mm256_castsi256_ps(_mm256_add_epi32(p, xr[t].seed[b])), magic);
+                        f = _mm256_sub_ps(_mm256_castsi256_ps(_mm256_add_epi32(p, xr[t].seed8[b])), magic);
                     }
-                    acc[r * T + t] = _mm256_fmadd_ps(_mm256_broadcast_ss(&tb[r * T + t][j]), f, acc[r * T + t]);
+                    acc[r * T + t] = _mm256_fmadd_ps(_mm256_broadcast_ss(&tc[r * T + t][j]), f, acc[r * T + t]);
                 }
             }
         }
@@ -281,6 +322,62 @@ KM_ALWAYS_INLINE void km_q32g_tile(float *y, int64_t ystride, const uint8_t *w, 
 }
 #endif
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#define KM_Q32G_U5 km_avx512_u_q5_0
+#else
+#define KM_Q32G_U5 km_avx2_u_q5_0
+#endif
+
+/* Decode (one activation row): one weight row at a time with one ymm accumulator (lanes in contract
+ * order), so the weights are read as one sequential stream; t of block j by a lane permute. */
+KM_ALWAYS_INLINE void km_q32g_group1(__m256 *acc, const uint8_t *wr, int64_t g, int64_t wblk, const int fmt,
+                                     const km_q32g_xrow *xr, const int n) {
+    const __m256 tv = _mm256_mul_ps(n == 8 ? km_avx2_f16x8_strided(wr + g * wblk, wblk)
+                                           : km_avx2_f16x8_strided_n(wr + g * wblk, wblk, n),
+                                    _mm256_loadu_ps(xr->dx + g));
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    for (int64_t o = 0; o < n * wblk; o += 64) _mm_prefetch((const char *)(wr + g * wblk + KM_Q32G_PF + o), _MM_HINT_T0);
+    for (int j = 0; j < n; j++) {
+        const int64_t b = g + j;
+        const uint8_t *blk = wr + b * wblk;
+        const __m256i xv = _mm256_loadu_si256((const __m256i *)xr->x[b].qs);
+        __m256 f;
+#if defined(__AVX512VNNI__)
+        const __m256i u = fmt == 8 ? km_avx2_u_q8_0(blk) : km_avx512_u_q5_0(blk); /* VNNI implies AVX-512 here */
+        f = _mm256_sub_ps(_mm256_castsi256_ps(_mm256_dpbusd_epi32(xr->seed8[b], u, xv)), magic);
+#else
+        if (fmt == 8) {
+            const __m256i wq = km_avx2_w_q8_0(blk);
+            f = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wq), _mm256_sign_epi8(xv, wq)),
+                                                     _mm256_set1_epi16(1)));
+        } else {
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(KM_Q32G_U5(blk), xv), _mm256_set1_epi16(1));
+            f = _mm256_sub_ps(_mm256_castsi256_ps(_mm256_add_epi32(p, xr->seed8[b])), magic);
+        }
+#endif
+        *acc = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(tv, _mm256_set1_epi32(j)), f, *acc);
+    }
+}
+
+KM_ALWAYS_INLINE void km_q32g_row1(float *y, const uint8_t *wr, int64_t wblk, const int fmt, const km_q32g_xrow *xr,
+                                   int64_t ks, int first, int last, km_q32g_acc *park) {
+    __m256 acc = first ? _mm256_setzero_ps() : _mm256_loadu_ps((const float *)park);
+    int64_t g = 0;
+    for (; g + 8 <= ks; g += 8) km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 8);
+    switch (ks - g) { /* the tail, with its block count a compile-time constant */
+    case 0: break;
+    case 1: km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 1); break;
+    case 2: km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 2); break;
+    case 3: km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 3); break;
+    case 4: km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 4); break;
+    case 5: km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 5); break;
+    case 6: km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 6); break;
+    default: km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 7); break;
+    }
+    if (last) *y = km_avx2_tree8(acc);
+    else _mm256_storeu_ps((float *)park, acc);
+}
+
 /* Outputs per tile column step: AVX-512 tiles hold row pairs, AVX2 tiles single rows. */
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 #define KM_Q32G_ROWS(rp) (2 * (rp))
@@ -293,9 +390,13 @@ KM_ALWAYS_INLINE void km_q32g_tile(float *y, int64_t ystride, const uint8_t *w, 
 KM_ALWAYS_INLINE void km_q32g_cols(float *y, int64_t N, const uint8_t *w, int64_t wrow, int64_t wblk, const int fmt,
                                    const km_q32g_xrow *xr, int64_t ks, int first, int last, km_q32g_acc *park,
                                    int64_t c0, int64_t c1, const int T) {
-    const int RP = T == 1 ? KM_Q32G_RPD : KM_Q32G_RP;
+    const int RP = KM_Q32G_RP;
     const int full = KM_Q32G_ROWS(RP), one = KM_Q32G_ROWS(1);
     int64_t n = c0, i = 0;
+    if (T == 1) {
+        for (; n < c1; n++, i++) km_q32g_row1(y + n, w + n * wrow, wblk, fmt, xr, ks, first, last, park + i);
+        return;
+    }
     for (; n + full <= c1; n += full, i += RP * T)
         km_q32g_tile(y + n, N, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, park + i, RP, T, full);
     for (; n < c1; n += one, i += T) {
