@@ -143,8 +143,8 @@ def test_attention_ggmlfa_threads_identical(lib_spec, variant):
             assert_close_or_equal(one, got, map_id=MAP_ID, variant=variant, context=f"{case_name} nth={nth}")
 
 
-def _expf_check(lib):
-    fn = lib.km_attention_f16kv_ggmlfa__avx512_expf_check
+def _expf_check(lib, variant):
+    fn = getattr(lib, f"km_attention_f16kv_ggmlfa__{variant}_expf_check")
     fn.restype = ctypes.c_int64
     fn.argtypes = [ctypes.c_uint32, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint32)]
     return fn
@@ -165,26 +165,28 @@ EXPF_SAMPLE = [
 ] + [(k << 26, 1 << 16) for k in range(64)]
 
 
-def test_attention_ggmlfa_avx512_expf_sampled_matches_libm(lib_spec):
+@pytest.mark.parametrize("variant", ["avx2", "avx512"])
+def test_attention_ggmlfa_vector_expf_sampled_matches_libm(lib_spec, variant):
     lib, spec = lib_spec
-    _variant(spec, "avx512")
-    fn = _expf_check(lib)
+    _variant(spec, variant)
+    fn = _expf_check(lib, variant)
     for lo, n in EXPF_SAMPLE:
         bad, first = _expf_mismatches(fn, lo, n)
-        assert bad == 0, f"{MAP_ID} [avx512] 16-lane expf != libm expf for {bad} inputs in [{lo:#x}, +{n}), first {first}"
+        assert bad == 0, f"{MAP_ID} [{variant}] vector expf != libm expf for {bad} inputs in [{lo:#x}, +{n}), first {first}"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("KERNELMAP_SLOW"), reason="slow (all 2^32 floats, ~30 s): set KERNELMAP_SLOW=1; "
-                    "test_attention_ggmlfa_avx512_expf_sampled_matches_libm is the fast version")
-def test_attention_ggmlfa_avx512_expf_all_inputs_match_libm(lib_spec):
+@pytest.mark.skipif(not os.environ.get("KERNELMAP_SLOW"), reason="slow (all 2^32 floats, ~1 min per variant): set "
+                    "KERNELMAP_SLOW=1; test_attention_ggmlfa_vector_expf_sampled_matches_libm is the fast version")
+@pytest.mark.parametrize("variant", ["avx2", "avx512"])
+def test_attention_ggmlfa_vector_expf_all_inputs_match_libm(lib_spec, variant):
     lib, spec = lib_spec
-    _variant(spec, "avx512")
-    fn = _expf_check(lib)
+    _variant(spec, variant)
+    fn = _expf_check(lib, variant)
     step = 1 << 28
     for lo in range(0, 1 << 32, step):
         bad, first = _expf_mismatches(fn, lo, step)
-        assert bad == 0, f"{MAP_ID} [avx512] 16-lane expf != libm expf for {bad} inputs in [{lo:#x}, +{step}), first {first}"
+        assert bad == 0, f"{MAP_ID} [{variant}] vector expf != libm expf for {bad} inputs in [{lo:#x}, +{step}), first {first}"
 
 
 @pytest.mark.parametrize("variant", ["avx2", "avx512"])

@@ -19,22 +19,26 @@
  *     else: ms = 1, vs = expf(s_j - M);
  *     VKQ[d] = f16_rne(fmaf(f32(V_j[d]), vs, f32(VKQ[d]))); S = fmaf(S, ms, vs);
  *   y[d] = f32(VKQ[d]) * (S == 0 ? 0 : 1.0f / S).
- * expf is the C library's (all variants call it: it is llama.cpp's too). FMA: fmaf exactly where
- * written; nothing else is contracted (-ffp-contract=off). Results do not depend on (ith, nth).
+ * expf is the C library's (llama.cpp's too); this variant evaluates it with vexp8, which repeats
+ * glibc's expf operations bit for bit (all 2^32 inputs checked by the slow test; a self-check at first
+ * use switches to calling expf on any difference). FMA: fmaf exactly where written; nothing else is
+ * contracted (-ffp-contract=off). Results do not depend on (ith, nth).
  * Partition: (row, head) items it = m*Hq + h, split into contiguous ranges of equal work (keys seen),
  * see attention_ggmlfa_part.h; no reduction crosses items.
  * Schedule (same arithmetic, reordered across independent chains only): a thread walks its items in
  * groups of up to 4 heads of one row that read the same KV head (they see the same keys). Keys go in
  * blocks of 32: (1) the 32 scores of every head of the group (Q16 widened once per item; the
- * horizontal fold done for 8 keys at once), (2) the online-softmax scalars per key in order (libm
- * expf), (3) VKQ in 16-element column chunks held in registers as f32 values of f16 numbers (f16 rounding =
- * vcvtps2ph RNE + vcvtph2ps), each chunk stepping through the block's keys in increasing j, each V
+ * horizontal fold done for 8 keys at once), (2) the online-softmax scalars per key in order (running
+ * maximum as a prefix-max scan in lanes, expf on 8 lanes by vexp8), (3) VKQ in 16-element column
+ * chunks held in registers as f32 values of f16 numbers (f16 rounding = vcvtps2ph RNE + vcvtph2ps),
+ * each chunk stepping through the block's keys in increasing j, each V
  * chunk widened once for all heads. Every element of VKQ sees exactly the contract's sequence of
  * roundings; the chunks and heads are independent chains, which hides the dependency latency.
  */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "km_common.h"
 #include "attention_ggmlfa_part.h"
@@ -107,6 +111,145 @@ KM_AI void scores(float *s, const km_half *kr, int64_t nk, const float *qf, int6
     }
 }
 
+/* ---- expf on 8 lanes, bit-identical to the C library's expf (glibc >= 2.27, FMA build) ----
+ * The same operations as glibc's expf (see ggmlfa_avx512.c for the derivation), 4 doubles per ymm,
+ * the table by a gather; lanes with |x| >= 0x1.6p6 (inf, NaN included) call expf. A one-time
+ * self-check against expf guards the process; tests check sampled ranges and (slow) all 2^32 inputs
+ * (km_attention_f16kv_ggmlfa__avx2_expf_check). */
+static const uint64_t km_fa_exp_tab[32] __attribute__((aligned(64))) = {
+    0x3ff0000000000000ULL, 0x3fefd9b0d3158574ULL, 0x3fefb5586cf9890fULL, 0x3fef9301d0125b51ULL,
+    0x3fef72b83c7d517bULL, 0x3fef54873168b9aaULL, 0x3fef387a6e756238ULL, 0x3fef1e9df51fdee1ULL,
+    0x3fef06fe0a31b715ULL, 0x3feef1a7373aa9cbULL, 0x3feedea64c123422ULL, 0x3feece086061892dULL,
+    0x3feebfdad5362a27ULL, 0x3feeb42b569d4f82ULL, 0x3feeab07dd485429ULL, 0x3feea47eb03a5585ULL,
+    0x3feea09e667f3bcdULL, 0x3fee9f75e8ec5f74ULL, 0x3feea11473eb0187ULL, 0x3feea589994cce13ULL,
+    0x3feeace5422aa0dbULL, 0x3feeb737b0cdc5e5ULL, 0x3feec49182a3f090ULL, 0x3feed503b23e255dULL,
+    0x3feee89f995ad3adULL, 0x3feeff76f2fb5e47ULL, 0x3fef199bdd85529cULL, 0x3fef3720dcef9069ULL,
+    0x3fef5818dcfba487ULL, 0x3fef7c97337b9b5fULL, 0x3fefa4afa2a490daULL, 0x3fefd0765b6e4540ULL,
+};
+
+KM_AI __m128 vexp4(__m128 x) {
+    const __m256d inv_ln2_n = _mm256_set1_pd(0x1.71547652b82fep+5), shift = _mm256_set1_pd(0x1.8p+52);
+    const __m256d xd = _mm256_cvtps_pd(x);
+    __m256d kd = _mm256_fmadd_pd(inv_ln2_n, xd, shift);
+    const __m256i ki = _mm256_castpd_si256(kd);
+    kd = _mm256_sub_pd(kd, shift);
+    const __m256d r = _mm256_fmsub_pd(inv_ln2_n, xd, kd);
+    __m256i t = _mm256_i64gather_epi64((const long long *)(const void *)km_fa_exp_tab,
+                                       _mm256_and_si256(ki, _mm256_set1_epi64x(31)), 8);
+    t = _mm256_add_epi64(t, _mm256_slli_epi64(ki, 47));
+    const __m256d z = _mm256_fmadd_pd(r, _mm256_set1_pd(0x1.c6af84b912394p-20), _mm256_set1_pd(0x1.ebfce50fac4f3p-13));
+    const __m256d r2 = _mm256_mul_pd(r, r);
+    __m256d y = _mm256_fmadd_pd(r, _mm256_set1_pd(0x1.62e42ff0c52d6p-6), _mm256_set1_pd(1.0));
+    y = _mm256_fmadd_pd(z, r2, y);
+    y = _mm256_mul_pd(y, _mm256_castsi256_pd(t));
+    return _mm256_cvtpd_ps(y);
+}
+
+/* expf of 8 lanes: vector path, lanes outside glibc's main range through expf itself */
+static inline __m256 vexp8(__m256 x) {
+    __m256 y = _mm256_set_m128(vexp4(_mm256_extractf128_ps(x, 1)), vexp4(_mm256_castps256_ps128(x)));
+    const __m256i ax = _mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(0x7fffffff));
+    const int special = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(ax, _mm256_set1_epi32(0x42afffff))));
+    if (__builtin_expect(special != 0, 0)) {
+        float xs[8], ys[8];
+        _mm256_storeu_ps(xs, x);
+        _mm256_storeu_ps(ys, y);
+        for (int l = 0; l < 8; l++) {
+            if (special >> l & 1) ys[l] = expf(xs[l]);
+        }
+        y = _mm256_loadu_ps(ys);
+    }
+    return y;
+}
+
+static int km_fa_vexp_state; /* 0 not checked yet, 1 vexp8 == expf on the sample, 2 use expf */
+
+static int vexp_usable(void) {
+    int st = __atomic_load_n(&km_fa_vexp_state, __ATOMIC_RELAXED);
+    if (st == 0) {
+        st = 1;
+        uint32_t b = 0x9e3779b9u;
+        for (int i = 0; i < 4096 && st == 1; i += 8) {
+            float xs[8], ys[8];
+            for (int l = 0; l < 8; l++) {
+                b = b * 1664525u + 1013904223u;
+                /* alternately any bits and negative values of magnitude below 104 */
+                uint32_t u = (l & 1) ? b : 0x80000000u | (b % 0x42d00000u);
+                memcpy(&xs[l], &u, 4);
+            }
+            _mm256_storeu_ps(ys, vexp8(_mm256_loadu_ps(xs)));
+            for (int l = 0; l < 8; l++) {
+                const float e = expf(xs[l]);
+                if (memcmp(&e, &ys[l], 4) != 0) st = 2;
+            }
+        }
+        __atomic_store_n(&km_fa_vexp_state, st, __ATOMIC_RELAXED);
+    }
+    return st == 1;
+}
+
+/* Test hook: how many of the float bit patterns lo .. lo+n-1 give a vexp8 result that differs
+ * (bitwise) from expf; the first such pattern goes to *first. */
+int64_t km_attention_f16kv_ggmlfa__avx2_expf_check(uint32_t lo, int64_t n, uint32_t *first) {
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i += 8) {
+        uint32_t u[8];
+        float xs[8], ys[8];
+        for (int l = 0; l < 8; l++) u[l] = lo + (uint32_t)(i + l < n ? i + l : 0);
+        memcpy(xs, u, sizeof xs);
+        _mm256_storeu_ps(ys, vexp8(_mm256_loadu_ps(xs)));
+        for (int l = 0; l < 8 && i + l < n; l++) {
+            const float e = expf(xs[l]);
+            if (memcmp(&e, &ys[l], 4) != 0) {
+                if (bad == 0) *first = u[l];
+                bad++;
+            }
+        }
+    }
+    return bad;
+}
+
+/* The online-softmax scalars of keys k < nk for one head, 8 keys per step: the running maximum before
+ * each key is a prefix maximum (a key replaces it only when strictly greater, NaN never), scanned in
+ * lanes; newmax = s > Mprev, e = expf(newmax ? Mprev - s : s - Mprev), ms = newmax ? e : 1,
+ * vs = newmax ? 1 : e (the contract's values, key by key), and S = fma(S, ms, vs) in key order. */
+static inline void softmax_block(const float *sc, float *ms, float *vs, uint8_t *nmask, int g, int64_t nk,
+        float *big_m, float *big_s) {
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), one = _mm256_set1_ps(1.0f);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 mcur = _mm256_set1_ps(*big_m);
+    for (int64_t k0 = 0; k0 < nk; k0 += 8) {
+        const __m256 valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(nk - k0 < 8 ? nk - k0 : 8)), lane));
+        const __m256 s = _mm256_load_ps(sc + k0);
+        /* candidates: valid, non-NaN scores; others -inf (never strictly greater) */
+        __m256 pm = _mm256_blendv_ps(ninf, s, _mm256_and_ps(valid, _mm256_cmp_ps(s, s, _CMP_ORD_Q)));
+        for (int sh = 1; sh < 8; sh <<= 1) {
+            /* earlier = pm shifted up by sh lanes (-inf in); keep the earlier unless pm is greater */
+            const __m256i src = _mm256_sub_epi32(lane, _mm256_set1_epi32(sh));
+            const __m256 earlier = _mm256_blendv_ps(_mm256_permutevar8x32_ps(pm, src), ninf, _mm256_castsi256_ps(src));
+            pm = _mm256_blendv_ps(earlier, pm, _mm256_cmp_ps(pm, earlier, _CMP_GT_OQ));
+        }
+        /* exclusive prefix, combined with the maximum before this step */
+        const __m256i src1 = _mm256_sub_epi32(lane, _mm256_set1_epi32(1));
+        __m256 mprev = _mm256_blendv_ps(_mm256_permutevar8x32_ps(pm, src1), ninf, _mm256_castsi256_ps(src1));
+        mprev = _mm256_blendv_ps(mcur, mprev, _mm256_cmp_ps(mprev, mcur, _CMP_GT_OQ));
+        const __m256 nmv = _mm256_and_ps(valid, _mm256_cmp_ps(s, mprev, _CMP_GT_OQ));
+        const __m256 arg = _mm256_and_ps(valid, _mm256_blendv_ps(_mm256_sub_ps(s, mprev), _mm256_sub_ps(mprev, s), nmv));
+        const __m256 e = vexp8(arg);
+        _mm256_store_ps(ms + k0, _mm256_blendv_ps(one, e, nmv));
+        _mm256_store_ps(vs + k0, _mm256_blendv_ps(e, one, nmv));
+        const unsigned nm = (unsigned)_mm256_movemask_ps(nmv);
+        for (int l = 0; l < 8 && k0 + l < nk; l++) nmask[k0 + l] |= (uint8_t)((nm >> l & 1u) << g);
+        /* the maximum after this step: last lane of the inclusive scan, combined with mcur */
+        const __m256 last = _mm256_permutevar8x32_ps(pm, _mm256_set1_epi32(7));
+        mcur = _mm256_blendv_ps(mcur, last, _mm256_cmp_ps(last, mcur, _CMP_GT_OQ));
+    }
+    float ss = *big_s;
+    for (int64_t k = 0; k < nk; k++) ss = fmaf(ss, ms[k], vs[k]);
+    *big_s = ss;
+    *big_m = _mm256_cvtss_f32(mcur);
+}
+
 /* VKQ columns d0 .. d0+15 of the G heads (f32 copies of f16 values in acc + g*D) through keys
  * k < nk of the block: optional rescale by ms (bit g of nmask[k]), then the V_k mad with vs. */
 KM_AI void vchunk(float *acc, int64_t D, int64_t d0, const km_half *vr, int64_t nk, const float *vs,
@@ -153,6 +296,7 @@ KM_AI void group_run(float *y, const float *q, const km_half *kc, const km_half 
     uint8_t nmask[KM_FA_KB];
     float big_m[KM_FA_G], big_s[KM_FA_G];
     const __m256 vscale = _mm256_set1_ps(scale);
+    const int use_vexp = vexp_usable();
     for (int g = 0; g < G; g++) {
         const float *qr = q + (it0 + g) * D;
         for (int64_t d = 0; d < D; d += 8) {
@@ -169,6 +313,10 @@ KM_AI void group_run(float *y, const float *q, const km_half *kc, const km_half 
         scores(sc, kb + jb * D, nk, qf, D, G);
         for (int64_t k = 0; k < nk; k++) nmask[k] = 0;
         for (int g = 0; g < G; g++) {
+            if (use_vexp) {
+                softmax_block(sc + g * KM_FA_KB, ms + g * KM_FA_KB, vs + g * KM_FA_KB, nmask, g, nk, &big_m[g], &big_s[g]);
+                continue;
+            }
             float mm = big_m[g], ss = big_s[g];
             for (int64_t k = 0; k < nk; k++) {
                 const float s = sc[g * KM_FA_KB + k];

@@ -19,7 +19,8 @@
  *     else: ms = 1, vs = expf(s_j - M);
  *     VKQ[d] = f16_rne(fmaf(f32(V_j[d]), vs, f32(VKQ[d]))); S = fmaf(S, ms, vs);
  *   y[d] = f32(VKQ[d]) * (S == 0 ? 0 : 1.0f / S).
- * expf is the C library's (all variants call it: it is llama.cpp's too). FMA: fmaf exactly where
+ * expf is the C library's (llama.cpp's too; the SIMD variants evaluate it with vector routines that
+ * repeat glibc's expf operations, identical on all 2^32 inputs). FMA: fmaf exactly where
  * written; nothing else is contracted (-ffp-contract=off). Results do not depend on (ith, nth).
  * Partition: (row, head) items it = m*Hq + h, split into contiguous ranges of equal work (keys seen),
  * see attention_ggmlfa_part.h; no reduction crosses items.
