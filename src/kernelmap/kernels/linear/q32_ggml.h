@@ -3,21 +3,26 @@
  * Numerics exactly as linear/q5_0_q8_0_ggml_ref.c states (llama.cpp's x86 order): per 32-block b,
  * eight exact int32 lanes, lane l = sum of the 4 products at 4l..4l+3; t = f32(fp16(w.d) * fp16(x.d));
  * acc[l] = fma(t, (float)lane[l], acc[l]) for b increasing from +0; fold l+4, then 0+2 / 1+3, then 0+1.
- * Integer tricks (exact): weights as unsigned codes u (q5_0: w + 16; q8_0 with VNNI: w ^ 0x80 = w + 128)
- * and the offset off * xs4[l] (xs4 = sum of lane l's 4 activation quants, computed once per
- * activation block) subtracted; q8_0 without VNNI uses |w| and sign(x, w). (float)lane is taken
- * as bits(lane + 0x4B400000) - 12582912.0f (exact for |lane| < 2^22; lanes here are < 2^16), the
- * magic constant folded into the per-block offset, so the int dot's accumulator seed is
- * 0x4B400000 - off * xs4. t is computed for 8 blocks at once and broadcast from a stack buffer.
+ * Integer tricks (exact): (float)lane is taken as bits(lane + 0x4B400000) - 12582912.0f (exact for
+ * |lane| < 2^22; lanes here are < 2^16), the magic constant folded into the int dot's seed.
+ * VNNI prefill: unsigned operand x + 128 (x ^ 0x80, re-laid once per activation row), signed weight
+ * (q5_0 code - 16, q8_0 int8), seed 0x4B400000 - 128 * ws4 (ws4 = sum of lane l's 4 weights, one
+ * vpdpbusd per weight block, reused by every activation row). Without VNNI (maddubs): unsigned q5_0
+ * code with the activation-side seed 0x4B400000 - 16 * xs4 (xs4 = sum of lane l's 4 activation
+ * quants, per activation block), or |w| and sign(x, w) for q8_0 with an exact cvtdq2ps. One-row
+ * decode with VNNI: unsigned weight code (w + 16, w ^ 0x80) and the activation-side seed.
+ * t = f32(dw * dx) is computed for 8 blocks at once and taken lane by lane (permute or broadcast).
  *
- * AVX-512 (with or without VNNI): one zmm accumulator holds two outputs (weight rows A, B; one
- * activation row) with their lanes interleaved (even lanes A, odd lanes B): weights of A and B are
- * interleaved per 4-byte group, each activation block is re-laid once with every 4-byte group
- * doubled, and t arrives as the pair (t_A, t_B) broadcast as one 64-bit value. Tiles: 2 row pairs
- * x 8/4/2/1 activation rows (4 row pairs x 1 in decode). AVX2: one ymm accumulator per output,
- * tiles of 2 rows x 4/2/1 activation rows (4 rows x 1 in decode).
+ * Prefill, AVX-512: one zmm accumulator holds two outputs (weight rows A, B; one activation row)
+ * with their lanes interleaved (even lanes A, odd lanes B): weights of A and B are interleaved per
+ * 4-byte group, each activation block is re-laid with every 4-byte group doubled, and t arrives as
+ * the pair (t_A, t_B) broadcast as one 64-bit value. Tiles: 1 row pair x 16/8/4/2/1 activation
+ * rows, weights of the tile after next prefetched. AVX2: one ymm accumulator per output, tiles of 2
+ * rows x 4/2/1 activation rows. Decode (M = 1, both ISAs): one weight row at a time, one ymm
+ * accumulator, so the weights stream sequentially; software prefetch KM_Q32G_PF bytes ahead.
  * Columns go in chunks of KM_Q32G_NC (weights of a chunk stay in L2 across activation tiles); K
  * goes in slices of KM_Q32G_KS blocks (accumulators parked in a stack buffer between slices).
+ * Stack use: about 240 KB (AVX-512: 16 re-laid activation rows + parked accumulators), 50 KB (AVX2).
  * Partition: output columns n (km_part over N); no output depends on M, tiling or (ith, nth).
  * The including file defines nothing; it calls km_q32g_linear with fmt 5 (q5_0) or 8 (q8_0).
  */
@@ -28,14 +33,15 @@
 #include "km_simd.h"
 
 #define KM_Q32G_KS 64  /* blocks per K slice (K = 2048 in one slice) */
-#define KM_Q32G_NC 256 /* columns per chunk */
+#define KM_Q32G_NC 128 /* columns per chunk */
 #define KM_Q32G_MAGIC 0x4B400000 /* bits of 12582912.0f = 1.5 * 2^23 */
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-#define KM_Q32G_TT 8 /* activation rows per tile */
-#define KM_Q32G_RP 2 /* weight row pairs per tile when T > 1 */
+#define KM_Q32G_TT 16 /* activation rows per tile */
+#define KM_Q32G_RP 1 /* weight row pairs per tile when T > 1 */
 #define KM_Q32G_RPD 2 /* array bound: row pairs per tile */
 #define KM_Q32G_PF 8192 /* decode: prefetch distance in bytes */
+#define KM_Q32G_PFT 4 /* prefill: prefetch distance in weight rows */
 #define KM_Q32G_NACC 16 /* accumulators per tile: RP * TT */
 #define KM_Q32G_PARK (KM_Q32G_NC * KM_Q32G_TT / 2) /* parked accumulators per chunk (one per 2 columns x row) */
 
@@ -60,7 +66,12 @@ KM_ALWAYS_INLINE void km_q32g_prep(km_q32g_xrow *r, const km_block_q8_0 *x, int6
         const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
         __m256i seed = _mm256_set1_epi32(KM_Q32G_MAGIC);
         if (off > 0) seed = _mm256_sub_epi32(seed, _mm256_slli_epi32(s, sh));
+#if defined(__AVX512VNNI__)
+        /* VNNI tiles take the activations as the unsigned operand: x + 128 = x ^ 0x80 */
+        r->xq[b] = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(_mm256_xor_si256(v, _mm256_set1_epi8((char)0x80))));
+#else
         r->xq[b] = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(v));
+#endif
         r->seed[b] = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(seed));
         r->seed8[b] = seed;
         const float d = km_fp16_to_fp32(x[b].d);
@@ -83,9 +94,6 @@ KM_ALWAYS_INLINE __m512i km_q32g_wpair(const uint8_t *a, const uint8_t *b, const
         const __m512i il = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
         __m512i z = _mm512_permutex2var_epi32(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a + 2))), il,
                                               _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2))));
-#if defined(__AVX512VNNI__)
-        z = _mm512_xor_si512(z, _mm512_set1_epi8((char)0x80));
-#endif
         return z;
     }
     /* q5_0: qs dwords interleaved, low nibbles in the low 256 bits, high nibbles in the high 256 bits;
@@ -101,7 +109,11 @@ KM_ALWAYS_INLINE __m512i km_q32g_wpair(const uint8_t *a, const uint8_t *b, const
     memcpy(&ha, a + 2, 4);
     memcpy(&hb, b + 2, 4);
     const uint64_t m = _pdep_u64(ha, 0x0F0F0F0F0F0F0F0FULL) | _pdep_u64(hb, 0xF0F0F0F0F0F0F0F0ULL);
-    return _mm512_mask_add_epi8(z, (__mmask64)m, z, _mm512_set1_epi8(0x10));
+#if defined(__AVX512VNNI__)
+    return _mm512_mask_sub_epi8(z, (__mmask64)~m, z, _mm512_set1_epi8(0x10)); /* signed: code - 16 */
+#else
+    return _mm512_mask_add_epi8(z, (__mmask64)m, z, _mm512_set1_epi8(0x10)); /* unsigned code */
+#endif
 }
 
 /* (float) of the 16 interleaved int32 lanes of weight pair w against one re-laid activation block. */
@@ -109,11 +121,10 @@ KM_ALWAYS_INLINE __m512 km_q32g_lanes(__m512i w, __m512i wabs, __mmask64 neg, co
                                       const __m512i *seed, const int fmt) {
     const __m512 magic = _mm512_set1_ps(12582912.0f);
 #if defined(__AVX512VNNI__)
-    (void)wabs;
     (void)neg;
     (void)fmt;
-    return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_dpbusd_epi32(_mm512_load_si512(seed), w, _mm512_load_si512(xq))),
-                         magic);
+    (void)seed; /* wabs carries the weight-side seed 0x4B400000 - 128 * ws4 */
+    return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_dpbusd_epi32(wabs, _mm512_load_si512(xq), w)), magic);
 #else
     const __m512i one = _mm512_set1_epi16(1);
     if (fmt == 8) {
@@ -142,9 +153,14 @@ KM_ALWAYS_INLINE __m512 km_q32g_dwpair(const uint8_t *a, const uint8_t *b, int64
  * 64-bit element j, taken by a permute (T <= 2) or, when the tile has many accumulators, stored to
  * the stack buffer tb and broadcast from there. */
 KM_ALWAYS_INLINE void km_q32g_group(__m512 *acc, const uint8_t *const *ra, const uint8_t *const *rb, int64_t g,
-                                    int64_t wblk, const int fmt, const km_q32g_xrow *xr, const int RP, const int T,
+                                    int64_t wrow, int64_t wblk, const int fmt, const km_q32g_xrow *xr, const int RP, const int T,
                                     const int n) {
     const int reg = T <= 2;
+    for (int p = 0; p < RP; p++) /* the same blocks of the tile after next (prefetchers miss the 2 streams) */
+        for (int64_t o = 0; o < n * wblk; o += 64) {
+            _mm_prefetch((const char *)(ra[p] + g * wblk + KM_Q32G_PFT * wrow + o), _MM_HINT_T0);
+            _mm_prefetch((const char *)(rb[p] + g * wblk + KM_Q32G_PFT * wrow + o), _MM_HINT_T0);
+        }
     __m512 tv[KM_Q32G_NACC];
     float tb[KM_Q32G_NACC][16] __attribute__((aligned(64)));
     for (int p = 0; p < RP; p++) {
@@ -161,16 +177,21 @@ KM_ALWAYS_INLINE void km_q32g_group(__m512 *acc, const uint8_t *const *ra, const
         __mmask64 ng[KM_Q32G_RPD];
         for (int p = 0; p < RP; p++) {
             wp[p] = km_q32g_wpair(ra[p] + b * wblk, rb[p] + b * wblk, fmt);
-#if !defined(__AVX512VNNI__)
+#if defined(__AVX512VNNI__)
+            { /* lane = sum (x + 128) * w - 128 * ws4, ws4[l] = sum of lane l's 4 weights */
+                const __m512i ws4 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), wp[p]);
+                ng[p] = 0;
+                wa[p] = _mm512_sub_epi32(_mm512_set1_epi32(KM_Q32G_MAGIC), _mm512_slli_epi32(ws4, 7));
+            }
+#else
             if (fmt == 8) {
                 ng[p] = _mm512_movepi8_mask(wp[p]);
                 wa[p] = _mm512_abs_epi8(wp[p]);
-            } else
-#endif
-            {
+            } else {
                 ng[p] = 0;
                 wa[p] = wp[p];
             }
+#endif
         }
         for (int t = 0; t < T; t++) {
             for (int p = 0; p < RP; p++) {
@@ -200,16 +221,16 @@ KM_ALWAYS_INLINE void km_q32g_tile(float *y, int64_t ystride, const uint8_t *w, 
     }
     for (int i = 0; i < RP * T; i++) acc[i] = first ? _mm512_setzero_ps() : park[i];
     int64_t g = 0;
-    for (; g + 8 <= ks; g += 8) km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 8);
+    for (; g + 8 <= ks; g += 8) km_q32g_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 8);
     switch (ks - g) { /* the tail, with its block count a compile-time constant */
     case 0: break;
-    case 1: km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 1); break;
-    case 2: km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 2); break;
-    case 3: km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 3); break;
-    case 4: km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 4); break;
-    case 5: km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 5); break;
-    case 6: km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 6); break;
-    default: km_q32g_group(acc, ra, rb, g, wblk, fmt, xr, RP, T, 7); break;
+    case 1: km_q32g_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 1); break;
+    case 2: km_q32g_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 2); break;
+    case 3: km_q32g_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 3); break;
+    case 4: km_q32g_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 4); break;
+    case 5: km_q32g_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 5); break;
+    case 6: km_q32g_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 6); break;
+    default: km_q32g_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 7); break;
     }
     if (!last) {
         for (int i = 0; i < RP * T; i++) park[i] = acc[i];
@@ -421,13 +442,13 @@ static inline void km_q32g_linear(float *y, const void *w, const void *x, int64_
     const int64_t wrow = nb * wblk;
     const uint8_t *wb = (const uint8_t *)w;
     const km_block_q8_0 *xb = (const km_block_q8_0 *)x;
-    km_q32g_xrow xr[KM_Q32G_TT]; /* stack: ~70 KB (AVX-512) */
-    km_q32g_acc park[KM_Q32G_PARK]; /* stack: 64 KB (AVX-512), 32 KB (AVX2); used when nb > KM_Q32G_KS */
+    km_q32g_xrow xr[KM_Q32G_TT]; /* stack: ~175 KB (AVX-512), ~17 KB (AVX2) */
+    km_q32g_acc park[KM_Q32G_PARK]; /* stack: 64 KB (AVX-512), 16 KB (AVX2); used when nb > KM_Q32G_KS */
     for (int64_t c0 = lo; c0 < hi; c0 += KM_Q32G_NC) {
         const int64_t c1 = hi - c0 > KM_Q32G_NC ? c0 + KM_Q32G_NC : hi;
         for (int64_t m0 = 0; m0 < M; ) {
             const int64_t left = M - m0;
-            const int T = left >= KM_Q32G_TT ? KM_Q32G_TT : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+            const int T = left >= KM_Q32G_TT ? KM_Q32G_TT : left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
             for (int64_t k0 = 0; k0 < nb; k0 += KM_Q32G_KS) {
                 const int64_t ks = nb - k0 > KM_Q32G_KS ? KM_Q32G_KS : nb - k0;
                 for (int t = 0; t < T; t++) km_q32g_prep(&xr[t], xb + (m0 + t) * nb + k0, ks, off);
@@ -435,7 +456,10 @@ static inline void km_q32g_linear(float *y, const void *w, const void *x, int64_
                 float *ym = y + m0 * N;
                 const uint8_t *wk = wb + k0 * wblk;
                 switch (T) {
-#if KM_Q32G_TT == 8
+#if KM_Q32G_TT == 16
+                case 16: km_q32g_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 16); break;
+#endif
+#if KM_Q32G_TT >= 8
                 case 8: km_q32g_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 8); break;
 #endif
                 case 4: km_q32g_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 4); break;

@@ -3,8 +3,8 @@
  * Op, layouts and numerics exactly as linear/q8_0_q8_0_ggml_ref.c (llama.cpp's x86 order: 8 int32
  * lanes of 4 consecutive products per block, acc[l] = fma(f32(dw * dx), lane, acc[l]) in block
  * order, fold l+4, 0+2 / 1+3, 0+1); byte-identical to km_linear_q8_0_q8_0_ggml__ref for every
- * (ith, nth) and M. AVX2 + FMA + F16C: one ymm accumulator per output, tiles of 2 weight rows x 4/2/1
- * activation rows (4 rows in decode).
+ * (ith, nth) and M. AVX2 + FMA + F16C: one ymm accumulator per output; prefill tiles of 2 weight rows x 4/2/1
+ * activation rows, decode one weight row at a time.
  * Body and exactness argument in linear/q32_ggml.h. Partition: output columns n (km_part over N).
  */
 #include "km_common.h"
