@@ -64,16 +64,27 @@ def test_synth_results_identical_for_one_and_two_threads_and_repeated_runs(synth
         one.close()
 
 
+def _q8_0_logits(synth, policy: str) -> np.ndarray:
+    m = Model(compile_model(synth["q8_0"], CompileOptions(max_rows=8, policy=policy)), n_ctx=64, threads=2)
+    try:
+        return m.logits(PROMPT)
+    finally:
+        m.close()
+
+
 def test_synth_q8_0_weights_run_and_match_reference(synth):
     from kernelmap.reference.forward import Reference
 
-    m = Model(compile_model(synth["q8_0"], CompileOptions(max_rows=8)), n_ctx=64, threads=2)
-    try:
-        got = m.logits(PROMPT)
-    finally:
-        m.close()
     expected = Reference(synth["q8_0"], n_ctx=64).forward(PROMPT)[-1]
-    np.testing.assert_allclose(got, expected, rtol=5e-3, atol=5e-3)
+    # kernelmap-fast's block-partial order rounds close to the reference's float64 dots: no activation
+    # quantization step flips on this model, so the logits agree tightly.
+    np.testing.assert_allclose(_q8_0_logits(synth, "kernelmap-fast"), expected, rtol=5e-3, atol=5e-3)
+    # The default (llama.cpp's 8-lane order) differs from the float64 dots in the last bit more often; a
+    # last-bit difference can move one 8-bit activation code by one step, which shifts these logits by
+    # up to ~0.05. The bound is on the mean and the top token, as in `kernelmap parity` tier 2.
+    got = _q8_0_logits(synth, "llama-cpu")
+    assert float(np.mean(np.abs(got - expected))) <= 0.05
+    assert int(np.argmax(got)) == int(np.argmax(expected))
 
 
 def test_synth_prompt_longer_than_context_is_refused(model):

@@ -2,8 +2,8 @@
  * circuit: 2a97d955851944008c170e7a955c18d034cd0ddc0c355e4bb509370d09b49a86
  * gguf: 16e9314102f36d63db8a89b0e06720e7b0c72b4bdb9462baadcce515b3e41ed2
  * interfaces: ebe6713f747da9c5e30ae3a3e462fe888cb8fab32251adf4c0b89a2bb270c1a6
- * maps: 888f003cd8ee92a0d425fed1b0ae6b69b3192a8e343a21b49eccb2c2edaf8bbc
- * policy: 8990ee13daad7a9815e682258055dec2da2f077ec4aaff0347da1c849748ba63
+ * maps: 6e81326127fa9f649bbc845d47c2670a0d6aef8df3579c4e6de8a6fcd01614f0
+ * policy: 65dcd385c987ccdf4b7f59e127e414f2f65914926debec957656fc9ce84b9710
   */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -69,7 +69,7 @@ const km_selection_row km_selection[] = {
     {"prefill", "blk.0.k_norm.blk0_k_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"prefill", "blk.0.k_append", "kv_append_f16", "avx2"},
     {"prefill", "blk.0.v_append", "kv_append_f16", "avx2"},
-    {"prefill", "blk.0.attn", "attention_f16kv", "avx2"},
+    {"prefill", "blk.0.attn", "attention_f16kv_ggmlfa", "avx2"},
     {"prefill", "blk.0.attn_out", "linear_f32_f32", "avx2"},
     {"prefill", "blk.0.post_attn_norm", "rmsnorm_f32", "avx2"},
     {"prefill", "blk.0.attn_residual.blk0_ffn_norm", "residual_add_rmsnorm_f32", "avx2"},
@@ -86,7 +86,7 @@ const km_selection_row km_selection[] = {
     {"prefill", "blk.1.k_norm.blk1_k_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"prefill", "blk.1.k_append", "kv_append_f16", "avx2"},
     {"prefill", "blk.1.v_append", "kv_append_f16", "avx2"},
-    {"prefill", "blk.1.attn", "attention_f16kv", "avx2"},
+    {"prefill", "blk.1.attn", "attention_f16kv_ggmlfa", "avx2"},
     {"prefill", "blk.1.attn_out", "linear_f32_f32", "avx2"},
     {"prefill", "blk.1.post_attn_norm", "rmsnorm_f32", "avx2"},
     {"prefill", "blk.1.attn_residual.blk1_ffn_norm", "residual_add_rmsnorm_f32", "avx2"},
@@ -98,7 +98,7 @@ const km_selection_row km_selection[] = {
     {"prefill", "blk.1.ffn_residual", "residual_add_f32", "avx2"},
     {"prefill", "final_norm", "rmsnorm_f32", "avx2"},
     {"prefill", "final_norm.quantize_q8_0", "quantize_act_q8_0_rne", "avx2"},
-    {"prefill", "logits", "linear_q8_0_q8_0", "avx2"},
+    {"prefill", "logits", "linear_q8_0_q8_0_ggml", "avx2"},
     {"decode", "embed", "embedding_q8_0", "avx2"},
     {"decode", "blk.0.attn_norm", "rmsnorm_f32", "avx2"},
     {"decode", "blk.0.attn_q", "linear_f32_f32", "avx2"},
@@ -108,7 +108,7 @@ const km_selection_row km_selection[] = {
     {"decode", "blk.0.k_norm.blk0_k_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"decode", "blk.0.k_append", "kv_append_f16", "avx2"},
     {"decode", "blk.0.v_append", "kv_append_f16", "avx2"},
-    {"decode", "blk.0.attn", "attention_f16kv", "avx2"},
+    {"decode", "blk.0.attn", "attention_f16kv_ggmlfa", "avx2"},
     {"decode", "blk.0.attn_out", "linear_f32_f32", "avx2"},
     {"decode", "blk.0.post_attn_norm", "rmsnorm_f32", "avx2"},
     {"decode", "blk.0.attn_residual.blk0_ffn_norm", "residual_add_rmsnorm_f32", "avx2"},
@@ -125,7 +125,7 @@ const km_selection_row km_selection[] = {
     {"decode", "blk.1.k_norm.blk1_k_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"decode", "blk.1.k_append", "kv_append_f16", "avx2"},
     {"decode", "blk.1.v_append", "kv_append_f16", "avx2"},
-    {"decode", "blk.1.attn", "attention_f16kv", "avx2"},
+    {"decode", "blk.1.attn", "attention_f16kv_ggmlfa", "avx2"},
     {"decode", "blk.1.attn_out", "linear_f32_f32", "avx2"},
     {"decode", "blk.1.post_attn_norm", "rmsnorm_f32", "avx2"},
     {"decode", "blk.1.attn_residual.blk1_ffn_norm", "residual_add_rmsnorm_f32", "avx2"},
@@ -137,7 +137,7 @@ const km_selection_row km_selection[] = {
     {"decode", "blk.1.ffn_residual", "residual_add_f32", "avx2"},
     {"decode", "final_norm", "rmsnorm_f32", "avx2"},
     {"decode", "final_norm.quantize_q8_0", "quantize_act_q8_0_rne", "avx2"},
-    {"decode", "logits", "linear_q8_0_q8_0", "avx2"},
+    {"decode", "logits", "linear_q8_0_q8_0_ggml", "avx2"},
 };
 const int km_selection_count = (int)(sizeof km_selection / sizeof km_selection[0]);
 
@@ -264,8 +264,8 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 8);
-    /* [9] blk.0.attn: attention_f16kv (avx2) */
-    km_attention_f16kv__avx2(
+    /* [9] blk.0.attn: attention_f16kv_ggmlfa (avx2) */
+    km_attention_f16kv_ggmlfa__avx2(
         (float *)(A + 0u),
         (const float *)(A + 4096u),
         (const void *)m->state[0],
@@ -470,8 +470,8 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 25);
-    /* [26] blk.1.attn: attention_f16kv (avx2) */
-    km_attention_f16kv__avx2(
+    /* [26] blk.1.attn: attention_f16kv_ggmlfa (avx2) */
+    km_attention_f16kv_ggmlfa__avx2(
         (float *)(A + 0u),
         (const float *)(A + 4096u),
         (const void *)m->state[2],
@@ -606,8 +606,8 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 37);
-    /* [38] logits: linear_q8_0_q8_0 (avx2) weights: token_embd.weight */
-    km_linear_q8_0_q8_0__avx2(
+    /* [38] logits: linear_q8_0_q8_0_ggml (avx2) weights: token_embd.weight */
+    km_linear_q8_0_q8_0_ggml__avx2(
         (float *)(A + 0u),
         (const void *)(W + UINT64_C(297728)),
         (const void *)(A + 1280u),
@@ -737,8 +737,8 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 8);
-    /* [9] blk.0.attn: attention_f16kv (avx2) */
-    km_attention_f16kv__avx2(
+    /* [9] blk.0.attn: attention_f16kv_ggmlfa (avx2) */
+    km_attention_f16kv_ggmlfa__avx2(
         (float *)(A + 0u),
         (const float *)(A + 512u),
         (const void *)m->state[0],
@@ -943,8 +943,8 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 25);
-    /* [26] blk.1.attn: attention_f16kv (avx2) */
-    km_attention_f16kv__avx2(
+    /* [26] blk.1.attn: attention_f16kv_ggmlfa (avx2) */
+    km_attention_f16kv_ggmlfa__avx2(
         (float *)(A + 0u),
         (const float *)(A + 512u),
         (const void *)m->state[2],
@@ -1079,8 +1079,8 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 37);
-    /* [38] logits: linear_q8_0_q8_0 (avx2) weights: token_embd.weight */
-    km_linear_q8_0_q8_0__avx2(
+    /* [38] logits: linear_q8_0_q8_0_ggml (avx2) weights: token_embd.weight */
+    km_linear_q8_0_q8_0_ggml__avx2(
         (float *)(A + 0u),
         (const void *)(W + UINT64_C(297728)),
         (const void *)(A + 1280u),

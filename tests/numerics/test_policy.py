@@ -10,10 +10,10 @@ from kernelmap.numerics import load_policy, policy_names
 
 
 @pytest.mark.parametrize(("weight", "contract", "act"), [
-    ("q4_k", "linear.q4_k.q8_k.f32.v1", "q8_k"),
-    ("q6_k", "linear.q6_k.q8_k.f32.v1", "q8_k"),
-    ("q5_0", "linear.q5_0.q8_0.f32.v1", "q8_0"),
-    ("q8_0", "linear.q8_0.q8_0.f32.v1", "q8_0"),
+    ("q4_k", "linear.q4_k.q8_k.ggml.v1", "q8_k"),
+    ("q6_k", "linear.q6_k.q8_k.ggml.v1", "q8_k"),
+    ("q5_0", "linear.q5_0.q8_0.ggml.v1", "q8_0"),
+    ("q8_0", "linear.q8_0.q8_0.ggml.v1", "q8_0"),
     ("q4_0", "linear.q4_0.q8_0.f32.v1", "q8_0"),
     ("f32", "linear.f32.f32.f32.v1", "f32"),
 ])
@@ -22,11 +22,20 @@ def test_llama_cpu_linear_pairs_weight_with_activation(weight, contract, act):
     assert (rule.contract, rule.activation) == (contract, act)
 
 
+@pytest.mark.parametrize("weight", ["q4_k", "q6_k", "q5_0", "q8_0", "q4_0", "f32"])
+def test_kernelmap_fast_linear_uses_kernelmap_orders_with_same_activations(weight):
+    fast = load_policy("kernelmap-fast").rule_for("linear", weight=weight)
+    exact = load_policy("llama-cpu").rule_for("linear", weight=weight)
+    assert fast.contract == f"linear.{weight}.{exact.activation}.f32.v1" and fast.activation == exact.activation
+
+
 def test_llama_cpu_attention_and_kv_use_f16_cache():
     pol = load_policy()
     assert pol.name == "llama-cpu"
-    assert (pol.rule_for("attention").contract, pol.rule_for("attention").kv) == ("attention.f16kv.f32.v1", "f16")
+    assert (pol.rule_for("attention").contract, pol.rule_for("attention").kv) == ("attention.f16kv.ggml_fa.v1", "f16")
     assert pol.rule_for("kv_append").contract == "kv_append.f16.v1"
+    fast = load_policy("kernelmap-fast")
+    assert (fast.rule_for("attention").contract, fast.rule_for("attention").kv) == ("attention.f16kv.f32.v1", "f16")
 
 
 @pytest.mark.parametrize("dtype", ["q8_0", "q4_k", "q6_k", "q5_0", "f16", "f32"])
@@ -82,7 +91,7 @@ def test_policy_missing_key_is_refused():
 
 
 def test_policy_unknown_name_lists_shipped_policies():
-    assert policy_names() == ["f32-reference", "llama-cpu", "llama-cpu-fa"]
+    assert policy_names() == ["f32-reference", "kernelmap-fast", "llama-cpu"]
     with pytest.raises(PolicyError) as exc:
         load_policy("llama-cpuu")
     assert exc.value.hint == "closest: llama-cpu"

@@ -123,15 +123,16 @@ def test_cli_explain_bad_input_exits_1_one_line(args, maps_dir, tmp_path, capsys
 
 
 def _resolve_args(maps_dir, *extra):
+    # kernelmap-fast names the f32.v1 linear contracts that the test maps implement
     return ["resolve", "--op", "linear", "--phase", "decode", "--maps", str(maps_dir), "--no-builtin",
-            "--isa", "avx2,fma,f16c", *extra]
+            "--isa", "avx2,fma,f16c", "--policy", "kernelmap-fast", *extra]
 
 
 def test_cli_resolve_asks_policy_and_prints_selection(maps_dir, capsys):
     assert main(_resolve_args(maps_dir, "--dtype", "weight=q4_k", "--dim", "K=512")) == 0
     cap = capsys.readouterr()
     assert cap.out.startswith("linear: lin_main/avx2 (km_lin_main__avx2) contract linear.q4_k.q8_k.f32.v1")
-    assert "policy llama-cpu" in cap.out and "lin_cand" in cap.err  # candidate table on stderr
+    assert "policy kernelmap-fast" in cap.out and "lin_cand" in cap.err  # candidate table on stderr
 
 
 def test_cli_resolve_json_prints_trace_entry(maps_dir, capsys):

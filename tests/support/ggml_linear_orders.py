@@ -108,8 +108,8 @@ def linear_q4_k_repacked(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
             imin = (mins[:, b] * bs32[b][None]).sum(-1)
             dd = (d[:, b] * yd[b]).astype(np.float32).astype(np.float64)
             dm = (dmin[:, b] * yd[b]).astype(np.float32).astype(np.float64)
-            acc = (isum.astype(np.float64) * dd + acc.astype(np.float64)).astype(np.float32)
-            accm = (imin.astype(np.float64) * dm + accm.astype(np.float64)).astype(np.float32)
+            acc = (isum.astype(np.float32).astype(np.float64) * dd + acc.astype(np.float64)).astype(np.float32)
+            accm = (imin.astype(np.float32).astype(np.float64) * dm + accm.astype(np.float64)).astype(np.float32)
         out[r] = (acc - accm).astype(np.float32)
     return out
 

@@ -27,7 +27,7 @@ def parity_command(model: str | None, tiers: tuple[int, ...], fixtures: str, thr
                    reference: bool, json_out: bool) -> None:
     """Check a compiled model: 1 self-consistency, 2 agreement with llama.cpp and the reference, 3 perplexity.
 
-    Exits 1 when any check fails. Example: kernelmap parity --tier 2 --policy llama-cpu-fa --fixtures tests/fixtures/llama_fa
+    Exits 1 when any check fails. Example: kernelmap parity --tier 2 --fixtures tests/fixtures/llama_fa
     """
     from kernelmap.parity import tier1, tier2, tier3
     from kernelmap.runtime import default_model_path, load
