@@ -20,13 +20,15 @@ pytestmark = pytest.mark.model
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llama"
 TEACHER_TOKENS_IN_TESTS = 256  # `make parity` uses all 512
 
-# Why the issue's thresholds are xfail here: llama.cpp does not meet them against itself. Evaluated one
-# token at a time instead of in one batch, llama.cpp agrees with its own batched teacher-forced top-1 on
-# 95.5% of the 512 positions, and 0 of the 5 greedy continuations stay identical when the prompt is fed
-# token by token. Last-bit differences (summation order) change the q8 activation quantization, which
-# acts as fresh noise of ~0.2 on the logits; only a bit-exact copy of llama.cpp's own path can track it.
-_NOISE_FLOOR = ("issue 5: below llama.cpp's own batched-vs-sequential agreement (95.5% top-1, 0/5 greedy); "
-                "needs bit-exact llama.cpp numerics")
+# Why the issue's thresholds are xfail for the NumPy reference: it is a float64 oracle (exact integer dots
+# rounded once), not llama.cpp's arithmetic, and llama.cpp does not meet these bars even against itself:
+# evaluated one token at a time instead of in one batch (these fixtures), it agrees with its own batched
+# teacher-forced top-1 on 95.5% of the 512 positions and 0 of the 5 greedy continuations stay identical.
+# Last-bit differences change the q8 activation codes, which acts as fresh noise of ~0.2 on the logits;
+# only a bit-exact copy of llama.cpp's path tracks it. The compiled model with the default llama-cpu
+# policy is that copy and meets the bars (5/5, 100%): tests/e2e/test_real_model.py.
+_NOISE_FLOOR = ("the float64 reference is below llama.cpp's own batched-vs-sequential agreement (95.5% top-1, "
+                "0/5 greedy); the bit-exact compiled model meets the bars (tests/e2e/test_real_model.py)")
 
 
 @pytest.fixture(scope="module")
