@@ -12,8 +12,8 @@
  * accumulator. Float part: one 8-lane ymm accumulator per (m, n), acc = fma(t, cvt(lane), acc) with
  * t = fp16(w.d) * x.d broadcast, then the ref's fixed fold (km_kq_reduce8_ps).
  * Tiling: one weight row against up to 4 activation rows, so each unpacked q6 block is reused 4x;
- * the thread's columns go in chunks of ~64 KiB of weights, all row tiles over one chunk before
- * the next.
+ * columns and row tiles loop as linear/q6_k_ggml.h states (chunks of ~64 KiB of weights, all row
+ * tiles over one chunk before the next).
  */
 #include <immintrin.h>
 
@@ -69,23 +69,10 @@ static inline __attribute__((always_inline)) void row_tile(float *y, int64_t N, 
     for (int r = 0; r < MT; ++r) y[r * N] = km_kq_reduce8_ps(facc[r]);
 }
 
+#define Q6KG_ROW_TILES(T) T(4)
+#include "q6_k_ggml.h"
+
 void km_linear_q6_k_q8_k_ggml__avx2(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
                                     int ith, int nth) {
-    const int64_t nb = K / KM_QK_K;
-    int64_t n0, n1;
-    km_part(N, ith, nth, &n0, &n1);
-    const km_block_q8_k *xq = (const km_block_q8_k *)x;
-    const km_block_q6_k *wq = (const km_block_q6_k *)w;
-    /* Columns in chunks of about 64 KiB of weights, kept in L2 while every row tile passes over
-     * them (each tile's activations stay in L1). Loop order only: every y[m][n] is computed alone. */
-    int64_t cc = nb > 0 ? (64 * 1024) / (nb * (int64_t)sizeof(km_block_q6_k)) : n1 - n0; /* K = 0: one chunk */
-    if (cc < 1) cc = 1;
-    for (int64_t c0 = n0; c0 < n1; c0 += cc) {
-        const int64_t c1 = c0 + cc < n1 ? c0 + cc : n1;
-        int64_t m = 0;
-        for (; m + 4 <= M; m += 4)
-            for (int64_t n = c0; n < c1; ++n) row_tile(y + m * N + n, N, wq + n * nb, xq + m * nb, nb, 4);
-        for (; m < M; ++m)
-            for (int64_t n = c0; n < c1; ++n) row_tile(y + m * N + n, N, wq + n * nb, xq + m * nb, nb, 1);
-    }
+    q6kg_run(y, w, x, M, N, K, ith, nth);
 }
