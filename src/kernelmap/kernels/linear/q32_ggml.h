@@ -18,8 +18,9 @@
  * 4-byte group, each activation block is re-laid with every 4-byte group doubled, and t arrives as
  * the pair (t_A, t_B) broadcast as one 64-bit value. Tiles: 1 row pair x 16/8/4/2/1 activation
  * rows, weights of the tile after next prefetched. AVX2: one ymm accumulator per output, tiles of 2
- * rows x 4/2/1 activation rows. Decode (M = 1, both ISAs): one weight row at a time, one ymm
- * accumulator, so the weights stream sequentially; software prefetch KM_Q32G_PF bytes ahead.
+ * rows x 4/2/1 activation rows. Decode (M = 1, both ISAs): KM_Q32G_R1 = 2 adjacent weight rows block
+ * by block, one ymm accumulator each (two independent fma chains); software prefetch to L2
+ * KM_Q32G_PF bytes ahead of each row.
  * Columns go in chunks of KM_Q32G_NC (weights of a chunk stay in L2 across activation tiles); K
  * goes in slices of KM_Q32G_KS blocks (accumulators parked in a stack buffer between slices).
  * Stack use: about 240 KB (AVX-512: 16 re-laid activation rows + parked accumulators), 50 KB (AVX2).
@@ -35,12 +36,17 @@
 #define KM_Q32G_KS 64  /* blocks per K slice (K = 2048 in one slice) */
 #define KM_Q32G_NC 128 /* columns per chunk */
 #define KM_Q32G_MAGIC 0x4B400000 /* bits of 12582912.0f = 1.5 * 2^23 */
+#ifndef KM_Q32G_R1
+#define KM_Q32G_R1 2 /* decode: weight rows per step */
+#endif
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 #define KM_Q32G_TT 16 /* activation rows per tile */
 #define KM_Q32G_RP 1 /* weight row pairs per tile when T > 1 */
 #define KM_Q32G_RPD 2 /* array bound: row pairs per tile */
-#define KM_Q32G_PF 8192 /* decode: prefetch distance in bytes */
+#ifndef KM_Q32G_PF
+#define KM_Q32G_PF 8192 /* decode: prefetch distance in bytes (to L2) */
+#endif
 #define KM_Q32G_PFT 4 /* prefill: prefetch distance in weight rows */
 #define KM_Q32G_NACC 16 /* accumulators per tile: RP * TT */
 #define KM_Q32G_PARK (KM_Q32G_NC * KM_Q32G_TT / 2) /* parked accumulators per chunk (one per 2 columns x row) */
@@ -255,7 +261,9 @@ KM_ALWAYS_INLINE void km_q32g_tile(float *y, int64_t ystride, const uint8_t *w, 
 #define KM_Q32G_RP 2
 #define KM_Q32G_RPD 2 /* array bound: rows per tile (single rows, not pairs) */
 #define KM_Q32G_NACC 8
+#ifndef KM_Q32G_PF
 #define KM_Q32G_PF 8192
+#endif
 #define KM_Q32G_PARK (KM_Q32G_NC * KM_Q32G_TT)
 
 /* One activation row's slice: the q8_0 blocks, the seed 0x4B400000 - off * xs4 and fp16(x.d). */
@@ -349,54 +357,67 @@ KM_ALWAYS_INLINE void km_q32g_tile(float *y, int64_t ystride, const uint8_t *w, 
 #define KM_Q32G_U5 km_avx2_u_q5_0
 #endif
 
-/* Decode (one activation row): one weight row at a time with one ymm accumulator (lanes in contract
- * order), so the weights are read as one sequential stream; t of block j by a lane permute. */
-KM_ALWAYS_INLINE void km_q32g_group1(__m256 *acc, const uint8_t *wr, int64_t g, int64_t wblk, const int fmt,
-                                     const km_q32g_xrow *xr, const int n) {
-    const __m256 tv = _mm256_mul_ps(n == 8 ? km_avx2_f16x8_strided(wr + g * wblk, wblk)
-                                           : km_avx2_f16x8_strided_n(wr + g * wblk, wblk, n),
-                                    _mm256_loadu_ps(xr->dx + g));
+/* Decode (one activation row): KM_Q32G_R1 consecutive weight rows block by block, one ymm accumulator
+ * each (lanes in contract order), so R independent fma chains hide the fma latency of one row's chain
+ * of nb dependent fmas; t of block j by a lane permute. The rows are adjacent in memory; their block
+ * reads form R interleaved forward streams, which needs the software prefetch to go to L2
+ * (_MM_HINT_T1): with T0 the interleaved streams ran 2-3x slower from cold memory (measured). */
+KM_ALWAYS_INLINE void km_q32g_group1(__m256 *acc, const uint8_t *wr, int64_t wrow, int64_t g, int64_t wblk,
+                                     const int fmt, const km_q32g_xrow *xr, const int n, const int R) {
+    __m256 tv[KM_Q32G_R1];
+    const __m256 dx = _mm256_loadu_ps(xr->dx + g);
+    for (int r = 0; r < R; r++) {
+        const uint8_t *p = wr + r * wrow + g * wblk;
+        tv[r] = _mm256_mul_ps(n == 8 ? km_avx2_f16x8_strided(p, wblk) : km_avx2_f16x8_strided_n(p, wblk, n), dx);
+        for (int64_t o = 0; o < n * wblk; o += 64) _mm_prefetch((const char *)(p + KM_Q32G_PF + o), _MM_HINT_T1);
+    }
     const __m256 magic = _mm256_set1_ps(12582912.0f);
-    for (int64_t o = 0; o < n * wblk; o += 64) _mm_prefetch((const char *)(wr + g * wblk + KM_Q32G_PF + o), _MM_HINT_T0);
     for (int j = 0; j < n; j++) {
         const int64_t b = g + j;
-        const uint8_t *blk = wr + b * wblk;
         const __m256i xv = _mm256_loadu_si256((const __m256i *)xr->x[b].qs);
-        __m256 f;
+        for (int r = 0; r < R; r++) {
+            const uint8_t *blk = wr + r * wrow + b * wblk;
+            __m256 f;
 #if defined(__AVX512VNNI__)
-        const __m256i u = fmt == 8 ? km_avx2_u_q8_0(blk) : km_avx512_u_q5_0(blk); /* VNNI implies AVX-512 here */
-        f = _mm256_sub_ps(_mm256_castsi256_ps(_mm256_dpbusd_epi32(xr->seed8[b], u, xv)), magic);
+            const __m256i u = fmt == 8 ? km_avx2_u_q8_0(blk) : km_avx512_u_q5_0(blk); /* VNNI implies AVX-512 here */
+            f = _mm256_sub_ps(_mm256_castsi256_ps(_mm256_dpbusd_epi32(xr->seed8[b], u, xv)), magic);
 #else
-        if (fmt == 8) {
-            const __m256i wq = km_avx2_w_q8_0(blk);
-            f = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wq), _mm256_sign_epi8(xv, wq)),
-                                                     _mm256_set1_epi16(1)));
-        } else {
-            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(KM_Q32G_U5(blk), xv), _mm256_set1_epi16(1));
-            f = _mm256_sub_ps(_mm256_castsi256_ps(_mm256_add_epi32(p, xr->seed8[b])), magic);
-        }
+            if (fmt == 8) {
+                const __m256i wq = km_avx2_w_q8_0(blk);
+                f = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wq), _mm256_sign_epi8(xv, wq)),
+                                                         _mm256_set1_epi16(1)));
+            } else {
+                const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(KM_Q32G_U5(blk), xv), _mm256_set1_epi16(1));
+                f = _mm256_sub_ps(_mm256_castsi256_ps(_mm256_add_epi32(p, xr->seed8[b])), magic);
+            }
 #endif
-        *acc = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(tv, _mm256_set1_epi32(j)), f, *acc);
+            acc[r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(tv[r], _mm256_set1_epi32(j)), f, acc[r]);
+        }
     }
 }
 
-KM_ALWAYS_INLINE void km_q32g_row1(float *y, const uint8_t *wr, int64_t wblk, const int fmt, const km_q32g_xrow *xr,
-                                   int64_t ks, int first, int last, km_q32g_acc *park) {
-    __m256 acc = first ? _mm256_setzero_ps() : _mm256_loadu_ps((const float *)park);
+/* R (compile-time, <= KM_Q32G_R1) consecutive weight rows at wr (row stride wrow), one K slice. */
+KM_ALWAYS_INLINE void km_q32g_row1(float *y, const uint8_t *wr, int64_t wrow, int64_t wblk, const int fmt,
+                                   const km_q32g_xrow *xr, int64_t ks, int first, int last, km_q32g_acc *park,
+                                   const int R) {
+    __m256 acc[KM_Q32G_R1];
+    for (int r = 0; r < R; r++) acc[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps((const float *)(park + r));
     int64_t g = 0;
-    for (; g + 8 <= ks; g += 8) km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 8);
+    for (; g + 8 <= ks; g += 8) km_q32g_group1(acc, wr, wrow, g, wblk, fmt, xr, 8, R);
     switch (ks - g) { /* the tail, with its block count a compile-time constant */
     case 0: break;
-    case 1: km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 1); break;
-    case 2: km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 2); break;
-    case 3: km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 3); break;
-    case 4: km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 4); break;
-    case 5: km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 5); break;
-    case 6: km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 6); break;
-    default: km_q32g_group1(&acc, wr, g, wblk, fmt, xr, 7); break;
+    case 1: km_q32g_group1(acc, wr, wrow, g, wblk, fmt, xr, 1, R); break;
+    case 2: km_q32g_group1(acc, wr, wrow, g, wblk, fmt, xr, 2, R); break;
+    case 3: km_q32g_group1(acc, wr, wrow, g, wblk, fmt, xr, 3, R); break;
+    case 4: km_q32g_group1(acc, wr, wrow, g, wblk, fmt, xr, 4, R); break;
+    case 5: km_q32g_group1(acc, wr, wrow, g, wblk, fmt, xr, 5, R); break;
+    case 6: km_q32g_group1(acc, wr, wrow, g, wblk, fmt, xr, 6, R); break;
+    default: km_q32g_group1(acc, wr, wrow, g, wblk, fmt, xr, 7, R); break;
     }
-    if (last) *y = km_avx2_tree8(acc);
-    else _mm256_storeu_ps((float *)park, acc);
+    for (int r = 0; r < R; r++) {
+        if (last) y[r] = km_avx2_tree8(acc[r]);
+        else _mm256_storeu_ps((float *)(park + r), acc[r]);
+    }
 }
 
 /* Outputs per tile column step: AVX-512 tiles hold row pairs, AVX2 tiles single rows. */
@@ -415,7 +436,9 @@ KM_ALWAYS_INLINE void km_q32g_cols(float *y, int64_t N, const uint8_t *w, int64_
     const int full = KM_Q32G_ROWS(RP), one = KM_Q32G_ROWS(1);
     int64_t n = c0, i = 0;
     if (T == 1) {
-        for (; n < c1; n++, i++) km_q32g_row1(y + n, w + n * wrow, wblk, fmt, xr, ks, first, last, park + i);
+        for (; n + KM_Q32G_R1 <= c1; n += KM_Q32G_R1, i += KM_Q32G_R1)
+            km_q32g_row1(y + n, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, park + i, KM_Q32G_R1);
+        for (; n < c1; n++, i++) km_q32g_row1(y + n, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, park + i, 1);
         return;
     }
     for (; n + full <= c1; n += full, i += RP * T)
