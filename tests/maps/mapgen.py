@@ -17,7 +17,7 @@ AVX512 = ["avx512f", "avx512bw", "avx512vl", "avx512dq"]
 VARIANTS = {
     "ref": ([], []),
     "avx2": (AVX2, ["-mavx2", "-mfma", "-mf16c"]),
-    "avx512": (AVX512, ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma", "-mf16c"]),
+    "avx512": (AVX512 + AVX2, ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma", "-mf16c"]),
 }
 
 

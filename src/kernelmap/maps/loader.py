@@ -268,6 +268,13 @@ class _Checker:
                 if flag and flag not in v["cflags"]:
                     self.fail(f"variant requires {feat} but its cflags lack {flag}", ptr + "/cflags",
                               value=v["cflags"])
+            feature_of = {flag: feat for feat, flag in _FEATURE_FLAG.items()}
+            for flag in v["cflags"]:
+                feat = feature_of.get(flag)
+                if feat and feat not in v["requires"]:
+                    self.fail(f"variant compiles with {flag} but does not require {feat}", ptr + "/requires",
+                              value=v["requires"], hint=f"add \"{feat}\": code built with {flag} may use it, and "
+                              "the start-up check only tests what requires lists")
             if v["name"] == "ref" and v["requires"]:
                 self.fail("the ref variant is the scalar oracle and may not require isa features",
                           ptr + "/requires", value=v["requires"], expected="[]")
