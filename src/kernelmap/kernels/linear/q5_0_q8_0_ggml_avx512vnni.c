@@ -1,18 +1,22 @@
-/* linear/q5_0_q8_0_ggml_avx512vnni.c — km_linear_q5_0_q8_0_ggml__avx512vnni: linear.q5_0.q8_0.ggml.v1.
+/* linear/q5_0_q8_0_ggml_avx512vnni.c — km_linear_q5_0_q8_0_ggml__avx512vnni: contract linear.q5_0.q8_0.ggml.v1.
  *
- * Op, layouts and numerics exactly as linear/q5_0_q8_0_ggml_ref.c (llama.cpp's x86 order: 8 int32
- * lanes of 4 consecutive products per block, acc[l] = fma(f32(dw * dx), lane, acc[l]) in block
- * order, fold l+4, 0+2 / 1+3, 0+1); byte-identical to km_linear_q5_0_q8_0_ggml__ref for every
- * (ith, nth) and M. AVX-512 + VNNI + BMI2: vpdpbusd lanes with the magic int->float seed; prefill:
- * two outputs per zmm with interleaved lanes, tiles of 1 row pair x 16/8/4/2/1 activation rows;
- * decode one weight row at a time (ymm).
- * Body and exactness argument in linear/q32_ggml.h. Partition: output columns n (km_part over N).
+ * An instantiation of the family body linear/q32_ggml_body.h (numerics and the exactness argument are
+ * there; byte-identical to km_linear_q5_0_q8_0_ggml__ref for every (ith, nth) and M) on the
+ * AVX-512 lanes with VNNI dot products (a row pair is one zmm, lanes interleaved).
  */
-#include "km_common.h"
-#include "km_simd.h"
-#include "q32_ggml.h"
+#include "km_lanes_avx512.h"
 
-void km_linear_q5_0_q8_0_ggml__avx512vnni(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
-                                          int ith, int nth) {
-    km_q32g_linear(y, w, x, M, N, K, ith, nth, 5);
+#define KQ32_TT 16      /* activation rows per prefill tile */
+#define KQ32_TREG 2    /* tiles up to this many rows keep their t vectors in registers */
+#define KQ32_RP 1      /* weight row pairs per prefill tile */
+#define KQ32_R1 2      /* decode: weight rows per step */
+#define KQ32_PF 8192   /* decode: prefetch distance in bytes (to L2) */
+#define KQ32_PFT 4     /* prefill: prefetch distance in weight rows */
+#define KQ32_KS 64     /* blocks per K slice */
+#define KQ32_NC 128    /* columns per chunk */
+#include "q32_ggml_body.h"
+
+void km_linear_q5_0_q8_0_ggml__avx512vnni(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
+                                          int nth) {
+    kq32_linear(y, w, x, M, N, K, ith, nth, KL_Q32_Q5_0);
 }

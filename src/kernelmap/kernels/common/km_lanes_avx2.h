@@ -1,0 +1,85 @@
+/* km_lanes_avx2.h — the lanes interface (km_lanes.h) on AVX2 + FMA + F16C.
+ *
+ * kl_f8 is one ymm; a row pair kl_f8x2 is two ymm (A, B). 32-element dots use vpmaddubsw/vpmaddwd:
+ * q8_0 weights by the abs/sign trick (|w| * sign(x, w): int16 pair sums <= 2 * 127 * 128, exact), q5_0
+ * as unsigned codes u = w + 16 against signed x with the activation-side seed 0x4B400000 - 16 * xs4
+ * (xs4[l] = sum of lane l's four activation quants), which also turns the int32 lane into its float
+ * by one subtract. Every integer step is exact, so the lanes equal the contract's exact sums.
+ */
+#ifndef KM_LANES_AVX2_H
+#define KM_LANES_AVX2_H
+
+#include <immintrin.h>
+
+#include "km_lanes.h"
+#include "km_lanes_x86.h"
+
+#define KL_ISA_NAME "avx2"
+
+typedef struct {
+    __m256 a, b;
+} kl_f8x2;
+
+KL_INLINE kl_f8x2 kl_f8x2_zero(void) { return (kl_f8x2){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+KL_INLINE kl_f8x2 kl_f8x2_fma(kl_f8x2 a, kl_f8x2 b, kl_f8x2 c) {
+    return (kl_f8x2){_mm256_fmadd_ps(a.a, b.a, c.a), _mm256_fmadd_ps(a.b, b.b, c.b)};
+}
+KL_INLINE kl_f8x2 kl_f8x2_loadu(const float *p) { return (kl_f8x2){_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+KL_INLINE void kl_f8x2_storeu(float *p, kl_f8x2 v) {
+    _mm256_storeu_ps(p, v.a);
+    _mm256_storeu_ps(p + 8, v.b);
+}
+KL_INLINE kl_f8x2 kl_f8x2_f16s(const uint8_t *pa, const uint8_t *pb, int64_t stride, int n) {
+    return (kl_f8x2){kl_f8_f16s(pa, stride, n), kl_f8_f16s(pb, stride, n)};
+}
+KL_INLINE kl_f8x2 kl_f8x2_mul_f8(kl_f8x2 d, kl_f8 x) { return (kl_f8x2){_mm256_mul_ps(d.a, x), _mm256_mul_ps(d.b, x)}; }
+KL_INLINE kl_f8x2 kl_f8x2_bcast(kl_f8x2 v, int j) { return (kl_f8x2){kl_f8_bcast(v.a, j), kl_f8_bcast(v.b, j)}; }
+KL_INLINE kl_f8x2 kl_f8x2_bcast_mem(const float *p, int j) {
+    return (kl_f8x2){_mm256_broadcast_ss(p + j), _mm256_broadcast_ss(p + 8 + j)};
+}
+KL_INLINE void kl_f8x2_fold(kl_f8x2 v, float *a, float *b) {
+    *a = kl_f8_fold(v.a);
+    *b = kl_f8_fold(v.b);
+}
+
+/* ---- 32-element blocks ---- */
+
+typedef struct {
+    __m256i q;    /* the 32 activation quants */
+    __m256i seed; /* 0x4B400000 - off * xs4 (off = the format's code offset) */
+} kl_q32xb;
+
+KL_INLINE void kl_q32xb_prep(kl_q32xb *p, const km_block_q8_0 *x, const int fmt) {
+    p->q = _mm256_loadu_si256((const __m256i *)x->qs);
+    p->seed = kl_x86_seed8(p->q, KL_Q32_OFF(fmt));
+}
+
+typedef __m256i kl_q32w; /* q8_0: the signed weights; q5_0: the unsigned codes */
+
+KL_INLINE kl_q32w kl_q32w_load(const uint8_t *blk, const int fmt) {
+    return fmt == KL_Q32_Q8_0 ? _mm256_loadu_si256((const __m256i *)(blk + 2)) : kl_x86_u_q5_0(blk);
+}
+
+KL_INLINE kl_f8 kl_q32_dot(kl_q32w w, const kl_q32xb *p, const km_block_q8_0 *x, const int fmt) {
+    (void)x;
+    const __m256i one = _mm256_set1_epi16(1);
+    if (fmt == KL_Q32_Q8_0)
+        return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w),
+                                                                         _mm256_sign_epi8(p->q, w)), one));
+    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(w, p->q), one);
+    return _mm256_sub_ps(_mm256_castsi256_ps(_mm256_add_epi32(s, p->seed)), _mm256_set1_ps(KL_MAGIC_F));
+}
+
+typedef struct {
+    kl_q32w a, b;
+} kl_q32w2;
+
+KL_INLINE kl_q32w2 kl_q32w2_load(const uint8_t *a, const uint8_t *b, const int fmt) {
+    return (kl_q32w2){kl_q32w_load(a, fmt), kl_q32w_load(b, fmt)};
+}
+
+KL_INLINE kl_f8x2 kl_q32_dot2(kl_q32w2 w, const kl_q32xb *p, const km_block_q8_0 *x, const int fmt) {
+    return (kl_f8x2){kl_q32_dot(w.a, p, x, fmt), kl_q32_dot(w.b, p, x, fmt)};
+}
+
+#endif /* KM_LANES_AVX2_H */

@@ -1,0 +1,230 @@
+/* linear/q32_ggml_body.h — the family body of linear.q5_0.q8_0.ggml.v1 and linear.q8_0.q8_0.ggml.v1
+ * (llama.cpp's x86 vec_dot order for 32-element formats), written once against the lanes interface
+ * (common/km_lanes.h); every ISA variant is an instantiation of it.
+ *
+ * Numerics (exactly linear/q5_0_q8_0_ggml_ref.c and q8_0_q8_0_ggml_ref.c): per output (m, n), eight f32
+ * lanes acc[l] = +0; for the blocks b = 0, 1, ... in order, lane[l] = the exact int32 sum of the four
+ * products at 4l..4l+3, t = f32(fp16(w.d) * fp16(x.d)), acc[l] = fma(t, (float)lane[l], acc[l]);
+ * y = kl_f8_fold(acc). Only the order of the fmas within one (m, n) matters, and every schedule below
+ * keeps it: tiles, slices and threads split columns, rows and K ranges, never one lane's chain.
+ *
+ * Schedule (the instantiating file defines these before including this header):
+ *   KQ32_TT   activation rows per prefill tile (16, 8, 4 or 2)
+ *   KQ32_TREG largest tile row count whose t vectors stay in registers (larger tiles store them)
+ *   KQ32_RP   weight row pairs per prefill tile
+ *   KQ32_R1   weight rows per decode step (M = 1): independent fma chains
+ *   KQ32_PF   decode: software prefetch distance in bytes (to L2)
+ *   KQ32_PFT  prefill: prefetch distance in weight rows (to L1)
+ *   KQ32_KS   blocks per K slice (accumulators are parked between slices)
+ *   KQ32_NC   columns per chunk (a chunk's weights stay in L2 across activation tiles)
+ * Partition: output columns n (km_part over N); no output depends on M, tiling or (ith, nth).
+ * The instantiating file defines the entry point (linear.token_major.v1 ABI) as a call of kq32_linear.
+ */
+#ifndef KM_Q32_GGML_BODY_H
+#define KM_Q32_GGML_BODY_H
+
+#include "km_lanes.h"
+
+#define KQ32_NACC (KQ32_RP * KQ32_TT)
+
+/* One activation row's slice: each block prepared for the dots, and its f16 scale as f32 (zero past
+ * the slice, so a short group's lanes stay zero). */
+typedef struct {
+    kl_q32xb xb[KQ32_KS];
+    float dx[KQ32_KS + 8];
+    const km_block_q8_0 *x;
+} kq32_xrow;
+
+KL_INLINE void kq32_prep(kq32_xrow *r, const km_block_q8_0 *x, int64_t ks, const int fmt) {
+    for (int64_t b = 0; b < ks; b++) {
+        kl_q32xb_prep(&r->xb[b], &x[b], fmt);
+        r->dx[b] = km_fp16_to_fp32(x[b].d);
+    }
+    for (int64_t b = ks; b < ((ks + 7) & ~(int64_t)7); b++) r->dx[b] = 0.0f;
+    r->x = x;
+}
+
+/* Prefill: one group of n (compile-time, <= 8) blocks at block g of the slice, for RP row pairs x T
+ * activation rows. The group's t values are one pair vector per (pair, row): in registers for small
+ * tiles, else stored and broadcast from memory. */
+KL_INLINE void kq32_group(kl_f8x2 *acc, const uint8_t *const *ra, const uint8_t *const *rb, int64_t g, int64_t wrow,
+                          int64_t wblk, const int fmt, const kq32_xrow *xr, const int RP, const int T, const int n) {
+    const int reg = T <= KQ32_TREG;
+    for (int p = 0; p < RP; p++) /* the same blocks of the tile after next (prefetchers miss the 2 streams) */
+        for (int64_t o = 0; o < n * wblk; o += 64) {
+            kl_prefetch_l1(ra[p] + g * wblk + KQ32_PFT * wrow + o);
+            kl_prefetch_l1(rb[p] + g * wblk + KQ32_PFT * wrow + o);
+        }
+    kl_f8x2 tv[KQ32_NACC];
+    float tb[KQ32_NACC][16] __attribute__((aligned(64)));
+    for (int p = 0; p < RP; p++) {
+        const kl_f8x2 dw = kl_f8x2_f16s(ra[p] + g * wblk, rb[p] + g * wblk, wblk, n);
+        for (int t = 0; t < T; t++) {
+            const kl_f8x2 v = kl_f8x2_mul_f8(dw, kl_f8_loadu(xr[t].dx + g));
+            if (reg) tv[p * T + t] = v;
+            else kl_f8x2_storeu(tb[p * T + t], v);
+        }
+    }
+    for (int j = 0; j < n; j++) {
+        const int64_t b = g + j;
+        kl_q32w2 wp[KQ32_RP];
+        for (int p = 0; p < RP; p++) wp[p] = kl_q32w2_load(ra[p] + b * wblk, rb[p] + b * wblk, fmt);
+        for (int t = 0; t < T; t++) {
+            for (int p = 0; p < RP; p++) {
+                const kl_f8x2 f = kl_q32_dot2(wp[p], &xr[t].xb[b], &xr[t].x[b], fmt);
+                const kl_f8x2 tj = reg ? kl_f8x2_bcast(tv[p * T + t], j) : kl_f8x2_bcast_mem(tb[p * T + t], j);
+                acc[p * T + t] = kl_f8x2_fma(tj, f, acc[p * T + t]);
+            }
+        }
+    }
+}
+
+/* Prefill: one tile of rows row0 .. row0 + R - 1 (R <= 2 * RP; a missing B row repeats A and is not
+ * written) x T activation rows over blocks [0, ks) of the slice. first: accumulators from +0, else
+ * from park; last: fold and store y, else park them. */
+KL_INLINE void kq32_tile(float *y, int64_t ystride, const uint8_t *w, int64_t wrow, int64_t wblk, const int fmt,
+                         const kq32_xrow *xr, int64_t ks, int first, int last, float *park, const int RP, const int T,
+                         int R) {
+    kl_f8x2 acc[KQ32_NACC];
+    const uint8_t *ra[KQ32_RP], *rb[KQ32_RP];
+    for (int p = 0; p < RP; p++) {
+        const int ia = 2 * p < R ? 2 * p : R - 1;
+        const int ib = 2 * p + 1 < R ? 2 * p + 1 : ia;
+        ra[p] = w + ia * wrow;
+        rb[p] = w + ib * wrow;
+    }
+    for (int i = 0; i < RP * T; i++) acc[i] = first ? kl_f8x2_zero() : kl_f8x2_loadu(park + 16 * i);
+    int64_t g = 0;
+    for (; g + 8 <= ks; g += 8) kq32_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 8);
+    switch (ks - g) { /* the tail, with its block count a compile-time constant */
+    case 0: break;
+    case 1: kq32_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 1); break;
+    case 2: kq32_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 2); break;
+    case 3: kq32_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 3); break;
+    case 4: kq32_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 4); break;
+    case 5: kq32_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 5); break;
+    case 6: kq32_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 6); break;
+    default: kq32_group(acc, ra, rb, g, wrow, wblk, fmt, xr, RP, T, 7); break;
+    }
+    if (!last) {
+        for (int i = 0; i < RP * T; i++) kl_f8x2_storeu(park + 16 * i, acc[i]);
+        return;
+    }
+    for (int p = 0; p < RP; p++) {
+        for (int t = 0; t < T; t++) {
+            float a, b;
+            kl_f8x2_fold(acc[p * T + t], &a, &b);
+            if (2 * p < R) y[t * ystride + 2 * p] = a;
+            if (2 * p + 1 < R) y[t * ystride + 2 * p + 1] = b;
+        }
+    }
+}
+
+/* Decode: one group of n (<= 8) blocks at block g for R (compile-time, <= KQ32_R1) adjacent weight rows
+ * and one activation row, one accumulator per row (R independent fma chains). The rows' block reads
+ * form R interleaved forward streams, so the software prefetch goes to L2: with L1 prefetches the
+ * interleaved streams ran 2-3x slower from cold memory (measured on x86). */
+KL_INLINE void kq32_group1(kl_f8 *acc, const uint8_t *wr, int64_t wrow, int64_t g, int64_t wblk, const int fmt,
+                           const kq32_xrow *xr, const int n, const int R) {
+    kl_f8 tv[KQ32_R1];
+    const kl_f8 dx = kl_f8_loadu(xr->dx + g);
+    for (int r = 0; r < R; r++) {
+        const uint8_t *p = wr + r * wrow + g * wblk;
+        tv[r] = kl_f8_mul(kl_f8_f16s(p, wblk, n), dx);
+        for (int64_t o = 0; o < n * wblk; o += 64) kl_prefetch_l2(p + KQ32_PF + o);
+    }
+    for (int j = 0; j < n; j++) {
+        const int64_t b = g + j;
+        for (int r = 0; r < R; r++) {
+            const kl_f8 f = kl_q32_dot(kl_q32w_load(wr + r * wrow + b * wblk, fmt), &xr->xb[b], &xr->x[b], fmt);
+            acc[r] = kl_f8_fma(kl_f8_bcast(tv[r], j), f, acc[r]);
+        }
+    }
+}
+
+/* Decode: R consecutive weight rows at wr (row stride wrow), one K slice. */
+KL_INLINE void kq32_row1(float *y, const uint8_t *wr, int64_t wrow, int64_t wblk, const int fmt, const kq32_xrow *xr,
+                         int64_t ks, int first, int last, float *park, const int R) {
+    kl_f8 acc[KQ32_R1];
+    for (int r = 0; r < R; r++) acc[r] = first ? kl_f8_zero() : kl_f8_loadu(park + 8 * r);
+    int64_t g = 0;
+    for (; g + 8 <= ks; g += 8) kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 8, R);
+    switch (ks - g) {
+    case 0: break;
+    case 1: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 1, R); break;
+    case 2: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 2, R); break;
+    case 3: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 3, R); break;
+    case 4: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 4, R); break;
+    case 5: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 5, R); break;
+    case 6: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 6, R); break;
+    default: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 7, R); break;
+    }
+    for (int r = 0; r < R; r++) {
+        if (last) y[r] = kl_f8_fold(acc[r]);
+        else kl_f8_storeu(park + 8 * r, acc[r]);
+    }
+}
+
+/* Columns [c0, c1) for T activation rows, one K slice; park holds 16 floats per accumulator of the
+ * chunk's tiles (decode: 8 per row) when the row has several slices. */
+KL_INLINE void kq32_cols(float *y, int64_t N, const uint8_t *w, int64_t wrow, int64_t wblk, const int fmt,
+                         const kq32_xrow *xr, int64_t ks, int first, int last, float *park, int64_t c0, int64_t c1,
+                         const int T) {
+    int64_t n = c0;
+    float *pk = park;
+    if (T == 1) {
+        for (; n + KQ32_R1 <= c1; n += KQ32_R1, pk += 8 * KQ32_R1)
+            kq32_row1(y + n, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, KQ32_R1);
+        for (; n < c1; n++, pk += 8) kq32_row1(y + n, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, 1);
+        return;
+    }
+    for (; n + 2 * KQ32_RP <= c1; n += 2 * KQ32_RP, pk += 16 * KQ32_RP * T)
+        kq32_tile(y + n, N, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, KQ32_RP, T, 2 * KQ32_RP);
+    for (; n < c1; n += 2, pk += 16 * T) {
+        const int r = c1 - n >= 2 ? 2 : (int)(c1 - n);
+        kq32_tile(y + n, N, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, 1, T, r);
+    }
+}
+
+/* The whole linear.token_major.v1 call: thread ith's columns in chunks of KQ32_NC, activation rows in
+ * tiles of KQ32_TT (then 8, 4, 2, 1), K in slices of KQ32_KS blocks. */
+static inline void kq32_linear(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
+                               int nth, const int fmt) {
+    const int64_t nb = K / KM_QK8_0;
+    const int64_t wblk = KL_Q32_WBLK(fmt);
+    int64_t lo, hi;
+    km_part(N, ith, nth, &lo, &hi);
+    const int64_t wrow = nb * wblk;
+    const uint8_t *wb = (const uint8_t *)w;
+    const km_block_q8_0 *xb = (const km_block_q8_0 *)x;
+    kq32_xrow xr[KQ32_TT];
+    float park[16 * KQ32_NC / 2 * KQ32_TT] __attribute__((aligned(64))); /* used when nb > KQ32_KS */
+    for (int64_t c0 = lo; c0 < hi; c0 += KQ32_NC) {
+        const int64_t c1 = hi - c0 > KQ32_NC ? c0 + KQ32_NC : hi;
+        for (int64_t m0 = 0; m0 < M;) {
+            const int64_t left = M - m0;
+            const int T = left >= KQ32_TT ? KQ32_TT : left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+            for (int64_t k0 = 0; k0 < nb; k0 += KQ32_KS) {
+                const int64_t ks = nb - k0 > KQ32_KS ? KQ32_KS : nb - k0;
+                for (int t = 0; t < T; t++) kq32_prep(&xr[t], xb + (m0 + t) * nb + k0, ks, fmt);
+                const int first = k0 == 0, last = k0 + ks == nb;
+                float *ym = y + m0 * N;
+                const uint8_t *wk = wb + k0 * wblk;
+                switch (T) {
+#if KQ32_TT >= 16
+                case 16: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 16); break;
+#endif
+#if KQ32_TT >= 8
+                case 8: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 8); break;
+#endif
+                case 4: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 4); break;
+                case 2: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 2); break;
+                default: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 1); break;
+                }
+            }
+            m0 += T;
+        }
+    }
+}
+
+#endif /* KM_Q32_GGML_BODY_H */
