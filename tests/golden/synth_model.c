@@ -1098,6 +1098,10 @@ static void km_set_err(char *err, size_t errlen, const char *msg, const char *de
 
 static int km_check_cpu(char *err, size_t errlen) {
     __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with avx, which this CPU does not have", NULL);
+        return -1;
+    }
     if (!__builtin_cpu_supports("avx2")) {
         km_set_err(err, errlen, "this model was compiled for a CPU with avx2, which this CPU does not have", NULL);
         return -1;
@@ -1108,6 +1112,30 @@ static int km_check_cpu(char *err, size_t errlen) {
     }
     if (!__builtin_cpu_supports("fma")) {
         km_set_err(err, errlen, "this model was compiled for a CPU with fma, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("sse3")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with pni, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("popcnt")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with popcnt, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("sse4.1")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with sse4_1, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("sse4.2")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with sse4_2, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("ssse3")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with ssse3, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("xsave")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with xsave, which this CPU does not have", NULL);
         return -1;
     }
     (void)err; (void)errlen;

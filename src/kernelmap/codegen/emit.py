@@ -16,19 +16,16 @@ from kernelmap.circuits.graph import Graph, StateBuf
 from kernelmap.circuits.hydrate import row_bytes
 from kernelmap.codegen.bind import BoundCall, bind_call, c_comment, check_ident, check_label
 from kernelmap.errors import CodegenError
+from kernelmap.isa_flags import CPU_SUPPORTS
 from kernelmap.maps.registry import Registry
 
 __all__ = ["PhasePlan", "emit_model", "GCC_FEATURES", "TEMPLATE_DIR"]
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
-# ISA feature (Linux spelling, as in the maps) -> gcc __builtin_cpu_supports name. Allow-list: a map
-# feature not listed here cannot be checked at start-up, so the build is refused.
-GCC_FEATURES = {
-    "avx": "avx", "avx2": "avx2", "fma": "fma", "f16c": "f16c", "avx512f": "avx512f", "avx512bw": "avx512bw",
-    "avx512vl": "avx512vl", "avx512dq": "avx512dq", "avx512cd": "avx512cd", "avx512_vnni": "avx512vnni",
-    "avx512_bf16": "avx512bf16", "avx512vbmi": "avx512vbmi", "sse4_2": "sse4.2", "ssse3": "ssse3", "bmi2": "bmi2",
-}
+# ISA feature (Linux spelling, as in the maps) -> gcc __builtin_cpu_supports name, from the ISA flag
+# table. Allow-list: a feature not listed there cannot be checked at start-up, so the build is refused.
+GCC_FEATURES = CPU_SUPPORTS
 _STATE_DTYPES = ("f16", "bf16", "f32")  # element types a KV state buffer may hold
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from kernelmap import isa_flags
 from kernelmap.errors import MapError, closest
 from kernelmap.maps.expr import Expr, ExprSyntaxError, parse_expr
 from kernelmap.maps.provider import CallParam, Constraint, Param, Port, Provider, Scratch, Variant
@@ -28,13 +29,6 @@ __all__ = ["SCHEMA_PATH", "check_schema", "load_map", "parse_json", "validate_ma
 SCHEMA_PATH = Path(__file__).with_name("kernel_map.schema.json")
 MAX_MAP_BYTES = 1 << 20
 
-# The -m flag that enables each ISA feature: a variant requiring the feature must compile with it.
-_FEATURE_FLAG = {
-    "avx": "-mavx", "avx2": "-mavx2", "fma": "-mfma", "f16c": "-mf16c", "bmi2": "-mbmi2",
-    "avx512f": "-mavx512f", "avx512bw": "-mavx512bw", "avx512vl": "-mavx512vl", "avx512dq": "-mavx512dq",
-    "avx512cd": "-mavx512cd", "avx512_vnni": "-mavx512vnni", "avx512_bf16": "-mavx512bf16",
-    "avx_vnni": "-mavxvnni", "avx512vbmi": "-mavx512vbmi",
-}
 _PORT_KINDS = ("output", "activation", "weight", "weight_opt", "state", "scratch")
 
 
@@ -237,6 +231,51 @@ class _Checker:
                 self.fail(f"quant.{field} is not the dtype of any port in /{key}", f"/quant/{field}",
                           value=self.doc["quant"][field], expected=allowed)
 
+    def isa(self, v: dict[str, Any], ptr: str) -> None:
+        """A variant's cflags are all in the ISA flag table (one architecture, arithmetic flags refused),
+        and its requires lists exactly features those flags imply, including every listed one."""
+        arch = None
+        for j, flag in enumerate(v["cflags"]):
+            if isa_flags.arithmetic_flag(flag):
+                self.fail(f"cflag \"{flag}\" changes floating-point arithmetic and is refused", f"{ptr}/cflags/{j}",
+                          hint="kernel arithmetic is fixed by the base flags and the map's numerics contract")
+            entry = isa_flags.FLAGS.get(flag)
+            if entry is None:
+                near = closest(flag, sorted(isa_flags.FLAGS))
+                self.fail(f"unknown cflag \"{flag}\" (not in the ISA flag table)", f"{ptr}/cflags/{j}",
+                          hint=(f"closest: {near}; " if near else "") + "the allowed flags and the features they "
+                          "imply are in src/kernelmap/isa_flags.py")
+            if arch is not None and entry.arch != arch:
+                self.fail(f"cflag \"{flag}\" is for {entry.arch} but the variant's other cflags are for {arch}",
+                          f"{ptr}/cflags/{j}")
+            if flag.startswith("-march=") and any(f.startswith("-march=") for f in v["cflags"][:j]):
+                self.fail("more than one -march cflag", f"{ptr}/cflags/{j}", value=flag)
+            arch = entry.arch
+        implied = isa_flags.variant_features((), v["cflags"])
+        for j, feat in enumerate(v["requires"]):
+            if feat not in KNOWN_FEATURES:
+                near = closest(feat, sorted(KNOWN_FEATURES))
+                self.fail("unknown isa feature", f"{ptr}/requires/{j}", value=feat,
+                          hint=f"closest: {near} (Linux /proc/cpuinfo spelling)" if near
+                          else "use the Linux /proc/cpuinfo spelling")
+            if feat not in implied:
+                flag = isa_flags.enabling_flag(feat)
+                self.fail(f"variant requires {feat} but its cflags lack " + (flag or "a flag that enables it"),
+                          ptr + "/cflags", value=v["cflags"],
+                          hint="requires names what the variant's code is compiled to use")
+        for flag in v["cflags"]:
+            for feat in isa_flags.FLAGS[flag].enables:
+                if feat not in v["requires"]:
+                    self.fail(f"variant compiles with {flag} but does not require {feat}", ptr + "/requires",
+                              value=v["requires"], hint=f"add \"{feat}\": code built with {flag} may use it, and "
+                              "the resolver selects the variant only on what requires lists")
+        for flag in v["cflags"]:
+            for feat in sorted(isa_flags.implied_by(flag)):
+                if isa_flags.FEATURES[feat].listed and feat not in v["requires"]:
+                    self.fail(f"variant compiles with {flag}, which implies {feat}, but does not require {feat}",
+                              ptr + "/requires", value=v["requires"],
+                              hint=f"add \"{feat}\" (gcc/clang enable it with {flag}; see src/kernelmap/isa_flags.py)")
+
     def variants(self, map_id: str) -> tuple[Variant, ...]:
         sources = set(self.doc["sources"])
         out: list[Variant] = []
@@ -258,23 +297,7 @@ class _Checker:
                 self.fail(f"variant priority {v['priority']} ties with variant \"{prios[v['priority']]}\"",
                           ptr + "/priority", hint="variant priorities must be distinct so ranking is total")
             prios[v["priority"]] = v["name"]
-            for j, feat in enumerate(v["requires"]):
-                if feat not in KNOWN_FEATURES:
-                    near = closest(feat, sorted(KNOWN_FEATURES))
-                    self.fail("unknown isa feature", f"{ptr}/requires/{j}", value=feat,
-                              hint=f"closest: {near} (Linux /proc/cpuinfo spelling)" if near
-                              else "use the Linux /proc/cpuinfo spelling")
-                flag = _FEATURE_FLAG.get(feat)
-                if flag and flag not in v["cflags"]:
-                    self.fail(f"variant requires {feat} but its cflags lack {flag}", ptr + "/cflags",
-                              value=v["cflags"])
-            feature_of = {flag: feat for feat, flag in _FEATURE_FLAG.items()}
-            for flag in v["cflags"]:
-                feat = feature_of.get(flag)
-                if feat and feat not in v["requires"]:
-                    self.fail(f"variant compiles with {flag} but does not require {feat}", ptr + "/requires",
-                              value=v["requires"], hint=f"add \"{feat}\": code built with {flag} may use it, and "
-                              "the start-up check only tests what requires lists")
+            self.isa(v, ptr)
             if v["name"] == "ref" and v["requires"]:
                 self.fail("the ref variant is the scalar oracle and may not require isa features",
                           ptr + "/requires", value=v["requires"], expected="[]")
