@@ -305,6 +305,8 @@ class _Checker:
         return tuple(out)
 
     def call_abi(self, ports: dict[str, Port], params: set[str], scratch: set[str]) -> tuple[CallParam, ...]:
+        from kernelmap.codegen.bind import C_KEYWORDS  # names end up in the generated prototypes
+
         out: list[CallParam] = []
         names: set[str] = set()
         bound: dict[str, str] = {}
@@ -340,6 +342,8 @@ class _Checker:
                 self.fail(f"call_abi source names undeclared param \"{ref}\"", ptr + "/source",
                           expected=sorted(params) or "a name listed in /params",
                           hint=f"closest: {near}" if near else None)
+            if cp["name"] in C_KEYWORDS:
+                self.fail("a C parameter name may not be a C keyword", ptr + "/name", value=cp["name"])
             names_ok = binding_names(kind, ref)
             if names_ok is not None and cp["name"] not in names_ok:
                 self.fail(f"C parameter \"{cp['name']}\" is bound to {cp['source']}: a parameter is named after "
