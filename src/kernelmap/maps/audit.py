@@ -22,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from kernelmap.build.probe import KERNEL_SYMBOL  # km_<map id>__<variant>; a helper must not match
 from kernelmap.errors import MapError
 from kernelmap.maps.cdefs import SourceDefs, c_type, definitions
 from kernelmap.maps.loader import parse_json
@@ -47,8 +48,6 @@ CEILING_KEYS = ("model_family_literals", "op_name_conditionals", "abi_mismatches
 ZERO_CEILINGS = ("model_family_literals", "abi_mismatches", "unowned_kernel_symbols")
 # Directories whose op-name string comparisons are counted (the resolver and the planner).
 CONDITIONAL_DIRS = ("resolve", "plan")
-# Every kernel entry point is km_<map id>__<variant>; a helper must not look like one.
-KERNEL_SYMBOL = re.compile(r"^km_([a-z0-9_]+?)__([a-z0-9_]+)$")
 
 
 @lru_cache(maxsize=1)
