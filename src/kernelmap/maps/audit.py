@@ -113,7 +113,7 @@ def abi_problems(p: Provider, kernel_root: Path, defs: dict[tuple[Path, tuple[st
     out = []
     for v, unit in zip(p.variants, _units(p, kernel_root), strict=True):
         sd = defs[unit]
-        where = f"{v.source}"
+        where = v.source
         if sd.error:
             out.append(f"{v.name}: cannot read the C definitions of {where}: {sd.error}")
             continue
