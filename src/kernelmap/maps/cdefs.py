@@ -138,11 +138,11 @@ def _key(source: Path, cflags: Sequence[str], include_dirs: Sequence[Path], cc: 
 
 
 def _read(source: Path, cflags: tuple[str, ...], include_dirs: Sequence[Path], cache: Path | None) -> SourceDefs:
-    from kernelmap.build.driver import compiler
+    from kernelmap.build.driver import compiler_for
 
     if not source.is_file():
         return SourceDefs(source, cflags, {}, "source file not found")
-    cc = compiler()
+    cc = compiler_for(cflags)
     key = _key(source, cflags, include_dirs, cc)
     cached = cache / f"{key}.json" if cache is not None else None
     if cached is not None and cached.is_file():
@@ -158,7 +158,7 @@ def _read(source: Path, cflags: tuple[str, ...], include_dirs: Sequence[Path], c
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return SourceDefs(source, cflags, {}, f"cannot run {cc}: {exc}")
+            return SourceDefs(source, cflags, {}, f"cannot run {cc}: {exc} (make test installs the cross compilers)")
         error = None
         if proc.returncode != 0:
             lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if "error" in ln] or ["compile failed"]
