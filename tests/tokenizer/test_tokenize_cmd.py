@@ -75,7 +75,7 @@ def test_tokenize_cmd_chat_template_option_picks_a_named_template(capsys):
 def test_tokenize_cmd_chat_refuses_an_unrecognised_embedded_template(capsys):
     assert main(["tokenize", "-m", str(VOCAB / "gemma-4.gguf"), "-p", "Hi", "--chat"]) == 1
     err = capsys.readouterr().err
-    assert "gemma-4.gguf" in err and "tokenizer.chat_template" in err and "unknown" in err
+    assert "gemma-4.gguf" in err and "tokenizer.chat_template" in err and "no family" in err
 
 
 @pytest.mark.model
@@ -86,3 +86,9 @@ def test_chat_cmd_on_the_base_default_model_notes_the_assumed_template():
     notes = [line for line in proc.stderr.splitlines() if line.startswith("note:")]
     assert len(notes) == 1 and "base model" in notes[0] and "gemma" in notes[0], proc.stderr
     assert proc.stdout.strip()
+
+
+def test_chat_cmd_refuses_an_unsupported_template_before_compiling(capsys):
+    assert main(["chat", "-m", str(VOCAB / "gemma-4.gguf"), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "tokenizer.chat_template" in err and "compiling" not in err

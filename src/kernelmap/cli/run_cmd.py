@@ -149,13 +149,16 @@ def chat_command(model: str | None, n_predict: int, system: str | None, template
 
     Example: kernelmap chat -m gemma-3-270m-q4_k_m.gguf --temp 0.7 --seed 1
     """
-    from kernelmap.tokenizer import choose_template
+    from kernelmap.gguf import open_gguf
+    from kernelmap.runtime import default_model_path
+    from kernelmap.tokenizer import Tokenizer, choose_template
 
     sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, seed)
-    m = _load(model, threads, ctx, _options(policy, maps, isa, batch), quiet)
-    choice = choose_template(m.tokenizer, template_name)
-    if choice.note:
+    path = model or str(default_model_path())
+    choice = choose_template(Tokenizer.from_metadata(open_gguf(path).metadata, source=path), template_name)
+    if choice.note:  # before compiling, so a template problem shows at once
         print(f"note: {choice.note}", file=sys.stderr)
+    m = _load(path, threads, ctx, _options(policy, maps, isa, batch), quiet)
     m.chat_template = choice.template
     messages: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
     tty = sys.stdin.isatty()

@@ -303,6 +303,9 @@ def choose_template(md: Any, name: str | None = None) -> TemplateChoice:
     supported = template_names()
     if jinja is not None:
         family, tpl = detect_family(jinja)
+        if tpl is None and family == "unknown":
+            raise TokenizerError("chat template of no family llama.cpp recognises", path=source,
+                                 pointer=_TEMPLATE_KEY, expected=supported, hint="choose one with --template NAME")
         if tpl is None:
             raise TokenizerError("unsupported chat template family", path=source, pointer=_TEMPLATE_KEY,
                                  value=family, expected=supported, hint="choose one with --template NAME")
