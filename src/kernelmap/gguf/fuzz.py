@@ -1,6 +1,6 @@
 """Fuzzing support for the GGUF reader: seed images, byte-level mutations, and a full-access exerciser.
 
-Used by the hypothesis test in `make test` and by `benchmarks/fuzz_gguf.py` (the long campaign).
+Used by tests/gguf/test_reader_fuzz.py (differential against gguf-py) and by `benchmarks/fuzz_gguf.py`.
 `exercise` opens an image and touches every key, array and tensor; the only exception it may
 let through is GGUFError. It does not judge messages; tests do.
 """
