@@ -36,8 +36,10 @@ def _vocab(n: int) -> tuple[list[str], list[float], list[int]]:
 
 def write_synth_model(path: Path, *, n_layers: int = 2, d: int = 64, n_heads: int = 2, n_kv: int = 1,
                       head_dim: int = 32, ffn: int = 128, vocab: int = 320, window: int = 8,
-                      weight_type: str = "f32", seed: int = 0, hostile: bool = False) -> Path:
-    """Write a tiny model; `hostile` adds metadata and unused tensors whose text attacks C emission."""
+                      weight_type: str = "f32", seed: int = 0, hostile: bool = False,
+                      hostile_tensors: bool = True) -> Path:
+    """Write a tiny model; `hostile` adds metadata (and, unless hostile_tensors=False, unused tensors) whose text
+    attacks C emission."""
     rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(str(path), ARCH)
     w.add_name("synthetic */ int evil(void); /*" if hostile else "synthetic")
@@ -93,7 +95,7 @@ def write_synth_model(path: Path, *, n_layers: int = 2, d: int = 64, n_heads: in
         add_matrix(p + "ffn_gate.weight", ffn, d, weight_type)
         add_matrix(p + "ffn_up.weight", ffn, d, weight_type)
         add_matrix(p + "ffn_down.weight", d, ffn, weight_type)
-    if hostile:
+    if hostile and hostile_tensors:
         w.add_tensor("evil */ #define x \\ ??/", f32(4))
         w.add_tensor("\u00e9\u00e9.weight; system(\"rm\")", f32(4))
     w.write_header_to_file()
