@@ -260,8 +260,8 @@ class _Hydrator:
             if key not in self.weight_cnames:
                 self.weight_cnames[key] = c_ident("w_" + base)
             return WeightRef(self.weight_cnames[key], tname, info.type_name, shape, rows)
-        raise ModelError("required tensor is missing", path=self.source, pointer=names[0],
-                         hint=f"circuit {self.where} {pointer} reads it")
+        raise ModelError(f"required tensor is missing (circuits/{self.circuit.path.name} {pointer} reads it)",
+                         path=self.source, pointer=names[0])
 
     def build(self) -> Graph:
         data = self.circuit.data

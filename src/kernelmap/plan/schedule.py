@@ -71,7 +71,7 @@ def _rule(policy: Policy, op: OpNode) -> Rule:
         if not op.weights:
             raise
         ref = op.weights[sorted(op.weights)[0]]
-        raise PolicyError(f"tensor type {ref.dtype} is not supported for op {op.op} by numerics policy {policy.name} "
+        raise PolicyError(f"tensor type {ref.dtype} has no {op.op} rule in numerics policy {policy.name} "
                           f"(op {op.label})", pointer=ref.tensor, value=ref.dtype, expected=exc.expected) from None
 
 

@@ -166,6 +166,10 @@ def write_model(path: str | os.PathLike[str], arch: str, dims: dict[str, Any], t
             w.write_tensor_data(data.astype(np.float16 if kind in _F16_DRAWS else np.float32))
         w.close()
         os.replace(tmp, out)
+    except OSError as exc:
+        w.close()
+        tmp.unlink(missing_ok=True)
+        raise ModelError(f"cannot write the model: {exc.strerror}", path=out, pointer="-o") from None
     except BaseException:
         w.close()
         tmp.unlink(missing_ok=True)
