@@ -7,7 +7,7 @@ PROMPT    ?= The capital of France is
 TOKENS    ?= 64
 THREADS   ?= 2
 
-.PHONY: run test install install-dev lint audit parity fixtures bench sanitize clean
+.PHONY: run test install install-dev lint audit parity fixtures family-fixtures bench sanitize clean
 
 $(VENV)/.stamp-base: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -51,6 +51,10 @@ fixtures: .venv-peer/.stamp
 	.venv-peer/bin/python -P tests/fixtures/make_tokenizer_fixtures.py
 	.venv-peer/bin/python -P tests/parity_fa/make_fa_fixtures.py --model "$$($(VPY) -P -c 'from kernelmap.runtime import default_model_path; print(default_model_path())')"
 	.venv-peer/bin/python -P tests/fixtures/make_op_fixtures.py --model "$$($(VPY) -P -c 'from kernelmap.runtime import default_model_path; print(default_model_path())')"
+
+# Tiny synthetic models of every family, quantized and run by llama.cpp (VOCAB_DIR: llama.cpp's models/ folder).
+family-fixtures: .venv-peer/.stamp install-dev
+	$(VPY) tests/fixtures/families/make_family_fixtures.py --peer-python .venv-peer/bin/python --vocab-dir "$(VOCAB_DIR)"
 
 parity: .venv-peer/.stamp install-dev
 	.venv-peer/bin/python -P tests/fixtures/make_tokenizer_fixtures.py --check

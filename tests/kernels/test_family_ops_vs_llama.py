@@ -168,7 +168,6 @@ def test_phi3_row_slices_and_prescaled_attention_give_llama_outputs(manifest):
     kc = np.ascontiguousarray(np.stack([d[f"{t}:Kcur-1#2"].reshape(4, 64) for t in POSITIONS], 1).astype(np.float16))
     vc = np.ascontiguousarray(np.stack([d[f"{t}:Vcur-1"].reshape(4, 64) for t in POSITIONS], 1).astype(np.float16))
     scale = ctypes.c_float(np.float32(1.0) / np.sqrt(np.float32(64)))
-    sw = _provider("swiglu")
     for t in POSITIONS:
         qt = np.ascontiguousarray(d[f"{t}:Qcur-1#2"], F)
         for vname, fn in _fns(att):
@@ -176,24 +175,24 @@ def test_phi3_row_slices_and_prescaled_attention_give_llama_outputs(manifest):
             fn(ptr(y), ptr(qt), ptr(kc), ptr(vc), 1, 4, 4, 64, len(POSITIONS), t, scale, 0, 0, 1)
             bad[f"{att}.{vname}"] = bad.get(f"{att}.{vname}", 0) + _bad(y, d[f"{t}:kqv_out-1"])
         gu = d[f"{t}:ffn_up-1"]
-        g, u = np.ascontiguousarray(gu[:256], F), np.ascontiguousarray(gu[256:], F)
-        for vname, fn in _fns(sw):
-            y = np.zeros(256, F)
-            fn(ptr(y), ptr(g), ptr(u), 1, 256, 0, 1)
-            bad[f"{sw}.{vname}"] = bad.get(f"{sw}.{vname}", 0) + _bad(y, d[f"{t}:ffn_swiglu-1"])
+        _swiglu_bad(bad, gu[:256], gu[256:], d[f"{t}:ffn_swiglu-1"])
     _check(bad)
+
+
+def _swiglu_bad(bad, gate, up, want):
+    map_id = _provider("swiglu")
+    g, u = np.ascontiguousarray(gate, F), np.ascontiguousarray(up, F)
+    for vname, fn in _fns(map_id):
+        y = np.zeros_like(g)
+        fn(ptr(y), ptr(g), ptr(u), 1, g.size, 0, 1)
+        bad[f"{map_id}.{vname}"] = bad.get(f"{map_id}.{vname}", 0) + _bad(y, want)
 
 
 @pytest.mark.parametrize("name", ["llama", "qwen3"])
 def test_swiglu_llama_inputs_give_llama_outputs(name):
     d, bad = _ops(name), {}
-    map_id = _provider("swiglu")
     for t in POSITIONS:
-        g, u = np.ascontiguousarray(d[f"{t}:ffn_gate-1"], F), np.ascontiguousarray(d[f"{t}:ffn_up-1"], F)
-        for vname, fn in _fns(map_id):
-            y = np.zeros_like(g)
-            fn(ptr(y), ptr(g), ptr(u), 1, g.size, 0, 1)
-            bad[f"{map_id}.{vname}"] = bad.get(f"{map_id}.{vname}", 0) + _bad(y, d[f"{t}:ffn_swiglu-1"])
+        _swiglu_bad(bad, d[f"{t}:ffn_gate-1"], d[f"{t}:ffn_up-1"], d[f"{t}:ffn_swiglu-1"])
     _check(bad)
 
 
@@ -241,7 +240,6 @@ def test_moe_linear_llama_inputs_give_llama_outputs(manifest):
 def test_moe_combine_llama_inputs_give_llama_outputs():
     d, bad = _ops("qwen3moe"), {}
     map_id = _provider("moe_combine")
-    sw = _provider("swiglu")
     for t in POSITIONS:
         x = np.ascontiguousarray(d[f"{t}:ffn_moe_down-0"], F)
         w = np.ascontiguousarray(d[f"{t}:ffn_moe_weights_norm-0"], F)
@@ -249,9 +247,5 @@ def test_moe_combine_llama_inputs_give_llama_outputs():
             y = np.zeros(256, F)
             fn(ptr(y), ptr(x), ptr(w), 1, 2, 256, 0, 1)
             bad[f"{map_id}.{vname}"] = bad.get(f"{map_id}.{vname}", 0) + _bad(y, d[f"{t}:ffn_moe_out-0"])
-        g, u = np.ascontiguousarray(d[f"{t}:ffn_moe_gate-0"], F), np.ascontiguousarray(d[f"{t}:ffn_moe_up-0"], F)
-        for vname, fn in _fns(sw):
-            y = np.zeros_like(g)
-            fn(ptr(y), ptr(g), ptr(u), 1, g.size, 0, 1)
-            bad[f"{sw}.{vname}"] = bad.get(f"{sw}.{vname}", 0) + _bad(y, d[f"{t}:ffn_moe_swiglu-0"])
+        _swiglu_bad(bad, d[f"{t}:ffn_moe_gate-0"], d[f"{t}:ffn_moe_up-0"], d[f"{t}:ffn_moe_swiglu-0"])
     _check(bad)

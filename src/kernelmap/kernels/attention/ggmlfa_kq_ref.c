@@ -18,23 +18,9 @@
 
 #include "km_common.h"
 #include "attention_ggmlfa_part.h"
+#include "ggmlfa_dot_ref.h"
 
 #define KM_FAKQ_DMAX 512
-
-/* ggml_vec_dot_f16 (AVX-512 build): 64 partials, fixed fold, double tail */
-static float kq_dot(const km_half *k, const km_half *q, int64_t D) {
-    float acc[64] = {0.0f};
-    const int64_t d64 = D & ~(int64_t)63;
-    for (int64_t i = 0; i < d64; i++) acc[i & 63] = fmaf(km_fp16_to_fp32(k[i]), km_fp16_to_fp32(q[i]), acc[i & 63]);
-    float p[16];
-    for (int l = 0; l < 16; l++) p[l] = (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]);
-    for (int w = 8; w >= 2; w >>= 1) {
-        for (int l = 0; l < w; l++) p[l] += p[l + w];
-    }
-    double tail = (double)(p[0] + p[1]);
-    for (int64_t i = d64; i < D; i++) tail += (double)(km_fp16_to_fp32(k[i]) * km_fp16_to_fp32(q[i]));
-    return (float)tail;
-}
 
 void km_attention_kq_f16kv_ggmlfa__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
         int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale,
@@ -55,7 +41,7 @@ void km_attention_kq_f16kv_ggmlfa__ref(float *y, const float *q, const void *k_c
         }
         float big_m = -INFINITY, big_s = 0.0f;
         for (int64_t j = j0; j <= p; j++) {
-            const float s = kq_dot(kc + (kvh * C + j) * D, q16, D) * scale;
+            const float s = km_fa_dot_ref(kc + (kvh * C + j) * D, q16, D) * scale;
             float ms = 1.0f, vs = 1.0f;
             if (s > big_m) {
                 ms = expf(big_m - s);
