@@ -149,8 +149,8 @@ def run_cell(fixtures: dict[str, Any], arch: str, preset: str, *, work: Path, op
     except KernelmapError as exc:
         return Cell(arch, preset, "failed", error=exc.line())
     contracts = _selected_contracts(compiled)
-    not_llama = matrix_spec()["not_llama_order"]
-    reasons = [f"{c}: {not_llama[c]}" for c in contracts if c in not_llama]
+    not_peer = matrix_spec()["not_peer_order"]
+    reasons = [f"{c}: {not_peer[c]}" for c in contracts if c in not_peer]
     model = Model(compiled, n_ctx=max(64, len(tokens) + 1), threads=threads)
     try:
         model.reset()
