@@ -7,7 +7,7 @@ PROMPT    ?= The capital of France is
 TOKENS    ?= 64
 THREADS   ?= 2
 
-.PHONY: run test test-slow install install-dev lint audit peer parity fixtures bench sanitize clean
+.PHONY: run test test-slow install install-dev lint audit peer parity fixtures family-fixtures bench sanitize clean
 
 $(VENV)/.stamp-base: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -68,6 +68,10 @@ fixtures: peer install-dev
 	$(PEER_PY) -P tests/fixtures/make_long_fixtures.py --model "$$($(MODEL_CMD))"
 	$(PEER_PY) -P tests/fixtures/make_op_fixtures.py --model "$$($(MODEL_CMD))"
 	$(PEER_PY) -P tests/kernels/nonlinear_fixtures.py --write
+
+# Tiny synthetic models of every family, quantized and run by llama.cpp (VOCAB_DIR: llama.cpp's models/ folder).
+family-fixtures: peer install-dev
+	$(VPY) tests/fixtures/families/make_family_fixtures.py --peer-python $(PEER_PY) --vocab-dir "$(VOCAB_DIR)"
 
 # Live comparisons with llama.cpp; each exits 1 when a claimed bar fails.
 parity: peer install-dev

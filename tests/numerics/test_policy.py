@@ -47,7 +47,7 @@ def test_policies_embedding_contract_follows_table_dtype(dtype):
 @pytest.mark.parametrize(("op", "keys", "contract"), [
     ("rmsnorm", {}, "rmsnorm.f32.v1"), ("qk_norm", {}, "qk_norm.f32.v1"),
     ("rope", {"style": "neox"}, "rope.neox.f32.v1"), ("rope", {"style": "normal"}, "rope.normal.f32.v1"),
-    ("geglu", {}, "geglu.tanh.f32.v1"), ("swiglu", {}, "swiglu.f32.v1"),
+    ("geglu", {}, "geglu.tanh.f32.v1"), ("swiglu", {}, "swiglu.f32.ggml.v1"),
     ("residual_add", {}, "residual_add.f32.v1"), ("residual_save", {}, "residual_save.copy.v1"),
     ("argmax", {}, "argmax.f32.v1"), ("quantize_act", {"activation": "q8_k"}, "quantize_act.q8_k.v1"),
     # llama.cpp's x86 q8_0 activation rounding (127/amax, halves to even) is its own contract (commit adc685d)

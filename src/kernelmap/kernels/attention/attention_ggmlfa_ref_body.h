@@ -1,9 +1,8 @@
 /* attention/attention_ggmlfa_ref_body.h — the scalar steps of llama.cpp's one-row flash attention, shared by
  * the ref kernels of contracts attention.f16kv.ggml_fa.v1 (ggmlfa_ref.c) and attention.f16kv.ggml_fa_split<N>.v1
  * (ggmlfa_split_ref.c). The roundings are the ones ggmlfa_ref.c's contract comment lists: Q16 = f16_rne(q *
- * scale); the 64-partial f16 dot folded like ggml's 4x16-lane reduce (elements past D rounded down to 64 added
- * in double); keys in increasing j with the online softmax (M, S f32, VKQ f16 rounded at every scale and FMA
- * step, libm expf). km_fa_ref_keys leaves the state unnormalized, so a caller can merge partial states.
+ * scale); the score dot of ggmlfa_dot_ref.h; keys in increasing j with the online softmax (M, S f32, VKQ f16
+ * rounded at every scale and FMA step, libm expf). km_fa_ref_keys leaves the state unnormalized, so a caller can merge partial states.
  */
 #ifndef KM_ATTENTION_GGMLFA_REF_BODY_H
 #define KM_ATTENTION_GGMLFA_REF_BODY_H
@@ -12,24 +11,9 @@
 #include <stdint.h>
 
 #include "km_common.h"
+#include "ggmlfa_dot_ref.h"
 
 #define KM_FA_DMAX 512
-
-static inline float km_fa_dot_ggml(const km_half *k, const km_half *q, int64_t D) {
-    float acc[64] = {0.0f};
-    const int64_t d64 = D & ~(int64_t)63;
-    for (int64_t i = 0; i < d64; i++) {
-        acc[i & 63] = fmaf(km_fp16_to_fp32(k[i]), km_fp16_to_fp32(q[i]), acc[i & 63]);
-    }
-    float p[16];
-    for (int l = 0; l < 16; l++) p[l] = (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]);
-    for (int w = 8; w >= 2; w >>= 1) {
-        for (int l = 0; l < w; l++) p[l] += p[l + w];
-    }
-    double res = (double)(p[0] + p[1]);
-    for (int64_t i = d64; i < D; i++) res += (double)(km_fp16_to_fp32(k[i]) * km_fp16_to_fp32(q[i]));
-    return (float)res;
-}
 
 /* q16[d] = f16_rne(qr[d] * scale), d < D */
 static inline void km_fa_ref_q16(km_half *q16, const float *qr, float scale, int64_t D) {
@@ -42,7 +26,7 @@ static inline void km_fa_ref_keys(const km_half *q16, const km_half *kh, const k
         int64_t je, float *big_m, float *big_s, km_half *vkq) {
     float mm = *big_m, ss = *big_s;
     for (int64_t j = js; j <= je; j++) {
-        const float s = km_fa_dot_ggml(kh + j * D, q16, D);
+        const float s = km_fa_dot_ref(kh + j * D, q16, D);
         float ms = 1.0f, vs = 1.0f;
         if (s > mm) {
             ms = expf(mm - s);
