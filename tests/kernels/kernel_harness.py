@@ -74,10 +74,15 @@ def _library(map_id: str, units_key: tuple[tuple[str, tuple[str, ...]], ...]) ->
 
 
 def load_map_library(map_id: str) -> tuple[ctypes.CDLL, dict[str, Any]]:
-    """Compile every variant source of a map (each with its own cflags) into one .so; return (lib, map)."""
+    """Compile every variant source of a map for this machine's architecture (each with its own cflags;
+    another architecture's variants are tested under emulation by tests/aarch64) into one .so."""
+    from kernelmap.target import arch_of, host_arch
+
     spec = load_map(map_id)
     seen: dict[str, tuple[str, ...]] = {}
     for v in spec["variants"]:
+        if arch_of(v.get("requires", ())) not in (None, host_arch()):
+            continue
         src = v["source"]
         flags = tuple(v.get("cflags", ()))
         if src in seen and seen[src] != flags:

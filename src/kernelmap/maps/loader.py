@@ -35,6 +35,15 @@ _FEATURE_FLAG = {
     "avx512cd": "-mavx512cd", "avx512_vnni": "-mavx512vnni", "avx512_bf16": "-mavx512bf16",
     "avx_vnni": "-mavxvnni", "avx512vbmi": "-mavx512vbmi",
 }
+# aarch64: the -march values a variant may use and the features each enables. Exactly these; the ISA
+# flag table (x86 and aarch64 flags with their implications) replaces this table when it lands.
+_MARCH_FEATURES = {
+    "-march=armv8-a": ("asimd",),
+    "-march=armv8.2-a+dotprod": ("asimd", "asimddp"),
+    "-march=armv8.2-a+dotprod+i8mm": ("asimd", "asimddp", "i8mm"),
+    "-march=armv8.2-a+sve": ("asimd", "sve", "fphp", "asimdhp"),
+}
+_MARCH_GATED = frozenset(f for feats in _MARCH_FEATURES.values() for f in feats)
 _PORT_KINDS = ("output", "activation", "weight", "weight_opt", "state", "scratch")
 
 
@@ -237,6 +246,27 @@ class _Checker:
                 self.fail(f"quant.{field} is not the dtype of any port in /{key}", f"/quant/{field}",
                           value=self.doc["quant"][field], expected=allowed)
 
+    def march(self, v: dict[str, Any], ptr: str) -> None:
+        """An aarch64 variant: one known -march cflag, no x86 flag, and requires equal to what it enables."""
+        marches = [(j, f) for j, f in enumerate(v["cflags"]) if f.startswith("-march=")]
+        for j, flag in marches:
+            if flag not in _MARCH_FEATURES:
+                self.fail(f"unknown cflag \"{flag}\"", f"{ptr}/cflags/{j}", expected=sorted(_MARCH_FEATURES))
+        if len(marches) > 1:
+            self.fail("more than one -march cflag", f"{ptr}/cflags/{marches[1][0]}", value=marches[1][1])
+        enabled = set(_MARCH_FEATURES[marches[0][1]]) if marches else set()
+        if marches and len(v["cflags"]) > 1:
+            other = next(f for f in v["cflags"] if f != marches[0][1])
+            self.fail(f"cflag \"{other}\" is not for aarch64, but the variant compiles with {marches[0][1]}",
+                      f"{ptr}/cflags", value=v["cflags"])
+        for feat in sorted(enabled - set(v["requires"])):
+            self.fail(f"variant compiles with {marches[0][1]} but does not require {feat}", ptr + "/requires",
+                      value=v["requires"], hint=f"add \"{feat}\": the resolver selects on requires and the "
+                      "start-up check tests only what it lists")
+        for feat in sorted((set(v["requires"]) & _MARCH_GATED) - enabled):
+            self.fail(f"variant requires {feat} but no -march cflag enables it", ptr + "/cflags",
+                      value=v["cflags"], expected=[f for f, e in _MARCH_FEATURES.items() if feat in e])
+
     def variants(self, map_id: str) -> tuple[Variant, ...]:
         sources = set(self.doc["sources"])
         out: list[Variant] = []
@@ -258,6 +288,7 @@ class _Checker:
                 self.fail(f"variant priority {v['priority']} ties with variant \"{prios[v['priority']]}\"",
                           ptr + "/priority", hint="variant priorities must be distinct so ranking is total")
             prios[v["priority"]] = v["name"]
+            self.march(v, ptr)
             for j, feat in enumerate(v["requires"]):
                 if feat not in KNOWN_FEATURES:
                     near = closest(feat, sorted(KNOWN_FEATURES))
