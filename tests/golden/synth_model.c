@@ -2,7 +2,7 @@
  * circuit: 2a97d955851944008c170e7a955c18d034cd0ddc0c355e4bb509370d09b49a86
  * gguf: 16e9314102f36d63db8a89b0e06720e7b0c72b4bdb9462baadcce515b3e41ed2
  * interfaces: ebe6713f747da9c5e30ae3a3e462fe888cb8fab32251adf4c0b89a2bb270c1a6
- * maps: 9c97db48c8fe6701c9a07cd1397d5d16d6ccf6b1e9f5893117ab52431e7777bb
+ * maps: d675f0e3bfc2a4800a6c76f3ae197b87f5958a260eab4e66b2597f78984ad5b4
  * policy: 65dcd385c987ccdf4b7f59e127e414f2f65914926debec957656fc9ce84b9710
   */
 #define _GNU_SOURCE
@@ -15,6 +15,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h> /* getauxval: the start-up check reads the HWCAP bits */
+#endif
 
 #include "km_runtime.h"
 #include "km_kernels.h"
@@ -1097,6 +1100,9 @@ static void km_set_err(char *err, size_t errlen, const char *msg, const char *de
 }
 
 static int km_check_cpu(char *err, size_t errlen) {
+#if !defined(__x86_64__)
+#error "this model was generated for x86_64 (its kernels need avx2, f16c, fma)"
+#endif
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx2")) {
         km_set_err(err, errlen, "this model was compiled for a CPU with avx2, which this CPU does not have", NULL);
