@@ -30,7 +30,7 @@ from kernelmap.plan.memory import Buffer, MemoryPlan, plan_memory
 from kernelmap.plan.requests import resolve_graph
 from kernelmap.plan.schedule import schedule
 from kernelmap.resolve import SelectionTrace
-from kernelmap.target import host_class, target_features
+from kernelmap.target import arch_of, host_arch, host_class, target_features
 
 __all__ = ["CompileOptions", "CompiledModel", "compile_model", "BUILD_SCHEMA"]
 
@@ -132,6 +132,7 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
     registry = load_registry(options.maps)
     isa = frozenset(options.isa) if options.isa is not None else target_features()
     cpu_class = host_class(isa)
+    cross = arch_of(isa) not in (None, host_arch())  # another machine's build: only its bundle's make compiles it
     gguf_id = gguf.sha256()
     key = _key(BUILD_SCHEMA, gguf_id, circuit.sha256, interfaces.sha256, policy.hash, registry.hash,
                ",".join(sorted(isa)), str(options.max_rows), str(options.profile), str(options.allow_candidates),
@@ -143,7 +144,7 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
         info = json.loads(info_path.read_text())
         lib = Path(info["library"])
         weights = build_dir / "weights.bin"
-        if info.get("key") == key and lib.is_file() and weights.is_file():
+        if info.get("key") == key and (cross or lib.is_file()) and weights.is_file():
             say("using cached build")
             return CompiledModel(build_dir, lib, weights, info)
     config = read_config(circuit, gguf.metadata, gguf.tensors, source=str(path))
@@ -211,10 +212,10 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
     profile = ("-DKM_PROFILE",) if options.profile else ()
     all_units = [*kernel_units, CompileUnit(RUNTIME_DIR / "km_runtime.c"),
                  CompileUnit(gen_dir / "model.c", profile)]
-    lib = build_shared(all_units, name="kmmodel", include_dirs=[gen_dir], link_flags=["-lpthread"],
-                       target=",".join(sorted(isa)))
+    lib = Path() if cross else build_shared(all_units, name="kmmodel", include_dirs=[gen_dir],
+                                            link_flags=["-lpthread"], target=",".join(sorted(isa)))
     info = {
-        "schema": BUILD_SCHEMA, "key": key, "library": str(lib), "gguf": str(path), "gguf_sha256": gguf_id,
+        "schema": BUILD_SCHEMA, "key": key, "library": "" if cross else str(lib), "gguf": str(path), "gguf_sha256": gguf_id,
         "architecture": arch, "config": config, "policy": policy.name, "isa": sorted(isa),
         "features": sorted(features), "max_rows": options.max_rows, "profile": options.profile,
         "memory": {phase: {"arena": m.size, "naive": m.naive_size, "summary": m.summary()} for phase, m in mem.items()},
