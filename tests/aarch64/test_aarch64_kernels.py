@@ -22,7 +22,6 @@ from aarch64_harness import (
     arch_variants,
     build_driver,
     cases,
-    find_toolchain,
     first_mismatches,
     qemu_cpu,
     read_maps,
@@ -31,21 +30,10 @@ from aarch64_harness import (
 
 from kernelmap.bench.workload import constraint_failure
 from kernelmap.build.driver import compiler
-from kernelmap.target import host_arch
 
 MAPS = read_maps()
 VARIANTS = [(mid, v["name"]) for mid, raw in MAPS.items() for v in arch_variants(raw, "aarch64")]
 REF_NTHS = (1, 3)
-
-
-@pytest.fixture(scope="session")
-def toolchain():
-    found = find_toolchain()
-    if isinstance(found, str):
-        pytest.skip(found)
-    if host_arch() != "x86_64":
-        pytest.skip(f"the suite compares qemu-aarch64 runs with native x86_64 runs; this host is {host_arch()}")
-    return found
 
 
 class MapRun:

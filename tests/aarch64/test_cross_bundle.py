@@ -19,27 +19,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from aarch64_harness import find_toolchain
 from synth_model import write_synth_model
 
 from kernelmap.compiler import CompileOptions, compile_model
 from kernelmap.runtime.model import Model
-from kernelmap.target import host_arch
 
 PROMPT = [2, 270, 271, 272, 273, 274, 275, 276, 277, 300, 301, 302]
 GEMMA_PROMPT = [2, 818, 5279, 529, 7001, 563]   # "<bos>The capital of France is"
 N_TOKENS = 8
 _EM_AARCH64 = 183
-
-
-@pytest.fixture(scope="module")
-def toolchain():
-    found = find_toolchain()
-    if isinstance(found, str):
-        pytest.skip(found)
-    if host_arch() != "x86_64":
-        pytest.skip(f"compares qemu-aarch64 runs with native x86_64 runs; this host is {host_arch()}")
-    return found
 
 
 def _cross_bundle(gguf: Path, out: Path, target: str, batch: int) -> Path:

@@ -110,56 +110,55 @@ _SYSTEM_HEADERS = frozenset({"stdint.h", "stddef.h", "string.h", "math.h", "floa
                              "stdbool.h"})
 
 
-def body_problems(body: Path, _seen: set[Path] | None = None) -> list[str]:
-    """Why a family body header is not ISA-free (empty when it is): intrinsics or ISA vector types, a
-    preprocessor test of an ISA macro, a system header other than the C library's, or an included
-    header (quoted, resolved beside the file or in common/) with any of these."""
-    seen = set() if _seen is None else _seen
-    if body in seen:
-        return []
-    seen.add(body)
-    text = _read(str(body))
-    if text is None:
+def _included(path: Path) -> list[tuple[str, Path | None]]:
+    """The quoted includes of `path`, each resolved beside it or in the kernel root's common/ (None: not found)."""
+    common = path.parent.parent / "common"
+    out = []
+    for name in re.findall(r'#\s*include\s*"([^"]+)"', strip_comments(_read(str(path)) or "")):
+        out.append((name, next((c for c in (path.parent / name, common / name) if c.is_file()), None)))
+    return out
+
+
+def _closure(path: Path) -> list[Path]:
+    """`path` and every header it includes (quoted, transitively, found ones), each once, `path` first."""
+    out: list[Path] = []
+    todo = [path]
+    while todo:
+        cur = todo.pop(0)
+        if cur in out:
+            continue
+        out.append(cur)
+        todo += [found for _name, found in _included(cur) if found is not None]
+    return out
+
+
+def body_problems(body: Path) -> list[str]:
+    """Why a family body header is not ISA-free (empty when it is): it, or a header it includes (quoted,
+    resolved beside the file or in common/), uses intrinsics or ISA vector types, tests an ISA macro in
+    the preprocessor, includes a system header other than the C library's, or includes a missing file."""
+    if _read(str(body)) is None:
         return [f"{body.name} not found"]
-    code = strip_comments(text)
-    token = _ISA_TOKEN.search(code)
-    if token:
-        return [f"{body.name} uses ISA token {token.group(0)}"]
-    for line in _logical_lines(code):
-        if re.match(r"#\s*(?:if|ifdef|ifndef|elif)\b", line) and _ISA_MACRO.search(line):
-            return [f"{body.name} tests an ISA macro ({line[:60]})"]
-        if m := re.match(r"#\s*include\s*<([^>]+)>", line):
-            if m.group(1) not in _SYSTEM_HEADERS:
-                return [f"{body.name} includes <{m.group(1)}>"]
-        elif m := re.match(r'#\s*include\s*"([^"]+)"', line):
-            name = m.group(1)
-            found = next((c for c in (body.parent / name, body.parent.parent / "common" / name) if c.is_file()), None)
-            if found is None:
-                return [f"{body.name} includes {name}, which is not found"]
-            deeper = body_problems(found, seen)
-            if deeper:
-                return deeper
+    for cur in _closure(body):
+        code = strip_comments(_read(str(cur)) or "")
+        token = _ISA_TOKEN.search(code)
+        if token:
+            return [f"{cur.name} uses ISA token {token.group(0)}"]
+        for line in _logical_lines(code):
+            if re.match(r"#\s*(?:if|ifdef|ifndef|elif)\b", line) and _ISA_MACRO.search(line):
+                return [f"{cur.name} tests an ISA macro ({line[:60]})"]
+            m = re.match(r"#\s*include\s*<([^>]+)>", line)
+            if m and m.group(1) not in _SYSTEM_HEADERS:
+                return [f"{cur.name} includes <{m.group(1)}>"]
+        missing = [name for name, found in _included(cur) if found is None]
+        if missing:
+            return [f"{cur.name} includes {missing[0]}, which is not found"]
     return []
 
 
 def isa_headers(path: Path, kernel_root: Path) -> tuple[str, ...]:
     """The headers `path` includes (quoted, transitively, beside it or in common/) that hold ISA code."""
-    out: set[str] = set()
-    seen: set[Path] = set()
-    todo = [path]
-    while todo:
-        cur = todo.pop()
-        if cur in seen:
-            continue
-        seen.add(cur)
-        for name in re.findall(r'#\s*include\s*"([^"]+)"', strip_comments(_read(str(cur)) or "")):
-            found = next((c for c in (cur.parent / name, kernel_root / "common" / name) if c.is_file()), None)
-            if found is None:
-                continue
-            if _ISA_TOKEN.search(strip_comments(_read(str(found)) or "")):
-                out.add(found.resolve().relative_to(kernel_root.resolve()).as_posix())
-            todo.append(found)
-    return tuple(sorted(out))
+    return tuple(sorted(h.resolve().relative_to(kernel_root.resolve()).as_posix() for h in _closure(path)[1:]
+                        if _ISA_TOKEN.search(strip_comments(_read(str(h)) or ""))))
 
 
 def classify_source(source: str, symbol: str, variant: str, kernel_root: Path) -> SourceShape:
@@ -231,19 +230,10 @@ def classify_source(source: str, symbol: str, variant: str, kernel_root: Path) -
 
 
 def lanes_files(lanes: str, kernel_root: Path) -> tuple[str, ...]:
-    """A lanes header and the ISA headers it includes (km_lanes_x86.h under avx2), not the shared interface
-    km_lanes.h nor km_common.h: the lines a lanes implementation costs."""
-    out: list[str] = []
-    todo = [lanes]
-    while todo:
-        rel = todo.pop()
-        if rel in out:
-            continue
-        out.append(rel)
-        text = _read(str(kernel_root / rel)) or ""
-        for inc in re.findall(r'#\s*include\s+"(km_lanes_[a-z0-9_]+\.h)"', strip_comments(text)):
-            todo.append(f"common/{inc}")
-    return tuple(sorted(out))
+    """A lanes header and the ISA lanes headers it includes (km_lanes_x86.h under avx2), not the shared
+    interface km_lanes.h nor km_common.h: the lines a lanes implementation costs."""
+    return tuple(sorted(h.resolve().relative_to(kernel_root.resolve()).as_posix()
+                        for h in _closure(kernel_root / lanes) if h.name.startswith("km_lanes_")))
 
 
 def point_how(shapes: Iterable[SourceShape]) -> str:
