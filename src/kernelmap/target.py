@@ -42,6 +42,8 @@ LEVELS: dict[str, frozenset[str]] = {
 }
 LEVELS["avx512"] = LEVELS["avx2"] | {"avx512f", "avx512bw", "avx512vl", "avx512dq"}
 LEVELS["avx512vnni"] = LEVELS["avx512"] | {"avx512_vnni"}
+LEVELS["neon"] = frozenset({"asimd"})  # aarch64: armv8-a AdvSIMD, then + SDOT
+LEVELS["dotprod"] = LEVELS["neon"] | {"asimddp"}
 
 # Vector features a forced level can switch off. Everything else the host has (sse*, popcnt, ...)
 # stays, because no variant is gated on it.
@@ -107,7 +109,7 @@ def host_features() -> frozenset[str]:
 
 
 def parse_isa(text: str) -> frozenset[str]:
-    """Parse a level name (scalar|avx2|avx512|avx512vnni) or a comma list of feature names."""
+    """Parse a level name (scalar|avx2|avx512|avx512vnni|neon|dotprod) or a comma list of feature names."""
     words = [w.strip().lower() for w in text.replace(" ", ",").split(",") if w.strip()]
     out: set[str] = set()
     for word in words:

@@ -162,3 +162,9 @@ def test_real_maps_aarch64_variants_are_instantiations_with_unique_priorities():
         assert by["neon"]["cflags"] == ["-march=armv8-a"] and by["neon"]["requires"] == ["asimd"]
         assert by["dotprod"]["cflags"] == ["-march=armv8.2-a+dotprod"]
         assert len({v["priority"] for v in doc["variants"]}) == len(doc["variants"])
+
+
+def test_isa_levels_neon_and_dotprod_force_lower_aarch64_sets():
+    from kernelmap.target import parse_isa
+
+    assert parse_isa("neon") == {"asimd"} and parse_isa("dotprod") == {"asimd", "asimddp"}
