@@ -2,7 +2,7 @@
  * circuit: 2a97d955851944008c170e7a955c18d034cd0ddc0c355e4bb509370d09b49a86
  * gguf: 16e9314102f36d63db8a89b0e06720e7b0c72b4bdb9462baadcce515b3e41ed2
  * interfaces: b32c5a29ae50745e2ca0d2cf03343b74858e90d18815c30f0435348fe465f0fb
- * maps: 07902b734b6d067939f3394815fb0a7378f6d592eb51162a021843e5bc96a402
+ * maps: c403413ec595c93751692b966007bad9820e506f770fe4d564d6ccb85fce4664
  * policy: 22dd6668c0adab7782106853b40abf6e590611b23b91ec0d49f7a7fc76bb54a6
   */
 #define _GNU_SOURCE
@@ -1098,6 +1098,10 @@ static void km_set_err(char *err, size_t errlen, const char *msg, const char *de
 
 static int km_check_cpu(char *err, size_t errlen) {
     __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with avx, which this CPU does not have", NULL);
+        return -1;
+    }
     if (!__builtin_cpu_supports("avx2")) {
         km_set_err(err, errlen, "this model was compiled for a CPU with avx2, which this CPU does not have", NULL);
         return -1;
@@ -1108,6 +1112,30 @@ static int km_check_cpu(char *err, size_t errlen) {
     }
     if (!__builtin_cpu_supports("fma")) {
         km_set_err(err, errlen, "this model was compiled for a CPU with fma, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("sse3")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with pni, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("popcnt")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with popcnt, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("sse4.1")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with sse4_1, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("sse4.2")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with sse4_2, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("ssse3")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with ssse3, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("xsave")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with xsave, which this CPU does not have", NULL);
         return -1;
     }
     (void)err; (void)errlen;
