@@ -84,7 +84,9 @@ KL_INLINE __m256i kl_x86_seed8(__m256i q, const int off) {
 /* The 32 weights (code - 16) of a q5_0 block, in element order. */
 KL_INLINE void kl_q5_0_i8(int8_t *out, const uint8_t *blk) {
     const __m256i hi = _mm256_andnot_si256(kl_x86_bits32(blk + 2), _mm256_set1_epi8((char)0xF0)); /* -16 where bit 4 is 0 */
-    _mm256_storeu_si256((__m256i *)out, _mm256_or_si256(kl_x86_nibbles32(blk + 6), hi));
+    const __m256i w = _mm256_or_si256(kl_x86_nibbles32(blk + 6), hi);
+    _mm_storeu_si128((__m128i *)out, _mm256_castsi256_si128(w)); /* two 16-byte stores: each later 8-byte */
+    _mm_storeu_si128((__m128i *)(out + 16), _mm256_extracti128_si256(w, 1)); /* load forwards from one */
 }
 
 #endif /* KM_LANES_X86_H */
