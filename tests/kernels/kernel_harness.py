@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import json
+import platform
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -73,11 +74,23 @@ def _library(map_id: str, units_key: tuple[tuple[str, tuple[str, ...]], ...]) ->
     return str(build_shared(units, name=f"test_{map_id}"))
 
 
+def _builds_here(cflags: Sequence[str]) -> bool:
+    """Whether the host compiler targets the machine a variant's cflags are for: -march=armv8* variants
+    build only on aarch64, -m<x86 feature> variants only on x86_64 (the others run under qemu)."""
+    arm = any(f.startswith("-march=armv8") for f in cflags)
+    x86 = any(f.startswith("-m") and not f.startswith("-march=") for f in cflags)
+    machine = platform.machine().lower()
+    return not (arm and machine not in ("aarch64", "arm64")) and not (x86 and machine not in ("x86_64", "amd64"))
+
+
 def load_map_library(map_id: str) -> tuple[ctypes.CDLL, dict[str, Any]]:
-    """Compile every variant source of a map (each with its own cflags) into one .so; return (lib, map)."""
+    """Compile every variant source of a map this host's compiler can build (each with its own cflags)
+    into one .so; return (lib, map)."""
     spec = load_map(map_id)
     seen: dict[str, tuple[str, ...]] = {}
     for v in spec["variants"]:
+        if not _builds_here(v.get("cflags", ())):
+            continue
         src = v["source"]
         flags = tuple(v.get("cflags", ()))
         if src in seen and seen[src] != flags:

@@ -1,4 +1,4 @@
-/* km_kquant.h — helpers shared by the k-quant kernels (q4_k, q6_k weights x q8_k activations).
+/* km_kquant.h — block layouts and helpers shared by the k-quant kernels (q2_k..q6_k weights x q8_k activations).
  *
  * Contract: inline helpers only. km_q4k_scales() unpacks the 12-byte 6-bit scale/min
  * table of a q4_k block into 8 scales and 8 mins (values 0..63). km_kq_reduce8() is the fixed
@@ -41,6 +41,46 @@ static inline void km_q4k_scales(const uint8_t q[KM_K_SCALE_SIZE], uint8_t sc[8]
     km_q4k_scales64(q, &s, &m);
     memcpy(sc, &s, 8);
     memcpy(mn, &m, 8);
+}
+
+/* q2_k: 256 values, 2-bit codes; 16 sub-blocks of 16 with a 4-bit scale (low nibble) and a 4-bit min
+ * (high nibble) each; f16 super-scale d and super-min dmin. Value 128h + 32k + i (h < 2, k < 4, i < 32)
+ * is bits 2k..2k+1 of qs[32h + i]. 84 bytes. */
+typedef struct {
+    uint8_t scales[KM_QK_K / 16];
+    uint8_t qs[KM_QK_K / 4];
+    km_half d;
+    km_half dmin;
+} km_block_q2_k;
+
+/* q3_k: 256 values, 3-bit signed codes in -4..3: low 2 bits as q2_k's (in qs), the third bit in hmask
+ * (value 128h + 32k + i: bit 4h + k of hmask[i]; a clear bit subtracts 4); 16 signed 6-bit scales
+ * (stored + 32) packed in 12 bytes; f16 d. 110 bytes. */
+typedef struct {
+    uint8_t hmask[KM_QK_K / 8];
+    uint8_t qs[KM_QK_K / 4];
+    uint8_t scales[12];
+    km_half d;
+} km_block_q3_k;
+
+_Static_assert(sizeof(km_block_q2_k) == 84, "q2_k block size");
+_Static_assert(sizeof(km_block_q3_k) == 110, "q3_k block size");
+
+/* q3_k's 16 stored scales (0..63; the signed scale is the stored value - 32), packed one per byte:
+ * byte j of *lo is scale j (j < 8), byte j - 8 of *hi scale j (j >= 8). Scale j's low 4 bits are the
+ * (j < 8 ? low : high) nibble of byte j % 8, its top 2 bits are bits 2 * (j / 4) .. 2 * (j / 4) + 1 of
+ * byte 8 + j % 4. Done four scales at a time in 32-bit words (little-endian data and targets). */
+static inline void km_q3k_scales64(const uint8_t q[12], uint64_t *lo, uint64_t *hi) {
+    uint32_t w0, w1, w2;
+    memcpy(&w0, q, 4);
+    memcpy(&w1, q + 4, 4);
+    memcpy(&w2, q + 8, 4);
+    const uint32_t s0 = (w0 & 0x0F0F0F0Fu) | ((w2 & 0x03030303u) << 4);
+    const uint32_t s1 = (w1 & 0x0F0F0F0Fu) | (((w2 >> 2) & 0x03030303u) << 4);
+    const uint32_t s2 = ((w0 >> 4) & 0x0F0F0F0Fu) | (((w2 >> 4) & 0x03030303u) << 4);
+    const uint32_t s3 = ((w1 >> 4) & 0x0F0F0F0Fu) | (((w2 >> 6) & 0x03030303u) << 4);
+    *lo = (uint64_t)s0 | ((uint64_t)s1 << 32);
+    *hi = (uint64_t)s2 | ((uint64_t)s3 << 32);
 }
 
 /* The fixed final reduction of the 8 per-block partials (block b went into p[b % 8]). */
