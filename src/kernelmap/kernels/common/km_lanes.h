@@ -58,6 +58,8 @@
  *   kl_f8_kq_imin(mn, x, fmt)     lane j = (float) imin of column j: q2_K sum_{k<16} mn[j][k] * bsums[k];
  *                                 q4_K/q5_K sum_{k<8} mn[j][k] * (bsums[2k] + bsums[2k+1]) (uint8 mn[8][16]
  *                                 the columns' sub-block mins, x the q8_K block; exact int32)
+ *   kl_kqw_codes(out, &w, fmt)    the 128 codes q(e) of w as int8 at out, in value order
+ *   kl_f8_cvt_i8(p, off)          lane i = (float) (p[i] - off) for 8 int8 at p (exact)
  *   kl_h2f(h)                     the f32 of IEEE half h (exact)
  * Scalar f32 steps (one IEEE operation each, the same on every ISA): kl_f32_mul(a, b), kl_f32_add(a, b),
  *   kl_f32_fma(a, b, c) (a * b + c with one rounding).

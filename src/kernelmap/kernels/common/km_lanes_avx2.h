@@ -153,6 +153,11 @@ KL_INLINE kl_kqi kl_kqi_dot(kl_kqi acc, const kl_kqw *w, const int8_t *xq, const
     return acc;
 }
 
+KL_INLINE void kl_kqw_codes(int8_t *out, const kl_kqw *w, const int fmt) {
+    for (int c = 0; c < 4; c++)
+        _mm256_storeu_si256((__m256i *)(out + 32 * c), fmt == KL_KQ_Q3_K ? _mm256_sub_epi8(w->u[c], w->n[c]) : w->u[c]);
+}
+
 KL_INLINE kl_f8 kl_kqi_lanes(kl_kqi acc) { return _mm256_cvtepi32_ps(acc); }
 
 KL_INLINE void kl_kqi_store4(int32_t *p, kl_kqi acc) {

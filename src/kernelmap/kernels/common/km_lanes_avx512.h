@@ -261,6 +261,11 @@ KL_INLINE kl_kqi kl_kqi_dot(kl_kqi acc, const kl_kqw *w, const int8_t *xq, const
     return acc;
 }
 
+KL_INLINE void kl_kqw_codes(int8_t *out, const kl_kqw *w, const int fmt) {
+    for (int g = 0; g < 2; g++)
+        _mm512_storeu_si512((void *)(out + 64 * g), fmt == KL_KQ_Q3_K ? _mm512_sub_epi8(w->u[g], w->n[g]) : w->u[g]);
+}
+
 KL_INLINE __m256i kl_x86_kqi_fold8(kl_kqi acc) {
     return _mm256_add_epi32(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
 }

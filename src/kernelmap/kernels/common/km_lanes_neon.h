@@ -245,6 +245,16 @@ KL_INLINE kl_kqi kl_kqi_dot(kl_kqi acc, const kl_kqw *w, const int8_t *xq, const
     return acc;
 }
 
+KL_INLINE void kl_kqw_codes(int8_t *out, const kl_kqw *w, const int fmt) {
+    (void)fmt;
+    for (int p = 0; p < 8; p++) vst1q_s8(out + 16 * p, w->w[p]);
+}
+
+KL_INLINE kl_f8 kl_f8_cvt_i8(const int8_t *p, const int off) {
+    const int16x8_t v = vsubq_s16(vmovl_s8(vld1_s8(p)), vdupq_n_s16((int16_t)off));
+    return (kl_f8){vcvtq_f32_s32(vmovl_s16(vget_low_s16(v))), vcvtq_f32_s32(vmovl_s16(vget_high_s16(v)))};
+}
+
 KL_INLINE kl_f8 kl_kqi_lanes(kl_kqi acc) { return (kl_f8){vcvtq_f32_s32(acc.lo), vcvtq_f32_s32(acc.hi)}; }
 
 KL_INLINE void kl_kqi_store4(int32_t *p, kl_kqi acc) { vst1q_s32(p, vaddq_s32(acc.lo, acc.hi)); }

@@ -85,6 +85,11 @@ KL_INLINE __m256i kl_x86_seed8(__m256i q, const int off) {
 
 KL_INLINE float kl_h2f(uint16_t h) { return _cvtsh_ss(h); }
 
+KL_INLINE kl_f8 kl_f8_cvt_i8(const int8_t *p, const int off) {
+    const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p));
+    return _mm256_cvtepi32_ps(off ? _mm256_sub_epi32(v, _mm256_set1_epi32(off)) : v);
+}
+
 /* The 16-entry scale table as 16 int8 (every format's scales fit: q2_K 0..15, q3_K -32..31, q4_K/q5_K
  * 0..63, q6_K int8). */
 typedef __m128i kl_kqs;
