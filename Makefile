@@ -51,6 +51,7 @@ fixtures: .venv-peer/.stamp
 	.venv-peer/bin/python -P tests/fixtures/make_tokenizer_fixtures.py
 	.venv-peer/bin/python -P tests/parity_fa/make_fa_fixtures.py --model "$$($(VPY) -P -c 'from kernelmap.runtime import default_model_path; print(default_model_path())')"
 	.venv-peer/bin/python -P tests/fixtures/make_op_fixtures.py --model "$$($(VPY) -P -c 'from kernelmap.runtime import default_model_path; print(default_model_path())')"
+	PYTHONPATH=src .venv-peer/bin/python -P tests/fixtures/kquant/make_kquant_fixtures.py --model "$$($(VPY) -P -c 'from kernelmap.runtime import default_model_path; print(default_model_path())')"
 
 parity: .venv-peer/.stamp install-dev
 	.venv-peer/bin/python -P tests/fixtures/make_tokenizer_fixtures.py --check
