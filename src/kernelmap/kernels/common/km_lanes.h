@@ -52,12 +52,17 @@
  *                                 placement of the offset; sc the scale table, bsums of q8_K block x); else 0
  *   kl_kqi_dot(acc, &w, xq, fmt)  acc + sc(e) * q(e) * xq[e - 128h] for the 128 values e of w (xq: the
  *                                 half's 128 activation quants), each added into e's contract lane
+ *   kl_kqi_dott(acc, &w, xq, fmt) the same products added to acc's total only (their split over the lanes is
+ *                                 the ISA's: such an accumulator is read with kl_kqi_store4 only)
  *   kl_kqi_lanes(acc) -> kl_f8    lane l = (float) exact sum of acc's partials of contract lane l
+ *   kl_kqi_lanes2(a, b) -> kl_f8x2  (kl_kqi_lanes(a), kl_kqi_lanes(b)) as a row pair
+ *   kl_f8x2_set2(a, b)            every lane of row A = a, of row B = b; kl_f8x2_mul(a, b) lane-wise a * b
  *   kl_kqi_store4(p, acc)         four int32 at p whose sum is the exact total of acc
  *   kl_f8_cvt_sum4(t)             lane j = (float) (t[j][0] + t[j][1] + t[j][2] + t[j][3]), int32 t[8][4] exact
- *   kl_f8_kq_imin(mn, x, fmt)     lane j = (float) imin of column j: q2_K sum_{k<16} mn[j][k] * bsums[k];
- *                                 q4_K/q5_K sum_{k<8} mn[j][k] * (bsums[2k] + bsums[2k+1]) (uint8 mn[8][16]
- *                                 the columns' sub-block mins, x the q8_K block; exact int32)
+ *   kl_kqm; kl_kqm_load(mn, fmt)  the sub-block mins of 8 columns (uint8 mn, KL_KQ_NMIN(fmt) per column) prepared
+ *   kl_f8_kq_imin(&m, x, fmt)     lane j = (float) imin of column j: q2_K sum_{k<16} mn[16j + k] * bsums[k];
+ *                                 q4_K/q5_K sum_{k<8} mn[8j + k] * (bsums[2k] + bsums[2k+1]) (x the q8_K block; exact)
+ *   kl_f8_f16x8(p)                the 8 IEEE halves p[0..7] converted exactly
  *   kl_kqw_codes(out, &w, fmt)    the 128 codes q(e) of w as int8 at out, in value order
  *   kl_f8_cvt_i8(p, off)          lane i = (float) (p[i] - off) for 8 int8 at p (exact)
  *   kl_h2f(h)                     the f32 of IEEE half h (exact)
@@ -88,6 +93,9 @@
 #define KL_KQ_Q6_K 6
 #define KL_KQ_WBLK(fmt) \
     ((fmt) == KL_KQ_Q2_K ? 84 : (fmt) == KL_KQ_Q3_K ? 110 : (fmt) == KL_KQ_Q4_K ? 144 : (fmt) == KL_KQ_Q5_K ? 176 : 210)
+
+/* Sub-block mins per block of the formats with mins (q2_K: one per 16 values; q4_K, q5_K: per 32). */
+#define KL_KQ_NMIN(fmt) ((fmt) == KL_KQ_Q2_K ? 16 : 8)
 
 KL_INLINE float kl_f32_mul(float a, float b) { return a * b; }
 KL_INLINE float kl_f32_add(float a, float b) { return a + b; }

@@ -101,7 +101,18 @@ KL_INLINE kl_kqi kl_kqi_zero(void) { return _mm256_setzero_si256(); }
 
 KL_INLINE void kl_kqw_load(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int fmt, const int h) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
-    for (int c = 0; c < 4; c++) w->s[c] = kl_x86_kq_scale_pair(s, 8 * h + 2 * c);
+    /* entries 8h .. 8h + 7 as int16 in both 128-bit halves; chunk c takes entry 2c in the low half and
+     * 2c + 1 in the high half (one in-lane byte shuffle each) */
+    const __m256i t = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(h ? _mm_srli_si128(s, 8) : s));
+    for (int c = 0; c < 4; c++) {
+        const char a = (char)(4 * c), b = (char)(4 * c + 2);
+        w->s[c] = _mm256_shuffle_epi8(t, _mm256_setr_epi8(a, (char)(a + 1), a, (char)(a + 1), a, (char)(a + 1), a,
+                                                          (char)(a + 1), a, (char)(a + 1), a, (char)(a + 1), a,
+                                                          (char)(a + 1), a, (char)(a + 1), b, (char)(b + 1), b,
+                                                          (char)(b + 1), b, (char)(b + 1), b, (char)(b + 1), b,
+                                                          (char)(b + 1), b, (char)(b + 1), b, (char)(b + 1), b,
+                                                          (char)(b + 1)));
+    }
     if (fmt == KL_KQ_Q2_K || fmt == KL_KQ_Q3_K) {
         const __m256i q = _mm256_loadu_si256((const __m256i *)(blk + (fmt == KL_KQ_Q2_K ? 16 : 32) + 32 * h));
         for (int c = 0; c < 4; c++) w->u[c] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * c), m3);
@@ -158,7 +169,15 @@ KL_INLINE void kl_kqw_codes(int8_t *out, const kl_kqw *w, const int fmt) {
         _mm256_storeu_si256((__m256i *)(out + 32 * c), fmt == KL_KQ_Q3_K ? _mm256_sub_epi8(w->u[c], w->n[c]) : w->u[c]);
 }
 
+KL_INLINE kl_kqi kl_kqi_dott(kl_kqi acc, const kl_kqw *w, const int8_t *xq, const int fmt) {
+    return kl_kqi_dot(acc, w, xq, fmt);
+}
+
 KL_INLINE kl_f8 kl_kqi_lanes(kl_kqi acc) { return _mm256_cvtepi32_ps(acc); }
+
+KL_INLINE kl_f8x2 kl_kqi_lanes2(kl_kqi a, kl_kqi b) { return (kl_f8x2){_mm256_cvtepi32_ps(a), _mm256_cvtepi32_ps(b)}; }
+KL_INLINE kl_f8x2 kl_f8x2_set2(float a, float b) { return (kl_f8x2){_mm256_set1_ps(a), _mm256_set1_ps(b)}; }
+KL_INLINE kl_f8x2 kl_f8x2_mul(kl_f8x2 a, kl_f8x2 b) { return (kl_f8x2){_mm256_mul_ps(a.a, b.a), _mm256_mul_ps(a.b, b.b)}; }
 
 KL_INLINE void kl_kqi_store4(int32_t *p, kl_kqi acc) {
     _mm_storeu_si128((__m128i *)p, _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1)));

@@ -255,7 +255,15 @@ KL_INLINE kl_f8 kl_f8_cvt_i8(const int8_t *p, const int off) {
     return (kl_f8){vcvtq_f32_s32(vmovl_s16(vget_low_s16(v))), vcvtq_f32_s32(vmovl_s16(vget_high_s16(v)))};
 }
 
+KL_INLINE kl_kqi kl_kqi_dott(kl_kqi acc, const kl_kqw *w, const int8_t *xq, const int fmt) {
+    return kl_kqi_dot(acc, w, xq, fmt);
+}
+
 KL_INLINE kl_f8 kl_kqi_lanes(kl_kqi acc) { return (kl_f8){vcvtq_f32_s32(acc.lo), vcvtq_f32_s32(acc.hi)}; }
+
+KL_INLINE kl_f8x2 kl_kqi_lanes2(kl_kqi a, kl_kqi b) { return (kl_f8x2){kl_kqi_lanes(a), kl_kqi_lanes(b)}; }
+KL_INLINE kl_f8x2 kl_f8x2_set2(float a, float b) { return (kl_f8x2){kl_f8_set1(a), kl_f8_set1(b)}; }
+KL_INLINE kl_f8x2 kl_f8x2_mul(kl_f8x2 a, kl_f8x2 b) { return (kl_f8x2){kl_f8_mul(a.a, b.a), kl_f8_mul(a.b, b.b)}; }
 
 KL_INLINE void kl_kqi_store4(int32_t *p, kl_kqi acc) { vst1q_s32(p, vaddq_s32(acc.lo, acc.hi)); }
 
@@ -265,19 +273,40 @@ KL_INLINE kl_f8 kl_f8_cvt_sum4(const int32_t t[8][4]) {
     return (kl_f8){vcvtq_f32_s32(a), vcvtq_f32_s32(b)};
 }
 
-KL_INLINE kl_f8 kl_f8_kq_imin(const uint8_t mn[8][16], const km_block_q8_k *x, const int fmt) {
-    int16_t b[16];
-    const int n = fmt == KL_KQ_Q2_K ? 16 : 8;
-    for (int k = 0; k < n; k++) b[k] = fmt == KL_KQ_Q2_K ? x->bsums[k] : (int16_t)(x->bsums[2 * k] + x->bsums[2 * k + 1]);
+KL_INLINE kl_f8 kl_f8_f16x8(const uint16_t *p) {
+    return (kl_f8){vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))), vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p + 4)))};
+}
+
+typedef struct {
+    int16x8_t m[16]; /* column j's mins: m[2j] (and m[2j + 1] for q2_K's 16) */
+} kl_kqm;
+
+KL_INLINE kl_kqm kl_kqm_load(const uint8_t *mn, const int fmt) {
+    kl_kqm r;
+    const int n = KL_KQ_NMIN(fmt);
+    for (int j = 0; j < 8; j++) {
+        r.m[2 * j] = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn + n * j)));
+        r.m[2 * j + 1] = n == 16 ? vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn + n * j + 8))) : vdupq_n_s16(0);
+    }
+    return r;
+}
+
+KL_INLINE kl_f8 kl_f8_kq_imin(const kl_kqm *m, const km_block_q8_k *x, const int fmt) {
+    int16x8_t b0, b1;
+    if (fmt == KL_KQ_Q2_K) {
+        b0 = vld1q_s16(x->bsums);
+        b1 = vld1q_s16(x->bsums + 8);
+    } else { /* pair sums bsums[2k] + bsums[2k+1] */
+        b0 = vpaddq_s16(vld1q_s16(x->bsums), vld1q_s16(x->bsums + 8));
+        b1 = vdupq_n_s16(0);
+    }
     int32_t r[8];
     for (int j = 0; j < 8; j++) {
-        const int16x8_t m0 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn[j])));
-        int32x4_t a = vmull_s16(vget_low_s16(m0), vld1_s16(b));
-        a = vmlal_s16(a, vget_high_s16(m0), vld1_s16(b + 4));
-        if (n == 16) {
-            const int16x8_t m1 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn[j] + 8)));
-            a = vmlal_s16(a, vget_low_s16(m1), vld1_s16(b + 8));
-            a = vmlal_s16(a, vget_high_s16(m1), vld1_s16(b + 12));
+        int32x4_t a = vmull_s16(vget_low_s16(m->m[2 * j]), vget_low_s16(b0));
+        a = vmlal_s16(a, vget_high_s16(m->m[2 * j]), vget_high_s16(b0));
+        if (fmt == KL_KQ_Q2_K) {
+            a = vmlal_s16(a, vget_low_s16(m->m[2 * j + 1]), vget_low_s16(b1));
+            a = vmlal_s16(a, vget_high_s16(m->m[2 * j + 1]), vget_high_s16(b1));
         }
         r[j] = vaddvq_s32(a);
     }

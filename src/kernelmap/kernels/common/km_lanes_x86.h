@@ -108,15 +108,6 @@ KL_INLINE kl_kqs kl_kqs_load(const uint8_t *blk, const int fmt) {
     return _mm_unpacklo_epi8(v, v);
 }
 
-/* 16 int16 of scale entries: lanes 0-7 entry a, lanes 8-15 entry a + 1 (the two halves of a 32-value
- * chunk under vpmaddwd). */
-KL_INLINE __m256i kl_x86_kq_scale_pair(kl_kqs s, const int a) {
-    const __m128i idx = _mm_setr_epi8((char)a, (char)a, (char)a, (char)a, (char)a, (char)a, (char)a, (char)a,
-                                      (char)(a + 1), (char)(a + 1), (char)(a + 1), (char)(a + 1), (char)(a + 1),
-                                      (char)(a + 1), (char)(a + 1), (char)(a + 1));
-    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s, idx));
-}
-
 /* q6_K's offset seed as 8 int32: lane l = -32 * (sc[2l] * bs[2l] + sc[2l+1] * bs[2l+1]) (int16 operands
  * |-32 * sc| <= 4096, exact). */
 KL_INLINE __m256i kl_x86_kq_seed8(kl_kqs s, const km_block_q8_k *x) {
@@ -132,30 +123,37 @@ KL_INLINE kl_f8 kl_f8_cvt_sum4(const int32_t t[8][4]) {
         _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
+KL_INLINE kl_f8 kl_f8_f16x8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
 /* imin of 8 columns (km_lanes.h): vpmaddwd of the int16 mins with the int16 bsums (or their pair sums,
- * |.| <= 32 * 127, exact), then the per-column int32 folds. */
-KL_INLINE kl_f8 kl_f8_kq_imin(const uint8_t mn[8][16], const km_block_q8_k *x, const int fmt) {
+ * |.| <= 32 * 127, exact), then the per-column int32 folds. The mins are widened once per block (q2_K: one
+ * ymm per column; q4_K/q5_K: two columns per ymm). */
+typedef struct {
+    __m256i m[8];
+} kl_kqm;
+
+KL_INLINE kl_kqm kl_kqm_load(const uint8_t *mn, const int fmt) {
+    kl_kqm r;
+    for (int j = 0; j < (fmt == KL_KQ_Q2_K ? 8 : 4); j++)
+        r.m[j] = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(mn + 16 * j)));
+    return r;
+}
+
+KL_INLINE kl_f8 kl_f8_kq_imin(const kl_kqm *m, const km_block_q8_k *x, const int fmt) {
     const __m128i b0 = _mm_loadu_si128((const __m128i *)x->bsums), b1 = _mm_loadu_si128((const __m128i *)(x->bsums + 8));
     __m256i r;
-    if (fmt == KL_KQ_Q2_K) { /* 16 mins per column: one ymm of int32 pairs per column */
+    if (fmt == KL_KQ_Q2_K) {
         const __m256i bs = _mm256_set_m128i(b1, b0);
         __m256i p[8];
-        for (int j = 0; j < 8; j++)
-            p[j] = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)mn[j])), bs);
+        for (int j = 0; j < 8; j++) p[j] = _mm256_madd_epi16(m->m[j], bs);
         /* per 128-bit half: columns 0-3 of h0123, 4-7 of h4567 */
         const __m256i h0123 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
         const __m256i h4567 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
         r = _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20), _mm256_permute2x128_si256(h0123, h4567, 0x31));
-    } else { /* 8 mins per column against the pair sums: two columns per ymm */
+    } else {
         const __m256i bs = _mm256_broadcastsi128_si256(_mm_hadd_epi16(b0, b1));
-        __m256i p[4];
-        for (int j = 0; j < 4; j++) {
-            const __m128i m = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)mn[2 * j]),
-                                                 _mm_loadl_epi64((const __m128i *)mn[2 * j + 1]));
-            p[j] = _mm256_madd_epi16(_mm256_cvtepu8_epi16(m), bs);
-        }
-        const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]);
-        const __m256i h23 = _mm256_hadd_epi32(p[2], p[3]);
+        const __m256i h01 = _mm256_hadd_epi32(_mm256_madd_epi16(m->m[0], bs), _mm256_madd_epi16(m->m[1], bs));
+        const __m256i h23 = _mm256_hadd_epi32(_mm256_madd_epi16(m->m[2], bs), _mm256_madd_epi16(m->m[3], bs));
         r = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(h01, h23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     }
     return _mm256_cvtepi32_ps(r);

@@ -36,7 +36,7 @@
 #define KQR_MOFF(fmt) ((fmt) == KL_KQ_Q2_K ? 82 : 2)
 
 /* The block's sub-block mins for kl_f8_kq_imin: q2_K 16 (high nibbles of its scales), q4_K 8 (6 bits). */
-KL_INLINE void kqr_mins(const uint8_t *blk, const int fmt, uint8_t mn[16]) {
+KL_INLINE void kqr_mins(const uint8_t *blk, const int fmt, uint8_t *mn) {
     if (fmt == KL_KQ_Q2_K) {
         uint64_t a, b;
         memcpy(&a, blk, 8);
@@ -57,8 +57,10 @@ KL_INLINE void kqr_mins(const uint8_t *blk, const int fmt, uint8_t mn[16]) {
 KL_INLINE void kqr_tile(float *y, int64_t N, const uint8_t *w, int64_t wrow, const km_block_q8_k *x, int64_t nb,
                         const int fmt, const int nc, const int MT) {
     const int64_t wblk = KL_KQ_WBLK(fmt);
+    const int nmin = KL_KQ_NMIN(fmt);
     int32_t ti[KQR_MT][KQR_BC][8][4] __attribute__((aligned(32)));
-    uint8_t mins[KQR_BC][8][16] __attribute__((aligned(32)));
+    uint8_t mins[KQR_BC][8 * 16] __attribute__((aligned(32))); /* column j's mins at nmin * j */
+    uint16_t hd[KQR_BC][8], hm[KQR_BC][8];                       /* the columns' f16 d and dmin */
     kl_f8 acc[KQR_MT], accm[KQR_MT];
     for (int r = 0; r < MT; r++) {
         acc[r] = kl_f8_zero();
@@ -66,7 +68,8 @@ KL_INLINE void kqr_tile(float *y, int64_t N, const uint8_t *w, int64_t wrow, con
     }
     for (int bb = 0; bb < KQR_BC; bb++) { /* absent columns: zero terms, lanes never stored */
         for (int j = nc; j < 8; j++) {
-            memset(mins[bb][j], 0, sizeof mins[bb][j]);
+            memset(mins[bb] + nmin * j, 0, (size_t)nmin);
+            hd[bb][j] = hm[bb][j] = 0;
             for (int r = 0; r < MT; r++) memset(ti[r][bb][j], 0, sizeof ti[r][bb][j]);
         }
     }
@@ -76,26 +79,29 @@ KL_INLINE void kqr_tile(float *y, int64_t N, const uint8_t *w, int64_t wrow, con
             for (int bb = 0; bb < bc; bb++) {
                 const uint8_t *blk = w + j * wrow + (b0 + bb) * wblk;
                 const kl_kqs s = kl_kqs_load(blk, fmt);
-                kqr_mins(blk, fmt, mins[bb][j]);
+                kqr_mins(blk, fmt, mins[bb] + nmin * j);
+                memcpy(&hd[bb][j], blk + KQR_DOFF(fmt), 2);
+                memcpy(&hm[bb][j], blk + KQR_MOFF(fmt), 2);
                 kl_kqi ai[KQR_MT];
                 for (int r = 0; r < MT; r++) ai[r] = kl_kqi_zero();
                 for (int h = 0; h < 2; h++) {
                     kl_kqw wh;
                     kl_kqw_load(&wh, blk, s, fmt, h);
-                    for (int r = 0; r < MT; r++) ai[r] = kl_kqi_dot(ai[r], &wh, x[r * nb + b0 + bb].qs + 128 * h, fmt);
+                    for (int r = 0; r < MT; r++) ai[r] = kl_kqi_dott(ai[r], &wh, x[r * nb + b0 + bb].qs + 128 * h, fmt);
                 }
                 for (int r = 0; r < MT; r++) kl_kqi_store4(ti[r][bb][j], ai[r]);
             }
         }
         for (int bb = 0; bb < bc; bb++) {
             const int64_t b = b0 + bb;
-            const kl_f8 wd = kl_f8_f16s(w + b * wblk + KQR_DOFF(fmt), wrow, nc);
-            const kl_f8 wm = kl_f8_f16s(w + b * wblk + KQR_MOFF(fmt), wrow, nc);
+            const kl_f8 wd = kl_f8_f16x8(hd[bb]);
+            const kl_f8 wm = kl_f8_f16x8(hm[bb]);
+            const kl_kqm mk = kl_kqm_load(mins[bb], fmt);
             for (int r = 0; r < MT; r++) {
                 const km_block_q8_k *xb = &x[r * nb + b];
                 const kl_f8 xd = kl_f8_set1(xb->d);
                 acc[r] = kl_f8_fma(kl_f8_cvt_sum4(ti[r][bb]), kl_f8_mul(wd, xd), acc[r]);
-                accm[r] = kl_f8_fma(kl_f8_kq_imin(mins[bb], xb, fmt), kl_f8_mul(wm, xd), accm[r]);
+                accm[r] = kl_f8_fma(kl_f8_kq_imin(&mk, xb, fmt), kl_f8_mul(wm, xd), accm[r]);
             }
         }
     }

@@ -13,7 +13,7 @@
  * threads split columns and rows, never one output's chain.
  *
  * Tiling: one weight row against KQV_MT activation rows (then halves, down to 1); each unpacked weight
- * half-block is reused for every row of the tile. The thread's columns go in chunks of about KQV_CHUNK
+ * half-block is reused for every row of the tile, and two rows share each float step (a kl_f8x2 row pair). The thread's columns go in chunks of about KQV_CHUNK
  * bytes of weights (kept in L2 while every row tile passes over them).
  * Schedule (the instantiating file defines these before including this header):
  *   KQV_MT     largest activation-row tile (8, 4 or 2)
@@ -35,12 +35,11 @@
 KL_INLINE void kqv_row_tile(float *y, int64_t N, const uint8_t *wr, const km_block_q8_k *xr, int64_t nb,
                             const int fmt, const int MT) {
     const int64_t wblk = KL_KQ_WBLK(fmt);
-    kl_f8 facc[KQV_MT];
+    kl_f8 facc = kl_f8_zero();    /* MT == 1 */
+    kl_f8x2 facc2[KQV_MT / 2];    /* MT even: rows 2p, 2p + 1 as a pair */
     float summ[KQV_MT];
-    for (int r = 0; r < MT; r++) {
-        facc[r] = kl_f8_zero();
-        summ[r] = 0.0f;
-    }
+    for (int p = 0; p < MT / 2; p++) facc2[p] = kl_f8x2_zero();
+    for (int r = 0; r < MT; r++) summ[r] = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = wr + b * wblk;
         const kl_kqs s = kl_kqs_load(blk, fmt);
@@ -54,9 +53,14 @@ KL_INLINE void kqv_row_tile(float *y, int64_t N, const uint8_t *wr, const km_blo
         uint16_t hd;
         memcpy(&hd, blk + KQV_DOFF(fmt), 2);
         const float wd = kl_h2f(hd);
-        for (int r = 0; r < MT; r++) {
-            const km_block_q8_k *xb = &xr[r * nb + b];
-            facc[r] = kl_f8_fma(kl_f8_set1(kl_f32_mul(xb->d, wd)), kl_kqi_lanes(ai[r]), facc[r]);
+        if (MT == 1) {
+            facc = kl_f8_fma(kl_f8_set1(kl_f32_mul(xr[b].d, wd)), kl_kqi_lanes(ai[0]), facc);
+        } else {
+            const kl_f8x2 wd2 = kl_f8x2_set2(wd, wd);
+            for (int p = 0; p < MT / 2; p++) {
+                const kl_f8x2 t = kl_f8x2_mul(kl_f8x2_set2(xr[2 * p * nb + b].d, xr[(2 * p + 1) * nb + b].d), wd2);
+                facc2[p] = kl_f8x2_fma(t, kl_kqi_lanes2(ai[2 * p], ai[2 * p + 1]), facc2[p]);
+            }
         }
         if (fmt == KL_KQ_Q5_K) {
             uint64_t sc, mn;
@@ -73,10 +77,10 @@ KL_INLINE void kqv_row_tile(float *y, int64_t N, const uint8_t *wr, const km_blo
             }
         }
     }
-    for (int r = 0; r < MT; r++) {
-        const float v = kl_f8_fold(facc[r]);
-        y[r * N] = fmt == KL_KQ_Q5_K ? kl_f32_add(v, summ[r]) : v;
-    }
+    float v[KQV_MT];
+    if (MT == 1) v[0] = kl_f8_fold(facc);
+    for (int p = 0; p < MT / 2; p++) kl_f8x2_fold(facc2[p], &v[2 * p], &v[2 * p + 1]);
+    for (int r = 0; r < MT; r++) y[r * N] = fmt == KL_KQ_Q5_K ? kl_f32_add(v[r], summ[r]) : v[r];
 }
 
 /* Columns [c0, c1) against activation rows [m, m + T * k) in tiles of T (compile-time). */
