@@ -1,7 +1,8 @@
 """Differential tests for linear_q2_k / q3_k / q5_k _q8_k_ggml (contracts linear.<t>.q8_k.ggml.v1: llama.cpp's x86 order).
 
-q2_K follows llama.cpp's repacked 8x8 gemv/gemm order (the q4_K shape), q3_K and q5_K its vec_dot order
-(the q6_K shape, q5_K with its f32 min chain). Every SIMD variant this host runs must be byte-identical
+q2_K follows llama.cpp's repacked 8x8 gemv/gemm order (the q4_K shape) for weights of N % 8 == 0 rows and its
+vec_dot order otherwise (llama.cpp repacks only those), q3_K and q5_K its vec_dot order (the q6_K shape, q5_K
+with its f32 min chain). Every SIMD variant this host runs must be byte-identical
 to the ref (M 1..130 across the row tiles and their tails, N across the 8-column groups and the column
 chunks, 1..11 superblocks, tiny and huge scales, extreme codes, nth 1..4, threads); the ref must equal
 the NumPy statement of llama.cpp's order (tests/support/ggml_linear_orders) bit for bit; and the ref
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ggml_linear_orders import linear_q2_k_repacked, linear_q3_k, linear_q5_k
+from ggml_linear_orders import linear_q2_k, linear_q3_k, linear_q5_k
 from hypothesis import given
 from hypothesis import strategies as st
 from kernel_harness import load_map_library
@@ -34,7 +35,7 @@ from linear_ggml_harness import (
 TYPES = ["q2_k", "q3_k", "q5_k"]
 BLOCK = {"q2_k": 84, "q3_k": 110, "q5_k": 176}
 D_OFFSETS = {"q2_k": (80, 82), "q3_k": (108,), "q5_k": (0, 2)}
-ORACLE = {"q2_k": linear_q2_k_repacked, "q3_k": linear_q3_k, "q5_k": linear_q5_k}
+ORACLE = {"q2_k": linear_q2_k, "q3_k": linear_q3_k, "q5_k": linear_q5_k}
 
 # (M, N, superblocks): row tiles of 8/4/2/1 and their tails, N across 8-column groups and their tails,
 # 1..11 superblocks; the last three cross the vec_dot variants' 64 KiB column chunks
@@ -117,7 +118,8 @@ def test_linear_kquant_ggml_variants_match_ref_on_random_shapes(libs, t, m, n, n
 
 
 @pytest.mark.parametrize("t", TYPES)
-@pytest.mark.parametrize("shape", [(1, 9, 1), (3, 8, 8), (5, 4, 11), (2, 33, 3)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [(1, 9, 1), (3, 8, 8), (5, 4, 11), (2, 33, 3), (4, 16, 2)],
+                         ids=lambda s: "x".join(map(str, s)))
 def test_linear_kquant_ggml_ref_matches_ggml_order(libs, t, shape):
     lib, spec = libs[t]
     m, n, nb = shape

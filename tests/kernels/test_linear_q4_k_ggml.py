@@ -2,8 +2,9 @@
 
 Every SIMD variant must be byte-identical to the ref (M 1..130 across the 4-row tile and the 8-column
 group tails, K 1..11 superblocks, tiny/huge scales, nth 1..3); the ref must equal the NumPy oracle
-ggml_linear_orders.linear_q4_k_repacked bit for bit (random data and real q4_k rows of the Gemma 3
-GGUF), and must not depend on the thread partition.
+ggml_linear_orders.linear_q4_k (llama.cpp's repacked order for weights of N % 8 == 0 rows, its vec_dot
+order otherwise) bit for bit (random data and real q4_k rows of the Gemma 3 GGUF), and must not depend
+on the thread partition.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ggml_linear_orders import linear_q4_k_repacked
+from ggml_linear_orders import linear_q4_k
 from hypothesis import given
 from hypothesis import strategies as st
 from kernel_harness import host_can_run, load_map_library, variant_symbols
@@ -93,8 +94,8 @@ def test_linear_q4_k_ggml_ref_matches_oracle(lib, shape):
     rng = np.random.default_rng([SHAPES.index(shape), 44])
     w = random_weights(n, k, rng)
     x = float_rows(m, k, rng)
-    assert_ref_matches(lib_, spec, _run, linear_q4_k_repacked(x, w), w, pack_q8_k(x), m, n, k, nth=1,
-                       context=f"vs ggml_linear_orders.linear_q4_k_repacked shape={shape}")
+    assert_ref_matches(lib_, spec, _run, linear_q4_k(x, w), w, pack_q8_k(x), m, n, k, nth=1,
+                       context=f"vs ggml_linear_orders.linear_q4_k shape={shape}")
 
 
 def test_linear_q4_k_ggml_ref_is_partition_invariant(lib):
@@ -117,7 +118,7 @@ def test_linear_q4_k_ggml_ref_matches_oracle_on_model_rows(lib):
         start = int(rng.integers(0, rows.shape[0] - n))
         w = np.ascontiguousarray(rows[start:start + n])
         x = float_rows(3, k, rng)
-        assert_ref_matches(lib_, spec, _run, linear_q4_k_repacked(x, w), w, pack_q8_k(x), 3, n, k, nth=2,
+        assert_ref_matches(lib_, spec, _run, linear_q4_k(x, w), w, pack_q8_k(x), 3, n, k, nth=2,
                            context=f"tensor={name} rows={start}..{start + n - 1} K={k}")
 
 

@@ -3,7 +3,8 @@
 Fixture: tests/fixtures/kquant (make_kquant_fixtures.py: the Gemma 3 270M file requantized by llama.cpp's
 quantizer to Q2_K (pure and preset), Q3_K_M, Q5_K_M and Q6_K, run in llama.cpp with flash attention, 1 thread,
 one token per decode; per K-quant type and kind (attn_output, ffn_down) one tensor's 64 weight rows, its f32
-input at 6 positions and llama.cpp's outputs of those rows; plus llama.cpp's dequantize_row_<t> of 8 rows).
+input at 6 positions and llama.cpp's outputs of those rows; for q2_K / q4_K also llama.cpp's vec_dot on them,
+the order it uses for tensors of N % 8 != 0 rows; plus llama.cpp's dequantize_row_<t> of 8 rows).
 Each case quantizes the input with the policy's activation quantizer and runs every variant this host can run
 of the policy's provider; 0 differing elements is the only pass.
 """
@@ -88,6 +89,24 @@ def test_kquant_linear_llama_inputs_give_llama_outputs(fx, key: str) -> None:
                 print(f"{map_id} [{vname}] {key} position {pos}: {diff.size} of {n} differ, first rows "
                       f"{diff[:4].tolist()}: got {y[diff[:4]].tolist()} want {want[pos][diff[:4]].tolist()}")
     assert not bad, f"{map_id} on {key}: differing elements per variant {bad}"
+
+
+@pytest.mark.parametrize("key", [k for k in TENSORS if SETTINGS["tensors"][k]["type"] in ("q2_k", "q4_k")])
+def test_kquant_linear_unrepacked_rows_give_llama_vec_dot(fx, key: str) -> None:
+    """q2_K / q4_K weights of N % 8 != 0 rows (63 here), which llama.cpp does not repack: its vec_dot order."""
+    info = SETTINGS["tensors"][key]
+    map_id, _ = _provider("linear", weight=info["type"])
+    n, k = 63, info["K"]
+    w = np.ascontiguousarray(fx[f"{key}:w"][:n])
+    xs, want = fx[f"{key}:x"], fx[f"{key}:y_vec_dot"][:, :n]
+    bad: dict[str, int] = {}
+    for vname, fn in _variants(map_id):
+        for pos in range(xs.shape[0]):
+            xq = _quantize_q8_k(xs[pos])  # kept alive across the call
+            y = np.full(n, np.nan, np.float32)
+            fn(ptr(y), ptr(w), ptr(xq), 1, n, k, 0, 1)
+            bad[vname] = bad.get(vname, 0) + int((y.view(np.uint32) != want[pos].view(np.uint32)).sum())
+    assert not any(bad.values()), f"{map_id} on {key} (N = {n}): differing elements per variant {bad}"
 
 
 @pytest.mark.parametrize("typ", TYPES)

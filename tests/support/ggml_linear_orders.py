@@ -16,7 +16,8 @@ import numpy as np
 from kernelmap.reference import ops
 
 __all__ = ["unpack_q5_0", "unpack_q8_0", "unpack_q2_k", "unpack_q3_k", "unpack_q4_k", "unpack_q5_k", "unpack_q6_k",
-           "linear_q0", "linear_q2_k_repacked", "linear_q3_k", "linear_q4_k_repacked", "linear_q5_k", "linear_q6_k"]
+           "linear_q0", "linear_q2_k", "linear_q2_k_repacked", "linear_q2_k_vec_dot", "linear_q3_k", "linear_q4_k",
+           "linear_q4_k_repacked", "linear_q4_k_vec_dot", "linear_q5_k", "linear_q6_k"]
 
 
 def unpack_q5_0(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -299,3 +300,60 @@ def linear_q5_k(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
             summ = _fma32(imin.astype(np.float32), -(yd[b] * dmin[:, b]).astype(np.float32), summ)
         out[r] = (_fold8(acc) + summ).astype(np.float32)
     return out
+
+
+def linear_q2_k_vec_dot(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """y [M, N] for q2_K weights in llama.cpp's x86 vec_dot_q2_K_q8_K order (tensors it does not repack): per
+    superblock the min lanes first, acc = fma(-f32(d_x * dmin_w), float(P), acc) with P[l] = min_2l * bsum_2l +
+    min_2l+1 * bsum_2l+1, then acc = fma(f32(d_x * d_w), float(lane), acc); lanes folded l+4, l+2, l+1."""
+    d, dmin, scales, mins, q = unpack_q2_k(raw)
+    n, nb, _ = q.shape
+    x, qr = _q8k(x)
+    out = np.empty((x.shape[0], n), np.float32)
+    for r in range(x.shape[0]):
+        yq = qr.qs[r].reshape(nb, 256).astype(np.int32)
+        yd = qr.d[r].reshape(nb).astype(np.float32)
+        bs = qr.bsums[r].reshape(nb, 16).astype(np.int32)
+        acc = np.zeros((n, 8), np.float32)
+        for b in range(nb):
+            p = (mins[:, b] * bs[b][None]).reshape(n, 8, 2).sum(-1)
+            acc = _fma32(-(yd[b] * dmin[:, b]).astype(np.float32)[:, None], p.astype(np.float32), acc)
+            lanes = _vec_dot_lanes(q[:, b], yq[b], scales[:, b])
+            acc = _fma32((yd[b] * d[:, b]).astype(np.float32)[:, None], lanes.astype(np.float32), acc)
+        out[r] = _fold8(acc)
+    return out
+
+
+def linear_q4_k_vec_dot(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """y [M, N] for q4_K weights in llama.cpp's x86 vec_dot_q4_K_q8_K order (tensors it does not repack): 8
+    lanes acc = fma(f32(d_x * d_w), float(lane), acc) and a 4-lane min chain accm = fma(-f32(d_x * dmin_w),
+    float(P4), accm) with P4[k] = min_2k * ps_2k + min_2k+1 * ps_2k+1 (ps: bsum pair sums);
+    y = fold8(acc) + ((accm0 + accm2) + (accm1 + accm3))."""
+    d, dmin, scales, mins, q = unpack_q4_k(raw)
+    n, nb, _ = q.shape
+    x, qr = _q8k(x)
+    out = np.empty((x.shape[0], n), np.float32)
+    for r in range(x.shape[0]):
+        yq = qr.qs[r].reshape(nb, 256).astype(np.int32)
+        yd = qr.d[r].reshape(nb).astype(np.float32)
+        bs32 = qr.bsums[r].reshape(nb, 8, 2).astype(np.int32).sum(-1)
+        acc = np.zeros((n, 8), np.float32)
+        accm = np.zeros((n, 4), np.float32)
+        for b in range(nb):
+            p4 = (mins[:, b] * bs32[b][None]).reshape(n, 4, 2).sum(-1)
+            accm = _fma32(-(yd[b] * dmin[:, b]).astype(np.float32)[:, None], p4.astype(np.float32), accm)
+            lanes = _vec_dot_lanes(q[:, b], yq[b], np.repeat(scales[:, b], 2, axis=1))
+            acc = _fma32((yd[b] * d[:, b]).astype(np.float32)[:, None], lanes.astype(np.float32), acc)
+        m2 = (accm[:, :2] + accm[:, 2:]).astype(np.float32)
+        out[r] = (_fold8(acc) + (m2[:, 0] + m2[:, 1]).astype(np.float32)).astype(np.float32)
+    return out
+
+
+def linear_q2_k(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """llama.cpp's x86 (AVX-512 build) q2_K matmul: repacked order when the weight has N % 8 == 0 rows, else vec_dot."""
+    return linear_q2_k_repacked(x, raw) if raw.shape[0] % 8 == 0 else linear_q2_k_vec_dot(x, raw)
+
+
+def linear_q4_k(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """llama.cpp's x86 q4_K matmul: repacked order when the weight has N % 8 == 0 rows, else vec_dot."""
+    return linear_q4_k_repacked(x, raw) if raw.shape[0] % 8 == 0 else linear_q4_k_vec_dot(x, raw)

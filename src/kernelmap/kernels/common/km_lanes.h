@@ -62,6 +62,10 @@
  *   kl_kqm; kl_kqm_load(mn, fmt)  the sub-block mins of 8 columns (uint8 mn, KL_KQ_NMIN(fmt) per column) prepared
  *   kl_f8_kq_imin(&m, x, fmt)     lane j = (float) imin of column j: q2_K sum_{k<16} mn[16j + k] * bsums[k];
  *                                 q4_K/q5_K sum_{k<8} mn[8j + k] * (bsums[2k] + bsums[2k+1]) (x the q8_K block; exact)
+ *   kl_f8_kq_minlanes(blk, x, fmt)  the min lanes of llama.cpp's q2_K / q4_K vec_dot: q2_K lane l = (float)
+ *                                 (mn[2l] * bsums[2l] + mn[2l+1] * bsums[2l+1]) (16 mins per 16 values); q4_K
+ *                                 lane k < 4 = (float) (mn[2k] * ps[2k] + mn[2k+1] * ps[2k+1]), ps[j] = bsums[2j] +
+ *                                 bsums[2j+1], lanes 4-7 = +0 (blk the weight block, x the q8_K block; exact)
  *   kl_f8_f16x8(p)                the 8 IEEE halves p[0..7] converted exactly
  *   kl_kqw_codes(out, &w, fmt)    the 128 codes q(e) of w as int8 at out, in value order
  *   kl_f8_cvt_i8(p, off)          lane i = (float) (p[i] - off) for 8 int8 at p (exact)

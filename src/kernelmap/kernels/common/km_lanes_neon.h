@@ -273,6 +273,24 @@ KL_INLINE kl_f8 kl_f8_cvt_sum4(const int32_t t[8][4]) {
     return (kl_f8){vcvtq_f32_s32(a), vcvtq_f32_s32(b)};
 }
 
+KL_INLINE kl_f8 kl_f8_kq_minlanes(const uint8_t *blk, const km_block_q8_k *x, const int fmt) {
+    int32_t t[8];
+    if (fmt == KL_KQ_Q2_K) {
+        for (int l = 0; l < 8; l++)
+            t[l] = (blk[2 * l] >> 4) * (int32_t)x->bsums[2 * l] + (blk[2 * l + 1] >> 4) * (int32_t)x->bsums[2 * l + 1];
+    } else {
+        uint64_t sc, mn;
+        km_q4k_scales64(blk + 4, &sc, &mn);
+        for (int k = 0; k < 8; k++) t[k] = 0;
+        for (int k = 0; k < 4; k++)
+            for (int i = 0; i < 2; i++) {
+                const int j = 2 * k + i;
+                t[k] += (int32_t)((mn >> (8 * j)) & 0xFF) * ((int32_t)x->bsums[2 * j] + x->bsums[2 * j + 1]);
+            }
+    }
+    return (kl_f8){vcvtq_f32_s32(vld1q_s32(t)), vcvtq_f32_s32(vld1q_s32(t + 4))};
+}
+
 KL_INLINE kl_f8 kl_f8_f16x8(const uint16_t *p) {
     return (kl_f8){vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))), vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p + 4)))};
 }

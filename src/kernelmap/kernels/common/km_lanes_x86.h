@@ -123,6 +123,18 @@ KL_INLINE kl_f8 kl_f8_cvt_sum4(const int32_t t[8][4]) {
         _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
+KL_INLINE kl_f8 kl_f8_kq_minlanes(const uint8_t *blk, const km_block_q8_k *x, const int fmt) {
+    if (fmt == KL_KQ_Q2_K) {
+        const __m128i mn = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)blk), 4), _mm_set1_epi8(0x0F));
+        return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_cvtepu8_epi16(mn), _mm256_loadu_si256((const __m256i *)x->bsums)));
+    }
+    uint64_t sc, mn;
+    km_q4k_scales64(blk + 4, &sc, &mn);
+    const __m128i ps = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)x->bsums), _mm_loadu_si128((const __m128i *)(x->bsums + 8)));
+    const __m128i p4 = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn)), ps);
+    return _mm256_cvtepi32_ps(_mm256_zextsi128_si256(p4));
+}
+
 KL_INLINE kl_f8 kl_f8_f16x8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
 /* imin of 8 columns (km_lanes.h): vpmaddwd of the int16 mins with the int16 bsums (or their pair sums,

@@ -3,8 +3,9 @@
  * gemm), written once against the lanes interface (common/km_lanes.h); every ISA variant of the two
  * providers is an instantiation of it.
  *
- * Numerics (exactly linear/q4_k_q8_k_ggml_ref.c and linear/q2_k_q8_k_ggml_ref.c): per output (m, n) two
- * f32 chains from +0; for the superblocks b in increasing order, with the block's codes q(e), scales
+ * Numerics (exactly linear/q4_k_q8_k_ggml_ref.c and linear/q2_k_q8_k_ggml_ref.c), for N % 8 == 0 (the
+ * tensors llama.cpp repacks; N % 8 != 0 goes to its vec_dot order: linear/q_k_vecdot_ggml_body.h, so
+ * the instantiating file also sets that body's schedule): per output (m, n) two f32 chains from +0; for the superblocks b in increasing order, with the block's codes q(e), scales
  * sc(e) and mins,
  *     isum = sum_e sc(e) * q(e) * x(e)                       (exact int32)
  *     imin = sum of min * (the activation's bsums it covers)  (exact int32)
@@ -22,6 +23,7 @@
  * Schedule (the instantiating file defines these before including this header):
  *   KQR_MT  largest activation-row tile (8 or 4)
  *   KQR_BC  superblocks per chunk
+ *   KQV_MT, KQV_CHUNK  the vec_dot body's (N % 8 != 0)
  * Partition: output columns n (km_part over N); groups of 8 start at the thread's own first column.
  * The instantiating file defines the entry point (linear.token_major.v1 ABI) as a call of kqr_linear.
  */
@@ -30,6 +32,7 @@
 
 #include "km_kquant.h"
 #include "km_lanes.h"
+#include "q_k_vecdot_ggml_body.h"
 
 /* Byte offsets of the f16 d and dmin of a block. */
 #define KQR_DOFF(fmt) ((fmt) == KL_KQ_Q2_K ? 80 : 0)
@@ -131,6 +134,10 @@ KL_INLINE void kqr_cols(float *y, int64_t N, const uint8_t *w, int64_t wrow, con
 /* The whole linear.token_major.v1 call: thread ith's columns in groups of 8. */
 static inline void kqr_linear(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
                               int nth, const int fmt) {
+    if (N % 8 != 0) { /* llama.cpp repacks only tensors of 8k rows; the others go through its vec_dot */
+        kqv_linear(y, w, x, M, N, K, ith, nth, fmt);
+        return;
+    }
     const int64_t nb = K / KM_QK_K;
     const int64_t wrow = nb * KL_KQ_WBLK(fmt);
     int64_t n0, n1;
