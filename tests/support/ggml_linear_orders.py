@@ -176,9 +176,16 @@ def _fold8(acc: np.ndarray) -> np.ndarray:
     return (a2[..., 0] + a2[..., 1]).astype(np.float32)
 
 
-def _q8k(x: np.ndarray):
+def _by_row(x: np.ndarray, n: int, nb: int, row) -> np.ndarray:
+    """y [M, n]: x's rows quantized to q8_K (ops.quantize_q8_k), each passed to row(yq int32 [nb, 256],
+    yd f32 [nb], bsums int32 [nb, 16]) -> y row [n]."""
     x = np.atleast_2d(np.asarray(x, np.float32))
-    return x, ops.quantize_q8_k(x)
+    qr = ops.quantize_q8_k(x)
+    out = np.empty((x.shape[0], n), np.float32)
+    for r in range(x.shape[0]):
+        out[r] = row(qr.qs[r].reshape(nb, 256).astype(np.int32), qr.d[r].reshape(nb).astype(np.float32),
+                     qr.bsums[r].reshape(nb, 16).astype(np.int32))
+    return out
 
 
 def unpack_q2_k(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -235,12 +242,8 @@ def linear_q2_k_repacked(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
     f32(dmin_w * d_x), accm); y = acc - accm (the q4_K shape)."""
     d, dmin, scales, mins, q = unpack_q2_k(raw)
     n, nb, _ = q.shape
-    x, qr = _q8k(x)
-    out = np.empty((x.shape[0], n), np.float32)
-    for r in range(x.shape[0]):
-        yq = qr.qs[r].reshape(nb, 256).astype(np.int32)
-        yd = qr.d[r].reshape(nb).astype(np.float32)
-        bs = qr.bsums[r].reshape(nb, 16).astype(np.int32)
+
+    def row(yq, yd, bs):
         acc = np.zeros(n, np.float32)
         accm = np.zeros(n, np.float32)
         for b in range(nb):
@@ -248,8 +251,9 @@ def linear_q2_k_repacked(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
             imin = (mins[:, b] * bs[b][None]).sum(-1)
             acc = _fma32(isum.astype(np.float32), (d[:, b] * yd[b]).astype(np.float32), acc)
             accm = _fma32(imin.astype(np.float32), (dmin[:, b] * yd[b]).astype(np.float32), accm)
-        out[r] = (acc - accm).astype(np.float32)
-    return out
+        return (acc - accm).astype(np.float32)
+
+    return _by_row(x, n, nb, row)
 
 
 def _vec_dot_lanes(codes: np.ndarray, yq: np.ndarray, sc16: np.ndarray) -> np.ndarray:
@@ -265,17 +269,15 @@ def linear_q3_k(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
     superblocks; lanes folded l+4, l+2, l+1."""
     d, sc, q = unpack_q3_k(raw)
     n, nb, _ = q.shape
-    x, qr = _q8k(x)
-    out = np.empty((x.shape[0], n), np.float32)
-    for r in range(x.shape[0]):
-        yq = qr.qs[r].reshape(nb, 256).astype(np.int32)
-        yd = qr.d[r].reshape(nb).astype(np.float32)
+
+    def row(yq, yd, _bs):
         acc = np.zeros((n, 8), np.float32)
         for b in range(nb):
             lanes = _vec_dot_lanes(q[:, b], yq[b], sc[:, b])
             acc = _fma32((yd[b] * d[:, b]).astype(np.float32)[:, None], lanes.astype(np.float32), acc)
-        out[r] = _fold8(acc)
-    return out
+        return _fold8(acc)
+
+    return _by_row(x, n, nb, row)
 
 
 def linear_q5_k(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
@@ -285,12 +287,9 @@ def linear_q5_k(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
     y = fold(acc) + summ."""
     d, dmin, scales, mins, u = unpack_q5_k(raw)
     n, nb, _ = u.shape
-    x, qr = _q8k(x)
-    out = np.empty((x.shape[0], n), np.float32)
-    for r in range(x.shape[0]):
-        yq = qr.qs[r].reshape(nb, 256).astype(np.int32)
-        yd = qr.d[r].reshape(nb).astype(np.float32)
-        bs32 = qr.bsums[r].reshape(nb, 8, 2).astype(np.int32).sum(-1)
+
+    def row(yq, yd, bs):
+        bs32 = bs.reshape(nb, 8, 2).sum(-1)
         acc = np.zeros((n, 8), np.float32)
         summ = np.zeros(n, np.float32)
         for b in range(nb):
@@ -298,8 +297,9 @@ def linear_q5_k(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
             acc = _fma32((yd[b] * d[:, b]).astype(np.float32)[:, None], lanes.astype(np.float32), acc)
             imin = (mins[:, b] * bs32[b][None]).sum(-1)
             summ = _fma32(imin.astype(np.float32), -(yd[b] * dmin[:, b]).astype(np.float32), summ)
-        out[r] = (_fold8(acc) + summ).astype(np.float32)
-    return out
+        return (_fold8(acc) + summ).astype(np.float32)
+
+    return _by_row(x, n, nb, row)
 
 
 def linear_q2_k_vec_dot(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
@@ -308,20 +308,17 @@ def linear_q2_k_vec_dot(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
     min_2l+1 * bsum_2l+1, then acc = fma(f32(d_x * d_w), float(lane), acc); lanes folded l+4, l+2, l+1."""
     d, dmin, scales, mins, q = unpack_q2_k(raw)
     n, nb, _ = q.shape
-    x, qr = _q8k(x)
-    out = np.empty((x.shape[0], n), np.float32)
-    for r in range(x.shape[0]):
-        yq = qr.qs[r].reshape(nb, 256).astype(np.int32)
-        yd = qr.d[r].reshape(nb).astype(np.float32)
-        bs = qr.bsums[r].reshape(nb, 16).astype(np.int32)
+
+    def row(yq, yd, bs):
         acc = np.zeros((n, 8), np.float32)
         for b in range(nb):
             p = (mins[:, b] * bs[b][None]).reshape(n, 8, 2).sum(-1)
             acc = _fma32(-(yd[b] * dmin[:, b]).astype(np.float32)[:, None], p.astype(np.float32), acc)
             lanes = _vec_dot_lanes(q[:, b], yq[b], scales[:, b])
             acc = _fma32((yd[b] * d[:, b]).astype(np.float32)[:, None], lanes.astype(np.float32), acc)
-        out[r] = _fold8(acc)
-    return out
+        return _fold8(acc)
+
+    return _by_row(x, n, nb, row)
 
 
 def linear_q4_k_vec_dot(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
@@ -331,12 +328,9 @@ def linear_q4_k_vec_dot(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
     y = fold8(acc) + ((accm0 + accm2) + (accm1 + accm3))."""
     d, dmin, scales, mins, q = unpack_q4_k(raw)
     n, nb, _ = q.shape
-    x, qr = _q8k(x)
-    out = np.empty((x.shape[0], n), np.float32)
-    for r in range(x.shape[0]):
-        yq = qr.qs[r].reshape(nb, 256).astype(np.int32)
-        yd = qr.d[r].reshape(nb).astype(np.float32)
-        bs32 = qr.bsums[r].reshape(nb, 8, 2).astype(np.int32).sum(-1)
+
+    def row(yq, yd, bs):
+        bs32 = bs.reshape(nb, 8, 2).sum(-1)
         acc = np.zeros((n, 8), np.float32)
         accm = np.zeros((n, 4), np.float32)
         for b in range(nb):
@@ -345,8 +339,9 @@ def linear_q4_k_vec_dot(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
             lanes = _vec_dot_lanes(q[:, b], yq[b], np.repeat(scales[:, b], 2, axis=1))
             acc = _fma32((yd[b] * d[:, b]).astype(np.float32)[:, None], lanes.astype(np.float32), acc)
         m2 = (accm[:, :2] + accm[:, 2:]).astype(np.float32)
-        out[r] = (_fold8(acc) + (m2[:, 0] + m2[:, 1]).astype(np.float32)).astype(np.float32)
-    return out
+        return (_fold8(acc) + (m2[:, 0] + m2[:, 1]).astype(np.float32)).astype(np.float32)
+
+    return _by_row(x, n, nb, row)
 
 
 def linear_q2_k(x: np.ndarray, raw: np.ndarray) -> np.ndarray:
