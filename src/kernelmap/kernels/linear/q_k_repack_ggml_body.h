@@ -5,8 +5,8 @@
  *
  * Numerics (exactly linear/q4_k_q8_k_ggml_ref.c and linear/q2_k_q8_k_ggml_ref.c), for N % 8 == 0 (the
  * tensors llama.cpp repacks; N % 8 != 0 goes to its vec_dot order: linear/q_k_vecdot_ggml_body.h, so
- * the instantiating file also sets that body's schedule): per output (m, n) two f32 chains from +0; for the superblocks b in increasing order, with the block's codes q(e), scales
- * sc(e) and mins,
+ * the instantiating file also sets that body's schedule): per output (m, n) two f32 chains from +0;
+ * for the superblocks b in increasing order, with the block's codes q(e), scales sc(e) and mins,
  *     isum = sum_e sc(e) * q(e) * x(e)                       (exact int32)
  *     imin = sum of min * (the activation's bsums it covers)  (exact int32)
  *     acc  = fma((float)isum, f32(fp16(w.d) * x.d), acc);  accm = fma((float)imin, f32(fp16(w.dmin) * x.d), accm)
