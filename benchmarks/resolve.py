@@ -43,7 +43,7 @@ def synth_map(op: str, i: int, rng: random.Random) -> dict:
     variants = []
     for j, (name, req, flags) in enumerate([
             ("ref", [], []), ("avx2", AVX2, ["-mavx2", "-mfma", "-mf16c"]),
-            ("avx512", AVX512, ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq"])]):
+            ("avx512", AVX512 + AVX2, ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq"])]):
         variants.append({"name": name, "symbol": f"km_{map_id}__{name}", "source": f"bench/{map_id}_{name}.c",
                          "requires": req, "cflags": flags, "priority": j * 10})
     return {

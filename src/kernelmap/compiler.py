@@ -4,6 +4,13 @@ Input: a GGUF path and options (policy, extra map dirs, target ISA, prefill batc
 a build directory holding `model.c`, `km_kernels.h`, `selection_trace.json`, the packed weights and
 their manifest, `build.json`, and the path of the compiled shared library (content-addressed in the
 cache). Every stage is delegated to its module; this file only wires them in pipeline order.
+
+The cache key covers every input that can change the program or library: the GGUF bytes, the
+circuit, interfaces, policy and maps, every file of the kernelmap package (its Python, kernel
+sources and headers, templates: `build/inputs.py`), the compiler's identity and sanitizer mode, and
+the options. A build is made in a temporary sibling directory and renamed into place complete,
+under a per-key lock: concurrent compiles of one model build it once, and a killed build leaves no
+half-written directory under the final name.
 """
 
 from __future__ import annotations
@@ -11,18 +18,31 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, build_shared, cache_dir, compiler_version
+from kernelmap.build.driver import (
+    KERNEL_ROOT,
+    CompileUnit,
+    build_shared,
+    cache_dir,
+    compiler_identity,
+    file_lock,
+    is_locked,
+    sanitize_enabled,
+)
+from kernelmap.build.inputs import source_digest
 from kernelmap.circuits.graph import Graph
 from kernelmap.circuits.hydrate import hydrate, read_config, row_bytes
 from kernelmap.circuits.loader import circuit_for, load_interfaces
 from kernelmap.codegen.emit import PhasePlan, emit_model
-from kernelmap.errors import ModelError
-from kernelmap.gguf.reader import open_gguf
+from kernelmap.errors import BuildError, ModelError
+from kernelmap.gguf.reader import GGUFFile, open_gguf
+from kernelmap.isa_flags import variant_features
 from kernelmap.maps.registry import load_registry
 from kernelmap.numerics.policy import load_policy
 from kernelmap.plan.fuse import fuse_for_target, rules_digest
@@ -32,9 +52,9 @@ from kernelmap.plan.schedule import schedule
 from kernelmap.resolve import SelectionTrace
 from kernelmap.target import host_class, target_features
 
-__all__ = ["CompileOptions", "CompiledModel", "compile_model", "BUILD_SCHEMA"]
+__all__ = ["CompileOptions", "CompiledModel", "compile_model", "model_key", "BUILD_SCHEMA"]
 
-BUILD_SCHEMA = "kernelmap.build/1"
+BUILD_SCHEMA = "kernelmap.build/2"
 RUNTIME_DIR = KERNEL_ROOT / "runtime"
 
 
@@ -97,14 +117,9 @@ def _phase_buffers(graph: Graph, scratch: dict[str, int]) -> list[Buffer]:
 
 
 def _scratch_sizes(graph: Graph, registry: Any) -> dict[str, int]:
-    from kernelmap.maps.expr import parse_expr  # the maps' expression grammar
+    from kernelmap.plan.requests import scratch_sizes  # over the run-time dims; a negative size is an error
 
-    sizes: dict[str, int] = {}
-    for op in graph.ops:
-        provider = registry.providers[op.provider]
-        for s in provider.raw.get("scratch", []):
-            sizes[f"{op.cname}__scratch_{s['name']}"] = int(parse_expr(s["size"]).evaluate(dict(op.dims)))
-    return sizes
+    return scratch_sizes(graph, registry)
 
 
 def _key(*parts: str) -> str:
@@ -114,10 +129,23 @@ def _key(*parts: str) -> str:
     return h.hexdigest()[:20]
 
 
-def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = CompileOptions(),
-                  *, progress: Progress | None = None, out_dir: Path | None = None) -> CompiledModel:
-    """Compile a GGUF model into a shared library; reuse a finished build with the same inputs."""
-    say = progress or (lambda _msg: None)
+@dataclass(frozen=True)
+class _Inputs:
+    """Everything a build reads, loaded once, and the cache key made from it."""
+
+    path: Path
+    gguf: GGUFFile
+    arch: str
+    circuit: Any
+    interfaces: Any
+    policy: Any
+    registry: Any
+    isa: frozenset[str]
+    cpu_class: str
+    key: str
+
+
+def _load_inputs(gguf_path: str | os.PathLike[str], options: CompileOptions, say: Progress) -> _Inputs:
     path = Path(gguf_path)
     if not path.is_file():
         raise ModelError("model file not found", path=path, hint="pass -m PATH to a .gguf file")
@@ -132,26 +160,139 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
     registry = load_registry(options.maps)
     isa = frozenset(options.isa) if options.isa is not None else target_features()
     cpu_class = host_class(isa)
-    gguf_id = gguf.sha256()
-    key = _key(BUILD_SCHEMA, gguf_id, circuit.sha256, interfaces.sha256, policy.hash, registry.hash,
+    key = _key(BUILD_SCHEMA, gguf.sha256(), circuit.sha256, interfaces.sha256, policy.hash, registry.hash,
                ",".join(sorted(isa)), str(options.max_rows), str(options.profile), str(options.allow_candidates),
-               str(options.fusion), rules_digest(cpu_class) if options.fusion else "", compiler_version(),
-               _runtime_hash())
-    build_dir = out_dir or cache_dir() / "models" / key
-    info_path = build_dir / "build.json"
-    if info_path.is_file():
-        info = json.loads(info_path.read_text())
-        lib = Path(info["library"])
-        weights = build_dir / "weights.bin"
-        if info.get("key") == key and lib.is_file() and weights.is_file():
+               str(options.fusion), rules_digest(cpu_class) if options.fusion else "", compiler_identity(),
+               f"sanitize={sanitize_enabled()}", source_digest())
+    return _Inputs(path, gguf, arch, circuit, interfaces, policy, registry, isa, cpu_class, key)
+
+
+def model_key(gguf_path: str | os.PathLike[str], options: CompileOptions = CompileOptions()) -> str:
+    """The cache key `compile_model` would use for these inputs (without building anything)."""
+    return _load_inputs(gguf_path, options, lambda _msg: None).key
+
+
+def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = CompileOptions(),
+                  *, progress: Progress | None = None, out_dir: Path | None = None) -> CompiledModel:
+    """Compile a GGUF model into a shared library; reuse a finished build with the same inputs."""
+    say = progress or (lambda _msg: None)
+    inputs = _load_inputs(gguf_path, options, say)
+    key = inputs.key
+    build_dir = Path(out_dir) if out_dir is not None else cache_dir() / "models" / key
+    found = _cached(build_dir, key)
+    if found is not None:
+        say("using cached build")
+        return found
+    try:
+        build_dir.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BuildError(f"cannot create the build directory: {exc.strerror}", path=build_dir.parent,
+                         hint="check permissions and free space, or set KERNELMAP_CACHE") from None
+    with file_lock(_lock_path(build_dir), waiting=lambda: say("waiting for another process building this model")):
+        found = _cached(build_dir, key)
+        if found is not None:  # built by the process we waited for
             say("using cached build")
-            return CompiledModel(build_dir, lib, weights, info)
+            return found
+        _sweep_temps(build_dir, all_keys=out_dir is None)
+        _check_replaceable(build_dir)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{build_dir.name}{_TEMP_MARK}", dir=build_dir.parent))
+        try:
+            info = _build(tmp, inputs, options, say)
+            _install(tmp, build_dir)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return CompiledModel(build_dir, Path(info["library"]), build_dir / "weights.bin", info)
+
+
+_TEMP_MARK = ".tmp-"
+_OLD_MARK = ".old-"
+
+
+def _lock_path(build_dir: Path) -> Path:
+    """The per-build lock: a sibling file, never deleted (so no waiter can hold a lock on a stale inode)."""
+    return build_dir.with_name(f".{build_dir.name}.lock")
+
+
+def _cached(build_dir: Path, key: str) -> CompiledModel | None:
+    """The finished build in `build_dir` if it was made from exactly `key`, else None."""
+    try:
+        info = json.loads((build_dir / "build.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or info.get("key") != key or not isinstance(info.get("library"), str):
+        return None
+    lib = Path(info["library"])
+    weights = build_dir / "weights.bin"
+    if not (lib.is_file() and weights.is_file() and (build_dir / "weights.json").is_file()):
+        return None
+    return CompiledModel(build_dir, lib, weights, info)
+
+
+def _sweep_temps(build_dir: Path, *, all_keys: bool) -> None:
+    """Remove temp and displaced dirs that dead builders left beside `build_dir` (caller holds its lock,
+    so every one of its own is dead); with `all_keys` (the cache's models dir) also those of other
+    keys whose lock file exists and is free."""
+    parent = build_dir.parent
+    for tmp in parent.glob(".*"):
+        for mark in (_TEMP_MARK, _OLD_MARK):
+            base = tmp.name[1:].rpartition(mark)[0] if mark in tmp.name else ""
+            if not base or not tmp.is_dir():
+                continue
+            lock = parent / f".{base}.lock"
+            if base == build_dir.name or (all_keys and lock.is_file() and not is_locked(lock)):
+                shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _check_replaceable(build_dir: Path) -> None:
+    """Refuse to replace a directory that is not a kernelmap build (an out_dir holding other files)."""
+    if not build_dir.exists():
+        return
+    if not build_dir.is_dir():
+        raise BuildError("the build directory path exists and is not a directory", path=build_dir)
+    if (build_dir / "build.json").is_file() or not any(build_dir.iterdir()):
+        return
+    raise BuildError("the build directory exists and is not a kernelmap build (no build.json)", path=build_dir,
+                     hint="pass an empty or new directory, or a previous build's directory")
+
+
+def _install(tmp: Path, build_dir: Path) -> None:
+    """Rename the finished temp dir to `build_dir` (caller holds the lock). A previous dir there is
+    renamed aside first and removed after, so a reader only ever sees the old build, none, or the new."""
+    _fsync_path(tmp)
+    old = None
+    if build_dir.exists() or build_dir.is_symlink():
+        old = build_dir.with_name(f".{build_dir.name}{_OLD_MARK}{os.getpid()}")
+        os.replace(build_dir, old)
+    os.replace(tmp, build_dir)
+    _fsync_path(build_dir.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _fsync_path(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progress) -> dict[str, Any]:
+    """Every stage after the cache check, writing into `build_dir` (a fresh temp dir); returns build.json's content."""
+    path, gguf, arch, circuit, interfaces = inputs.path, inputs.gguf, inputs.arch, inputs.circuit, inputs.interfaces
+    policy, registry, isa, cpu_class, key = inputs.policy, inputs.registry, inputs.isa, inputs.cpu_class, inputs.key
+    gguf_id = gguf.sha256()
     config = read_config(circuit, gguf.metadata, gguf.tensors, source=str(path))
     kv = policy.rule_for("attention").kv or "f32"
     trace = SelectionTrace(hashes={"maps": registry.hash, "circuit": circuit.sha256, "policy": policy.hash,
                                    "interfaces": interfaces.sha256, "gguf": gguf_id})
     allow = frozenset({"production", "candidate"}) if options.allow_candidates else frozenset({"production"})
-    build_dir.mkdir(parents=True, exist_ok=True)
     plans: dict[str, PhasePlan] = {}
     mem: dict[str, MemoryPlan] = {}
     say("resolving kernels")
@@ -189,7 +330,8 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
     for plan in plans.values():
         for op in plan.graph.ops:
             variant = registry.providers[op.provider].variant(op.variant)
-            features |= set(variant.requires)
+            # The start-up check tests every feature the variant's flags imply, not only what it lists.
+            features |= variant_features(variant.requires, variant.cflags)
             src = KERNEL_ROOT / variant.source
             units.setdefault((variant.source, variant.cflags), CompileUnit(src, tuple(variant.cflags)))
     say("generating C")
@@ -206,7 +348,9 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
     for name in ("km_runtime.h", "km_model.h"):
         _write_atomic(gen_dir / name, (RUNTIME_DIR / name).read_text())
     say("compiling C")
-    include = ("-include", str(gen_dir / "km_kernels.h"))
+    # By name, found on the include path: no build-dir path enters the flags, so the library's
+    # content key is the same whichever temp dir generated the header.
+    include = ("-include", "km_kernels.h")
     kernel_units = [CompileUnit(u.source, (*u.cflags, *include)) for _, u in sorted(units.items())]
     profile = ("-DKM_PROFILE",) if options.profile else ()
     all_units = [*kernel_units, CompileUnit(RUNTIME_DIR / "km_runtime.c"),
@@ -229,19 +373,14 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
         "selection": [[phase, op.label, op.provider, op.variant, registry.providers[op.provider].variant(op.variant).symbol]
                       for phase, plan in sorted(plans.items()) for op in plan.graph.ops],
     }
-    _write_atomic(info_path, json.dumps(info, indent=1, sort_keys=True))
-    return CompiledModel(build_dir, lib, build_dir / "weights.bin", info)
-
-
-def _runtime_hash() -> str:
-    h = hashlib.sha256()
-    for p in sorted(RUNTIME_DIR.glob("*")) + sorted((Path(__file__).parent / "codegen" / "templates").glob("*")):
-        h.update(p.name.encode() + p.read_bytes())
-    return h.hexdigest()[:16]
+    _write_atomic(build_dir / "build.json", json.dumps(info, indent=1, sort_keys=True))
+    return info
 
 
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
     os.replace(tmp, path)
-

@@ -13,6 +13,7 @@ import platform
 from collections.abc import Iterable
 from pathlib import Path
 
+from kernelmap import isa_flags
 from kernelmap.errors import TargetError, closest
 
 __all__ = [
@@ -43,12 +44,11 @@ _GATED_X86 = frozenset({
     "avx512cd", "avx512_vnni", "avx512_bf16", "avx512ifma", "avx512vbmi", "avx512_vbmi2",
     "avx512_bitalg", "avx512_vpopcntdq", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16",
 })
-_GATED_ARM = frozenset({"asimd", "asimddp", "asimdhp", "sve", "sve2", "i8mm", "bf16"})
-_OTHER_KNOWN = frozenset({
-    "sse", "sse2", "ssse3", "sse4_1", "sse4_2", "popcnt", "cx16", "movbe", "bmi1", "bmi2", "abm",
-    "lzcnt", "xsave", "osxsave", "fp", "neon",
-})
-KNOWN_FEATURES = _GATED_X86 | _GATED_ARM | _OTHER_KNOWN
+_GATED_ARM = frozenset({"asimd", "asimddp", "asimdhp", "fphp", "sve", "sve2", "i8mm", "bf16"})
+_OTHER_KNOWN = frozenset({"sse", "sse2", "cx16", "movbe", "abm", "lzcnt", "osxsave", "neon"})
+# Every feature of the ISA flag table (kernelmap/isa_flags.py, the one list a map's requires may use)
+# plus the few the LKB hardware classes and fusion rules name besides.
+KNOWN_FEATURES = isa_flags.KNOWN_FEATURES | _OTHER_KNOWN
 
 # LKB hardware classes, most specific first: (class name, machine family, features it needs).
 _X86_V2 = frozenset({"sse4_2", "ssse3", "popcnt", "cx16"})
@@ -137,8 +137,8 @@ def target_features() -> frozenset[str]:
             f"{ISA_ENV}={text} asks for {', '.join(lacking)}, which this CPU does not have",
             pointer=ISA_ENV, value=text, expected="features of this CPU",
             hint=f"use a lower level, e.g. {ISA_ENV}=avx2 or {ISA_ENV}=scalar")
-    if wanted & {"avx2", "fma", "f16c"} or any(f.startswith("avx512") for f in wanted):
-        wanted = wanted | ({"avx"} & host)
+    # A forced level keeps what its features imply (avx under avx2, fphp under asimdhp, ...) where the host has it.
+    wanted = wanted | (isa_flags.closure(wanted) & host)
     gated = _GATED_X86 | _GATED_ARM
     return frozenset((host - gated) | wanted)
 

@@ -106,7 +106,8 @@ def test_build_shared_compile_error_raises_with_compiler_message_and_installs_no
     assert "compile failed" in str(err.value) and "error:" in str(err.value)
     assert err.value.path == str(src)
     assert _finals(tmp_path / "c") == []
-    assert not any((tmp_path / "c").iterdir())
+    # Only the key's lock file stays (locks are never deleted, so no waiter can lock a stale inode).
+    assert [p.suffix for p in (tmp_path / "c").iterdir()] == [driver.LOCK_SUFFIX]
 
 
 def test_build_shared_missing_source_is_refused(tmp_path):
@@ -161,19 +162,48 @@ def test_build_shared_killed_mid_build_leaves_no_final_file(tmp_path):
     assert again.is_file() and _finals(out) == [again]
 
 
-def test_build_shared_sweeps_stale_temp_dirs_of_killed_builds(tmp_path):
+def test_build_shared_sweeps_temp_dirs_of_dead_builders_under_the_key_lock(tmp_path):
     unit = CompileUnit(_src(tmp_path, ADD_SRC))
     first = build_shared([unit], name="t", out_dir=tmp_path / "c")
     first.unlink()
-    stale = first.parent / "km-build-stale"
-    fresh = first.parent / "km-build-fresh"
-    stale.mkdir()
-    fresh.mkdir()
-    old = time.time() - 2 * driver.STALE_SECONDS
-    os.utime(stale, (old, old))
+    left = first.parent / "km-build-left-by-a-killed-build"
+    left.mkdir()
+    (left / "u0_k.o").write_bytes(b"half")
     again = build_shared([unit], name="t", out_dir=tmp_path / "c")
     assert again == first and again.is_file()
-    assert not stale.exists() and fresh.exists()
+    assert not left.exists()
+
+
+def test_build_shared_second_builder_waits_for_the_lock_then_reuses(tmp_path):
+    unit = CompileUnit(_src(tmp_path, ADD_SRC))
+    out = tmp_path / "c"
+    first = build_shared([unit], name="t", out_dir=out)
+    key = first.parent.name
+    first.unlink()
+    holder = subprocess.Popen([sys.executable, "-c", LOCK_SCRIPT, str(out / (key + driver.LOCK_SUFFIX))],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        builder = subprocess.Popen([sys.executable, "-c", BUILD_SCRIPT, str(unit.source), str(out)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        assert builder.poll() is None and not first.exists(), "the builder did not wait for the lock"
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    stdout, stderr = builder.communicate(timeout=120)
+    assert builder.returncode == 0, stderr
+    assert Path(stdout.strip()) == first and first.is_file()
+
+
+LOCK_SCRIPT = """
+import sys, time
+from pathlib import Path
+from kernelmap.build.driver import file_lock
+with file_lock(Path(sys.argv[1])):
+    print("locked", flush=True)
+    time.sleep(120)
+"""
 
 
 def test_sanitizer_env_preloads_asan_and_ubsan():

@@ -2,7 +2,7 @@
  * circuit: 2a97d955851944008c170e7a955c18d034cd0ddc0c355e4bb509370d09b49a86
  * gguf: 16e9314102f36d63db8a89b0e06720e7b0c72b4bdb9462baadcce515b3e41ed2
  * interfaces: ebe6713f747da9c5e30ae3a3e462fe888cb8fab32251adf4c0b89a2bb270c1a6
- * maps: 026ff053d414732cfa9f93692ab99574abaf17181e730236d06d06502c5eea42
+ * maps: 340f1cd58e8c8102560c45ce23a812bc6d4ba03aac898fa11c3529f89e4dcbdb
  * policy: c8d5f693d8270a4b0d19ed588365e6dd7c38e7d11ab2beb9cbff31ef58b755dc
   */
 #define _GNU_SOURCE
@@ -1098,6 +1098,10 @@ static void km_set_err(char *err, size_t errlen, const char *msg, const char *de
 
 static int km_check_cpu(char *err, size_t errlen) {
     __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with avx, which this CPU does not have", NULL);
+        return -1;
+    }
     if (!__builtin_cpu_supports("avx2")) {
         km_set_err(err, errlen, "this model was compiled for a CPU with avx2, which this CPU does not have", NULL);
         return -1;
@@ -1108,6 +1112,30 @@ static int km_check_cpu(char *err, size_t errlen) {
     }
     if (!__builtin_cpu_supports("fma")) {
         km_set_err(err, errlen, "this model was compiled for a CPU with fma, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("sse3")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with pni, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("popcnt")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with popcnt, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("sse4.1")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with sse4_1, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("sse4.2")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with sse4_2, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("ssse3")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with ssse3, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("xsave")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with xsave, which this CPU does not have", NULL);
         return -1;
     }
     (void)err; (void)errlen;

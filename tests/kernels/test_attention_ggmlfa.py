@@ -144,7 +144,7 @@ def test_attention_ggmlfa_threads_identical(lib_spec, variant):
 
 
 def _expf_check(lib, variant):
-    fn = getattr(lib, f"km_attention_f16kv_ggmlfa__{variant}_expf_check")
+    fn = getattr(lib, f"km_ggmlfa_{variant}_expf_check")  # a helper: not km_<id>__<variant>
     fn.restype = ctypes.c_int64
     fn.argtypes = [ctypes.c_uint32, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint32)]
     return fn

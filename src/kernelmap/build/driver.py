@@ -1,21 +1,27 @@
 """Build stage: compile C sources (each with its own variant flags) into a content-addressed shared library.
 
 Input: a list of compile units (source path + variant cflags) and include dirs. Output: the path of
-a `.so` in the user cache, named by a hash of every source and header byte, every flag, the
-compiler's version and the target. Installs are atomic (temp name + rename), so concurrent builds of
-one key are safe and a failed or killed build leaves no file under a final name. It does not decide
-which sources to build (the plan does) nor load the library (the runtime does).
+a `.so` in the user cache, named by a hash of every source byte, every header under the kernel tree
+and the include dirs, every flag, the compiler's identity (resolved path, binary size and mtime,
+`-v` output, the environment variables gcc reads) and the target. One builder per key at a time (a
+lock file the kernel releases if the builder dies); each builds in a temporary directory and
+installs by rename, so concurrent builds of one key are safe and a failed or killed build leaves no
+file under a final name. It does not decide which sources to build (the plan does) nor load the
+library (the runtime does).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +33,9 @@ __all__ = [
     "KERNEL_ROOT",
     "build_shared",
     "cache_dir",
+    "compiler_identity",
     "compiler_version",
+    "file_lock",
     "reexec_under_sanitizer",
     "sanitize_enabled",
     "sanitizer_env",
@@ -53,6 +61,24 @@ def compiler() -> str:
     return os.environ.get("CC", "gcc")
 
 
+CROSS_COMPILERS = {"aarch64": ("KERNELMAP_CC_AARCH64", "aarch64-linux-gnu-gcc")}
+
+
+def compiler_for(cflags: Sequence[str]) -> str:
+    """The C compiler for sources built with `cflags`: the host's ($CC or gcc) unless the flags name
+    another architecture (e.g. -march=armv8.2-a+dotprod: $KERNELMAP_CC_AARCH64 or aarch64-linux-gnu-gcc)."""
+    import platform
+
+    from kernelmap.isa_flags import flags_arch
+
+    arch = flags_arch(cflags)
+    host = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
+    if arch is None or arch == host or arch not in CROSS_COMPILERS:
+        return compiler()
+    env, default = CROSS_COMPILERS[arch]
+    return os.environ.get(env, default)
+
+
 @functools.cache
 def compiler_version(cc: str | None = None) -> str:
     """The compiler's full version line (part of every cache key)."""
@@ -63,6 +89,79 @@ def compiler_version(cc: str | None = None) -> str:
         raise BuildError("cannot run the C compiler", path=cc, value=str(exc),
                          hint="install gcc or set CC to a working C compiler") from exc
     return out.stdout.splitlines()[0].strip() if out.stdout else cc
+
+
+# Environment variables that change what gcc/clang compile or link (header and library search paths).
+COMPILER_ENV = ("CPATH", "C_INCLUDE_PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH", "LIBRARY_PATH")
+
+
+@functools.cache
+def _compiler_probe(cc: str, resolved: str, size: int, mtime_ns: int) -> str:
+    try:
+        out = subprocess.run([cc, "-v"], capture_output=True, text=True, check=True, timeout=30)
+    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        raise BuildError("cannot run the C compiler", path=cc, value=str(exc),
+                         hint="install gcc or set CC to a working C compiler") from exc
+    lines = (out.stderr + out.stdout).splitlines()
+    return "\n".join(line.rstrip() for line in lines if line.strip() and not line.startswith("COLLECT_GCC="))
+
+
+def compiler_identity(cc: str | None = None) -> str:
+    """Everything that names the C compiler a build uses: part of every library and model cache key.
+
+    The resolved path and the size and mtime of that file (a replaced compiler changes them), the
+    compiler's `-v` report (version, target, configuration) and the environment variables it reads.
+    The `-v` run is cached per process for one file identity.
+    """
+    cc = cc or compiler()
+    found = shutil.which(cc)
+    if found is None:
+        raise BuildError("cannot run the C compiler: not found", path=cc,
+                         hint="install gcc or set CC to a working C compiler")
+    resolved = os.path.realpath(found)
+    st = os.stat(resolved)
+    report = _compiler_probe(cc, resolved, st.st_size, st.st_mtime_ns)
+    env = [f"{name}={os.environ.get(name, '')}" for name in COMPILER_ENV]
+    return "\n".join([f"cc={cc}", f"path={resolved}", f"size={st.st_size}", f"mtime_ns={st.st_mtime_ns}",
+                      report, *env])
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, *, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold an exclusive flock on `path` (created if missing); the kernel drops it if this process dies.
+
+    `waiting` is called once if another process holds the lock (so a caller can say why it pauses).
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        raise BuildError(f"cannot create a lock file: {exc.strerror}", path=path,
+                         hint="check permissions and free space, or set KERNELMAP_CACHE") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                waiting()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def is_locked(path: Path) -> bool:
+    """True if some process holds the flock on `path` (used to tell live temp dirs from dead ones)."""
+    try:
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def sanitize_enabled() -> bool:
@@ -126,19 +225,20 @@ def cache_dir() -> Path:
     return Path(user_cache_dir("kernelmap"))
 
 
-def _headers(include_dirs: Iterable[Path]) -> list[Path]:
-    found: list[Path] = []
-    for inc in include_dirs:
+def _headers(include_dirs: Iterable[Path]) -> list[tuple[int, str, Path]]:
+    """(dir index, path inside the dir, file) of every header under the given dirs, in search order."""
+    found: list[tuple[int, str, Path]] = []
+    for i, inc in enumerate(include_dirs):
         if inc.is_dir():
-            found.extend(sorted(inc.rglob("*.h")))
+            found.extend((i, str(h.relative_to(inc)), h) for h in sorted(inc.rglob("*.h")))
     return found
 
 
 def _key(units: Sequence[CompileUnit], include_dirs: Sequence[Path], extra: Sequence[str],
          link_flags: Sequence[str], target: str, cc: str) -> str:
     h = hashlib.sha256()
-    h.update(b"kernelmap-build-v1\0")
-    h.update(compiler_version(cc).encode() + b"\0" + target.encode() + b"\0")
+    h.update(b"kernelmap-build-v2\0")
+    h.update(compiler_identity(cc).encode() + b"\0" + target.encode() + b"\0")
     for flag in (*BASE_CFLAGS, *extra, "|", *link_flags):
         h.update(flag.encode() + b"\0")
     for unit in units:
@@ -146,19 +246,20 @@ def _key(units: Sequence[CompileUnit], include_dirs: Sequence[Path], extra: Sequ
         h.update(hashlib.sha256(unit.source.read_bytes()).digest())
         for flag in unit.cflags:
             h.update(flag.encode() + b"\0")
-    # headers on the include path, plus those beside each source (quoted includes search there first)
-    dirs = list(dict.fromkeys([*include_dirs, *(unit.source.parent for unit in units)]))
-    for header in _headers(dirs):
-        h.update(b"hdr\0" + header.name.encode() + b"\0" + hashlib.sha256(header.read_bytes()).digest())
+    # Headers on the include path, those beside each source (quoted includes search there first) and
+    # every header of the kernel tree (a source may include one by a relative path).
+    dirs = list(dict.fromkeys([*include_dirs, *(unit.source.parent for unit in units), KERNEL_ROOT]))
+    for i, rel, header in _headers(dirs):
+        h.update(f"hdr\0{i}\0{rel}\0".encode() + hashlib.sha256(header.read_bytes()).digest())
     return h.hexdigest()[:24]
 
 
 _MAX_MESSAGE_LINES = 30
 
 
-def _run(cmd: list[str], what: str) -> None:
+def _run(cmd: list[str], what: str, cwd: Path | None = None) -> None:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     except OSError as exc:
         raise BuildError(f"{what} failed: cannot run {cmd[0]}: {exc}", path=cmd[0],
                          hint="install gcc or set CC to a working C compiler") from exc
@@ -198,23 +299,30 @@ def build_shared(
     final = final_dir / f"lib{name}.so"
     if final.is_file():
         return final
-    final_dir.mkdir(parents=True, exist_ok=True)
-    _sweep_stale(final_dir)
     incs = [f"-I{p}" for p in include_dirs]
     try:
-        with tempfile.TemporaryDirectory(prefix="km-build-", dir=final_dir) as tmp:
-            objs = []
-            for i, unit in enumerate(units):
-                obj = Path(tmp) / f"u{i}_{unit.source.stem}.o"
-                _run([cc, *BASE_CFLAGS, *extra, *unit.cflags, *incs, "-c", "-o", str(obj),
-                      str(unit.source)], "compile")
-                objs.append(str(obj))
-            tmp_so = Path(tmp) / final.name
-            _run([cc, "-shared", *(SANITIZE_CFLAGS if sanitize else ()), "-o", str(tmp_so), *objs,
-                  *link_flags, "-lm"], "link")
-            # The rename is the only step that creates the final name: atomic on one filesystem.
-            os.chmod(tmp_so, 0o755)
-            os.replace(tmp_so, final)
+        final_dir.parent.mkdir(parents=True, exist_ok=True)
+        # The lock sits beside the key dir (never inside it, never deleted), so removing a failed
+        # build's empty dir cannot race with a process waiting for the lock.
+        with file_lock(final_dir.with_name(key + LOCK_SUFFIX)):
+            if final.is_file():  # another process built it while we waited
+                return final
+            final_dir.mkdir(exist_ok=True)
+            _sweep_stale(final_dir)
+            with tempfile.TemporaryDirectory(prefix="km-build-", dir=final_dir) as tmp:
+                objs = []
+                for i, unit in enumerate(units):
+                    obj = Path(tmp) / f"u{i}_{unit.source.stem}.o"
+                    # cwd is the empty temp dir: `-include NAME` searches the working directory first.
+                    _run([cc, *BASE_CFLAGS, *extra, *unit.cflags, *incs, "-c", "-o", str(obj),
+                          str(unit.source)], "compile", cwd=Path(tmp))
+                    objs.append(str(obj))
+                tmp_so = Path(tmp) / final.name
+                _run([cc, "-shared", *(SANITIZE_CFLAGS if sanitize else ()), "-o", str(tmp_so), *objs,
+                      *link_flags, "-lm"], "link", cwd=Path(tmp))
+                # The rename is the only step that creates the final name: atomic on one filesystem.
+                os.chmod(tmp_so, 0o755)
+                os.replace(tmp_so, final)
     except BuildError:
         _remove_if_empty(final_dir)
         raise
@@ -225,21 +333,14 @@ def build_shared(
     return final
 
 
-STALE_SECONDS = 3600
+LOCK_SUFFIX = ".lock"
 
 
 def _sweep_stale(final_dir: Path) -> None:
-    """Remove temporary build dirs a killed build left behind (older than an hour, so never a live one)."""
-    import shutil
-    import time
-
-    now = time.time()
+    """Remove temporary build dirs that killed builds left behind. Call it holding the dir's lock:
+    every builder holds that lock while its temp dir exists, so any temp dir found then is dead."""
     for tmp in final_dir.glob("km-build-*"):
-        try:
-            if now - tmp.stat().st_mtime > STALE_SECONDS:
-                shutil.rmtree(tmp, ignore_errors=True)
-        except OSError:
-            continue
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _remove_if_empty(path: Path) -> None:

@@ -115,7 +115,7 @@ KM_AI void scores(float *s, const km_half *kr, int64_t nk, const float *qf, int6
  * The same operations as glibc's expf (see ggmlfa_avx512.c for the derivation), 4 doubles per ymm,
  * the table by a gather; lanes with |x| >= 0x1.6p6 (inf, NaN included) call expf. A one-time
  * self-check against expf guards the process; tests check sampled ranges and (slow) all 2^32 inputs
- * (km_attention_f16kv_ggmlfa__avx2_expf_check). */
+ * (km_ggmlfa_avx2_expf_check). */
 static const uint64_t km_fa_exp_tab[32] __attribute__((aligned(64))) = {
     0x3ff0000000000000ULL, 0x3fefd9b0d3158574ULL, 0x3fefb5586cf9890fULL, 0x3fef9301d0125b51ULL,
     0x3fef72b83c7d517bULL, 0x3fef54873168b9aaULL, 0x3fef387a6e756238ULL, 0x3fef1e9df51fdee1ULL,
@@ -189,8 +189,10 @@ static int vexp_usable(void) {
 }
 
 /* Test hook: how many of the float bit patterns lo .. lo+n-1 give a vexp8 result that differs
- * (bitwise) from expf; the first such pattern goes to *first. */
-int64_t km_attention_f16kv_ggmlfa__avx2_expf_check(uint32_t lo, int64_t n, uint32_t *first) {
+ * (bitwise) from expf; the first such pattern goes to *first. Exported on purpose, so declared here
+ * (model builds refuse undeclared exports); a helper, so its name is not km_<id>__<variant>. */
+int64_t km_ggmlfa_avx2_expf_check(uint32_t lo, int64_t n, uint32_t *first);
+int64_t km_ggmlfa_avx2_expf_check(uint32_t lo, int64_t n, uint32_t *first) {
     int64_t bad = 0;
     for (int64_t i = 0; i < n; i += 8) {
         uint32_t u[8];

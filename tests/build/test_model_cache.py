@@ -1,0 +1,266 @@
+"""The model build cache: keyed on every input, installed atomically, safe under concurrency and SIGKILL.
+
+The end-to-end tests run the compiler in subprocesses (a copied package, a gated compiler wrapper)
+on the tiny synthetic model at the scalar ISA, so each build takes seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from synth_model import write_synth_model
+
+import kernelmap
+from kernelmap.build.driver import compiler_identity
+from kernelmap.build.inputs import source_digest
+from kernelmap.compiler import CompileOptions, compile_model, model_key
+from kernelmap.errors import BuildError
+
+PACKAGE = Path(kernelmap.__file__).resolve().parent
+
+RUN = """
+import json, sys
+msgs = []
+def say(msg):
+    msgs.append(msg)
+    print(msg, file=sys.stderr, flush=True)
+import kernelmap
+from kernelmap.compiler import CompileOptions, compile_model
+from kernelmap.runtime.model import Model
+compiled = compile_model(sys.argv[1], CompileOptions(max_rows=8, isa=frozenset()), progress=say)
+m = Model(compiled, n_ctx=32, threads=1)
+logits = m.logits([2, 270, 271, 272, 273])
+m.close()
+print(json.dumps({"package": kernelmap.__file__, "key": compiled.info["key"], "build_dir": str(compiled.build_dir),
+                  "library": str(compiled.library), "units": [u["source"] for u in compiled.info["units"]],
+                  "messages": msgs, "logits": [float(x) for x in logits]}))
+"""
+
+# A compiler wrapper: on each compile (-c) whose arguments contain $KM_TEST_MATCH (default: any), it
+# touches $KM_TEST_MARK and waits for $KM_TEST_GATE to exist, then runs gcc.
+GATED_CC = """#!/bin/sh
+case " $* " in *" -c "*)
+  case "$*" in *"$KM_TEST_MATCH"*)
+    if [ -n "$KM_TEST_MARK" ]; then touch "$KM_TEST_MARK"; fi
+    if [ -n "$KM_TEST_GATE" ]; then while [ ! -e "$KM_TEST_GATE" ]; do sleep 0.05; done; fi;;
+  esac;;
+esac
+exec gcc "$@"
+"""
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory) -> Path:
+    return write_synth_model(tmp_path_factory.mktemp("cache_synth") / "synth.gguf")
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KM_TEST_")}
+    env["KERNELMAP_CACHE"] = str(tmp_path / "cache")
+    env.update(extra)
+    return env
+
+
+def _start(gguf: Path, env: dict[str, str], cwd: Path, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", RUN, str(gguf)], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _finish(proc: subprocess.Popen, timeout: float = 600) -> dict:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _run(gguf: Path, env: dict[str, str], cwd: Path) -> dict:
+    return _finish(_start(gguf, env, cwd))
+
+
+def _gated_cc(tmp_path: Path) -> Path:
+    cc = tmp_path / "gatedcc"
+    cc.write_text(GATED_CC)
+    cc.chmod(0o755)
+    return cc
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, what: str, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert path.exists(), f"{what} never happened (exit {proc.poll()})"
+
+
+def _final_entries(models: Path) -> list[str]:
+    """Names under the models dir that are builds (not hidden temp dirs or lock files)."""
+    return sorted(p.name for p in models.iterdir() if not p.name.startswith("."))
+
+
+def _temp_entries(models: Path) -> list[str]:
+    return sorted(p.name for p in models.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock"))
+
+
+def test_model_cache_edited_kernel_source_in_copied_package_rebuilds_and_runs_the_new_code(tmp_path, synth):
+    pkg = tmp_path / "pkg"
+    shutil.copytree(PACKAGE, pkg / "kernelmap", ignore=shutil.ignore_patterns("__pycache__"))
+    env = _env(tmp_path, PYTHONPATH=str(pkg))
+    first = _run(synth, env, tmp_path)
+    assert first["package"] == str(pkg / "kernelmap" / "__init__.py")
+    assert "linear/f32_f32_ref.c" in first["units"]
+    assert "using cached build" not in first["messages"]
+    again = _run(synth, env, tmp_path)
+    assert "using cached build" in again["messages"]
+    assert (again["key"], again["logits"]) == (first["key"], first["logits"])
+
+    src = pkg / "kernelmap" / "kernels" / "linear" / "f32_f32_ref.c"
+    anchor = "y[m * N + n] = km_tree16(p);"
+    text = src.read_text()
+    assert text.count(anchor) == 1, f"edit anchor {anchor!r} not found in {src}: update this test"
+    src.write_text(text.replace(anchor, "y[m * N + n] = 2.0f * km_tree16(p);"))
+    edited = _run(synth, env, tmp_path)
+    assert "using cached build" not in edited["messages"], "the edited kernel source did not change the cache key"
+    assert edited["key"] != first["key"] and edited["library"] != first["library"]
+    assert Path(first["library"]).is_file()  # the old library stays for the old key
+    assert all(math.isfinite(x) for x in edited["logits"])
+    assert edited["logits"] != first["logits"], "the rebuilt model does not run the edited kernel"
+
+
+def test_source_digest_changes_with_any_package_file_and_ignores_bytecode(tmp_path):
+    root = tmp_path / "kernelmap"
+    shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    base = source_digest(root)
+    assert source_digest(root) == base
+    emit = root / "codegen" / "emit.py"
+    text = emit.read_text()
+    emit.write_text(text + "# a comment changes the bytes\n")
+    assert source_digest(root) != base
+    emit.write_text(text)
+    assert source_digest(root) == base
+    header = root / "kernels" / "common" / "km_common.h"
+    header.write_text(header.read_text() + "\n")
+    changed_header = source_digest(root)
+    assert changed_header != base
+    (root / "kernels" / "linear" / "new_kernel.c").write_text("/* new */\n")
+    assert source_digest(root) != changed_header
+    (root / "codegen" / "__pycache__").mkdir()
+    (root / "codegen" / "__pycache__" / "emit.cpython-311.pyc").write_bytes(b"\0")
+    (root / "kernels" / "linear" / "new_kernel.c").unlink()
+    assert source_digest(root) == changed_header
+
+
+def test_compiler_identity_changes_with_the_compiler_file_and_its_environment(tmp_path, monkeypatch):
+    a = tmp_path / "cc_a"
+    b = tmp_path / "cc_b"
+    a.write_text('#!/bin/sh\nexec gcc "$@"\n')
+    b.write_text('#!/bin/sh\n# another build of the same compiler\nexec gcc "$@"\n')
+    for cc in (a, b):
+        cc.chmod(0o755)
+    monkeypatch.delenv("CPATH", raising=False)
+    ident_a = compiler_identity(str(a))
+    assert "gcc version" in ident_a or "clang version" in ident_a
+    assert compiler_identity(str(a)) == ident_a
+    assert compiler_identity(str(b)) != ident_a
+    monkeypatch.setenv("CPATH", str(tmp_path))
+    assert compiler_identity(str(a)) != ident_a
+
+
+def test_model_key_covers_compiler_sanitizer_and_options(tmp_path, synth, monkeypatch):
+    monkeypatch.delenv("KERNELMAP_SANITIZE", raising=False)
+    opts = CompileOptions(max_rows=8, isa=frozenset())
+    base = model_key(synth, opts)
+    assert model_key(synth, opts) == base
+    assert model_key(synth, CompileOptions(max_rows=4, isa=frozenset())) != base
+    monkeypatch.setenv("CC", str(_gated_cc(tmp_path)))
+    assert model_key(synth, opts) != base
+    monkeypatch.delenv("CC")
+    monkeypatch.setenv("KERNELMAP_SANITIZE", "1")
+    assert model_key(synth, opts) != base
+
+
+def test_compile_model_refuses_to_replace_an_out_dir_that_is_not_a_build(tmp_path, synth):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    with pytest.raises(BuildError, match="not a kernelmap build"):
+        compile_model(synth, CompileOptions(max_rows=8, isa=frozenset()), out_dir=out)
+    assert (out / "notes.txt").read_text() == "keep me"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".mine.") and not p.name.endswith(".lock")] == []
+
+
+def test_model_cache_two_processes_compiling_one_model_at_once_both_succeed_and_leave_a_used_cache(tmp_path, synth):
+    cc = _gated_cc(tmp_path)
+    mark, gate = tmp_path / "a_compiling", tmp_path / "gate"
+    env = _env(tmp_path, CC=str(cc))
+    a = _start(synth, {**env, "KM_TEST_MARK": str(mark), "KM_TEST_GATE": str(gate)}, tmp_path)
+    b = None
+    try:
+        _wait_for(mark, a, "process A reaching the compiler")
+        b = _start(synth, env, tmp_path)
+        # B reports that it waits for A's build (its progress goes to stderr line by line).
+        for line in b.stderr:
+            if "waiting for another process building this model" in line:
+                break
+        else:
+            pytest.fail(f"process B never waited for A (exit {b.wait()})")
+        gate.touch()
+        ra = _finish(a)
+        rb = _finish(b)
+    finally:
+        gate.touch()
+        for p in (a, b):
+            if p is not None and p.poll() is None:
+                p.kill()
+    assert "using cached build" not in ra["messages"]
+    assert "using cached build" in rb["messages"]
+    assert (rb["build_dir"], rb["library"], rb["logits"]) == (ra["build_dir"], ra["library"], ra["logits"])
+    models = Path(ra["build_dir"]).parent
+    assert _final_entries(models) == [ra["key"]] and _temp_entries(models) == []
+    third = _run(synth, env, tmp_path)
+    assert "using cached build" in third["messages"]
+    assert (third["build_dir"], third["logits"]) == (ra["build_dir"], ra["logits"])
+
+
+@pytest.mark.parametrize("stage,match", [("first compile (fusion's kernel library)", ""),
+                                          ("model library, compiling model.c", "/gen/model.c")])
+def test_model_cache_build_killed_in_gcc_leaves_nothing_under_the_final_name_and_next_run_is_correct(
+        tmp_path, synth, stage, match):
+    cc = _gated_cc(tmp_path)
+    mark = tmp_path / "compiling"
+    env = _env(tmp_path, CC=str(cc))
+    killed = _start(synth, {**env, "KM_TEST_MARK": str(mark), "KM_TEST_GATE": str(tmp_path / "never"),
+                            "KM_TEST_MATCH": match}, tmp_path, start_new_session=True)
+    try:
+        _wait_for(mark, killed, f"the build reaching the compiler ({stage})")
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.communicate(timeout=60)
+    assert killed.returncode == -signal.SIGKILL
+    models = tmp_path / "cache" / "models"
+    # Whatever was written went into the temp dir only: no build under a final name.
+    assert _final_entries(models) == []
+    temps = _temp_entries(models)
+    assert len(temps) == 1
+    if match:  # killed late: weights and generated C exist, in the temp dir
+        assert (models / temps[0] / "weights.bin").is_file() and (models / temps[0] / "gen" / "model.c").is_file()
+    # (finished libraries such as fusion's kernel library may be installed; the model's is not)
+    assert [p for p in (tmp_path / "cache" / "lib").rglob("libkmmodel.so")
+            if not any(q.startswith("km-build-") for q in p.parts)] == []
+
+    second = _run(synth, env, tmp_path)
+    assert "using cached build" not in second["messages"]
+    assert _final_entries(models) == [second["key"]]
+    assert _temp_entries(models) == []  # the dead build's temp dir was swept
+    third = _run(synth, env, tmp_path)
+    assert "using cached build" in third["messages"]
+    assert (third["key"], third["library"], third["logits"]) == (second["key"], second["library"], second["logits"])
+    if match:  # the same build with the plain compiler (another key) computes the same logits
+        plain = _run(synth, _env(tmp_path), tmp_path)
+        assert plain["key"] != second["key"] and plain["logits"] == second["logits"]
