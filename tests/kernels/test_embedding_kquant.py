@@ -11,12 +11,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_harness import assert_close_or_equal, bind, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    load_map_library,
+    map_variants,
+    ptr,
+    skip_unless_runnable,
+)
 
 import gguf
 
 T = gguf.GGMLQuantizationType
 TYPES = ["q2_k", "q3_k", "q4_k", "q5_k", "q6_k"]
+MAP_IDS = {"q2_k": "embedding_q2_k", "q3_k": "embedding_q3_k", "q4_k": "embedding_q4_k", "q5_k": "embedding_q5_k",
+           "q6_k": "embedding_q6_k"}
 QTYPE = {"q2_k": T.Q2_K, "q3_k": T.Q3_K, "q4_k": T.Q4_K, "q5_k": T.Q5_K, "q6_k": T.Q6_K}
 BLOCK = {"q2_k": 84, "q3_k": 110, "q4_k": 144, "q5_k": 176, "q6_k": 210}
 D_OFFSETS = {"q2_k": (80, 82), "q3_k": (108,), "q4_k": (0, 2), "q5_k": (0, 2), "q6_k": (208,)}
@@ -43,31 +52,29 @@ def _run(fn, table: np.ndarray, ids: np.ndarray, d: int, scale: float, nth: int)
     return y
 
 
-@pytest.mark.parametrize("t", TYPES)
-def test_embedding_kquant_variants_match_ref(t: str) -> None:
-    map_id = f"embedding_{t}"
+# every (type, non-ref variant) the registry declares
+TYPE_VARIANTS = [(t, v) for t in TYPES for v in map_variants(MAP_IDS[t], ref=False)]
+
+
+@pytest.mark.parametrize("t,variant", TYPE_VARIANTS, ids=[f"{t}-{v}" for t, v in TYPE_VARIANTS])
+def test_embedding_kquant_variants_match_ref(t: str, variant: str) -> None:
+    map_id = MAP_IDS[t]
+    skip_unless_runnable(map_id, variant)
     lib, spec = load_map_library(map_id)
-    ref = bind(lib, spec, "ref")
-    ran = 0
-    for variant in spec["variants"]:
-        if variant["name"] == "ref" or not host_can_run(variant["requires"])[0]:
-            continue
-        fn = bind(lib, spec, variant["name"])
-        ran += 1
-        for i, (name, v, nb, ids, scale, mag) in enumerate(CASES):
-            table = _table(t, v, nb, seed=10 + i, mag=mag)
-            ids_a = np.asarray(ids, dtype=np.int32)
-            want = _run(ref, table, ids_a, nb * 256, scale, 1)
-            for nth in (1, 2, 3, 7):
-                assert_close_or_equal(want, _run(fn, table, ids_a, nb * 256, scale, nth), map_id=map_id,
-                                      variant=variant["name"], context=f"{name} V={v} nb={nb} nth={nth}")
-    if not ran:
-        pytest.skip("host runs no SIMD variant")
+    ref, fn = bind(lib, spec, "ref"), bind(lib, spec, variant)
+    for i, (name, v, nb, ids, scale, mag) in enumerate(CASES):
+        table = _table(t, v, nb, seed=10 + i, mag=mag)
+        ids_a = np.asarray(ids, dtype=np.int32)
+        want = _run(ref, table, ids_a, nb * 256, scale, 1)
+        for nth in (1, 2, 3, 7):
+            assert_close_or_equal(want, _run(fn, table, ids_a, nb * 256, scale, nth), map_id=map_id,
+                                  variant=variant, context=f"{name} V={v} nb={nb} nth={nth}")
 
 
 @pytest.mark.parametrize("t", TYPES)
 def test_embedding_kquant_ref_matches_gguf_dequantize(t: str) -> None:
-    map_id = f"embedding_{t}"
+    map_id = MAP_IDS[t]
+    assert "ref" in map_variants(map_id)
     lib, spec = load_map_library(map_id)
     ref = bind(lib, spec, "ref")
     for i, (name, v, nb, ids, scale, mag) in enumerate(CASES):

@@ -16,7 +16,7 @@ import pytest
 from ggml_linear_orders import linear_q2_k, linear_q3_k, linear_q5_k
 from hypothesis import given
 from hypothesis import strategies as st
-from kernel_harness import load_map_library
+from kernel_harness import load_map_library, map_variants, skip_unless_runnable
 from linear_ggml_harness import (
     Q8_K_DTYPE,
     QK_K,
@@ -45,8 +45,11 @@ SHAPES = [(1, 1, 1), (1, 7, 3), (2, 5, 9), (3, 4, 8), (4, 9, 4), (5, 13, 2), (7,
 _run = runner(w_offset=2, x_offset=36)  # weights: 2-byte alignment only
 
 
+MAP_IDS = {"q2_k": "linear_q2_k_q8_k_ggml", "q3_k": "linear_q3_k_q8_k_ggml", "q5_k": "linear_q5_k_q8_k_ggml"}
+
+
 def map_id(t: str) -> str:
-    return f"linear_{t}_q8_k_ggml"
+    return MAP_IDS[t]
 
 
 def random_weights(t: str, n: int, nb: int, rng: np.random.Generator, scale: float = 1e-2) -> np.ndarray:
@@ -87,17 +90,19 @@ def _edge_cases(t: str, rng: np.random.Generator):
     yield "no_blocks", m, n, 0, np.zeros((n, 0), np.uint8), np.zeros((m, 0), Q8_K_DTYPE)
 
 
-@pytest.mark.parametrize("t", TYPES)
-def test_linear_kquant_ggml_variants_match_ref(libs, t):
+# every (type, non-ref variant) the registry declares
+TYPE_VARIANTS = [(t, v) for t in TYPES for v in map_variants(map_id(t), ref=False)]
+
+
+@pytest.mark.parametrize("t,variant", TYPE_VARIANTS, ids=[f"{t}-{v}" for t, v in TYPE_VARIANTS])
+def test_linear_kquant_ggml_variants_match_ref(libs, t, variant):
+    skip_unless_runnable(map_id(t), variant)
     lib, spec = libs[t]
-    variants = simd_variants(spec)
-    if not variants:
-        pytest.skip("host runs no SIMD variant")
     rng = np.random.default_rng([TYPES.index(t), 5])
     cases = [(f"random_{m}x{n}x{nb}", m, n, nb * QK_K, random_weights(t, n, nb, rng), activations(m, nb * QK_K, rng)[1])
              for m, n, nb in SHAPES]
     cases += list(_edge_cases(t, rng))
-    assert_variants_match_ref(lib, spec, _run, cases, variants, nths=(1, 2, 3, 4), threaded_nth=2)
+    assert_variants_match_ref(lib, spec, _run, cases, [variant], nths=(1, 2, 3, 4), threaded_nth=2)
     name, m, n, k, w, x = cases[-1]
     assert name == "no_blocks" and k == 0
     assert_ref_matches(lib, spec, _run, np.zeros((m, n), np.float32), w, x, m, n, k, nth=1,
@@ -121,6 +126,7 @@ def test_linear_kquant_ggml_variants_match_ref_on_random_shapes(libs, t, m, n, n
 @pytest.mark.parametrize("shape", [(1, 9, 1), (3, 8, 8), (5, 4, 11), (2, 33, 3), (4, 16, 2)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_linear_kquant_ggml_ref_matches_ggml_order(libs, t, shape):
+    assert "ref" in map_variants(map_id(t))
     lib, spec = libs[t]
     m, n, nb = shape
     rng = np.random.default_rng([TYPES.index(t), *shape])

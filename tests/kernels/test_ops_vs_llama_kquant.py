@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kernel_harness import bind, host_can_run, load_map_library, ptr
+from kernel_harness import bind, load_map_library, ptr, runnable_variants
 
 from kernelmap.maps.registry import load_registry
 from kernelmap.numerics.policy import load_policy
@@ -49,7 +49,7 @@ def _provider(op: str, **keys: str) -> tuple[str, object]:
 
 def _variants(map_id: str):
     lib, spec = load_map_library(map_id)
-    names = [v["name"] for v in spec["variants"] if host_can_run(v["requires"])[0]]
+    names = runnable_variants(map_id)
     assert "ref" in names
     return [(n, bind(lib, spec, n)) for n in names]
 
