@@ -32,21 +32,6 @@ PENDING_MAPS = {
     "attention_f32kv": "test_attention.py",
     "attention_f16kv_ggmlfa": "test_attention_ggmlfa.py",
     "geglu_tanh_f32": "test_geglu.py",
-    # the model-family ops merged from h5-families: tested in test_family_ops.py(_vs_llama), which picks
-    # variants from the map JSON itself, not through map_variants; owned by the families work, to be converted
-    "attention_kq_f16kv_ggmlfa": "test_family_ops.py",
-    "bias_add_f32": "test_family_ops.py",
-    "embedding_q4_0": "test_family_ops.py",
-    "moe_combine_f32": "test_family_ops.py",
-    "moe_linear_q4_0_q8_0": "test_family_ops.py",
-    "moe_linear_q4_k_q8_k_ggml": "test_family_ops.py",
-    "moe_linear_q5_0_q8_0_ggml": "test_family_ops.py",
-    "moe_linear_q6_k_q8_k_ggml": "test_family_ops.py",
-    "moe_linear_q8_0_q8_0_ggml": "test_family_ops.py",
-    "moe_router_f32": "test_family_ops.py",
-    "rope_ff_neox_f32": "test_family_ops.py",
-    "rope_ff_normal_f32": "test_family_ops.py",
-    "swiglu_f32_ggml": "test_family_ops.py",
 }
 
 
