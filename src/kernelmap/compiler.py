@@ -50,7 +50,7 @@ from kernelmap.plan.memory import Buffer, MemoryPlan, plan_memory
 from kernelmap.plan.requests import resolve_graph
 from kernelmap.plan.schedule import schedule
 from kernelmap.resolve import SelectionTrace
-from kernelmap.target import host_class, target_features
+from kernelmap.target import arch_of, host_arch, host_class, target_features
 
 __all__ = ["CompileOptions", "CompiledModel", "compile_model", "model_key", "BUILD_SCHEMA"]
 
@@ -224,7 +224,8 @@ def _cached(build_dir: Path, key: str) -> CompiledModel | None:
         return None
     lib = Path(info["library"])
     weights = build_dir / "weights.bin"
-    if not (lib.is_file() and weights.is_file() and (build_dir / "weights.json").is_file()):
+    host_lib = info["library"] == "" or lib.is_file()  # "": another architecture's build (no host library)
+    if not (host_lib and weights.is_file() and (build_dir / "weights.json").is_file()):
         return None
     return CompiledModel(build_dir, lib, weights, info)
 
@@ -355,10 +356,11 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
     profile = ("-DKM_PROFILE",) if options.profile else ()
     all_units = [*kernel_units, CompileUnit(RUNTIME_DIR / "km_runtime.c"),
                  CompileUnit(gen_dir / "model.c", profile)]
-    lib = build_shared(all_units, name="kmmodel", include_dirs=[gen_dir], link_flags=["-lpthread"],
-                       target=",".join(sorted(isa)))
+    cross = arch_of(isa) not in (None, host_arch())  # another machine's build: only its bundle's make compiles it
+    lib = Path() if cross else build_shared(all_units, name="kmmodel", include_dirs=[gen_dir],
+                                            link_flags=["-lpthread"], target=",".join(sorted(isa)))
     info = {
-        "schema": BUILD_SCHEMA, "key": key, "library": str(lib), "gguf": str(path), "gguf_sha256": gguf_id,
+        "schema": BUILD_SCHEMA, "key": key, "library": "" if cross else str(lib), "gguf": str(path), "gguf_sha256": gguf_id,
         "architecture": arch, "config": config, "policy": policy.name, "isa": sorted(isa),
         "features": sorted(features), "max_rows": options.max_rows, "profile": options.profile,
         "memory": {phase: {"arena": m.size, "naive": m.naive_size, "summary": m.summary()} for phase, m in mem.items()},
