@@ -79,6 +79,7 @@ fixtures: peer install-dev
 	$(PEER_PY) -P tests/fixtures/make_long_fixtures.py --model "$$($(MODEL_CMD))"
 	$(PEER_PY) -P tests/fixtures/make_op_fixtures.py --model "$$($(MODEL_CMD))"
 	$(PEER_PY) -P tests/kernels/nonlinear_fixtures.py --write
+	PYTHONPATH=src $(PEER_PY) -P tests/fixtures/kquant/make_kquant_fixtures.py --model "$$($(MODEL_CMD))"
 
 # Tiny synthetic models of every family, quantized and run by llama.cpp (VOCAB_DIR: llama.cpp's models/ folder).
 family-fixtures: peer install-dev

@@ -2,18 +2,19 @@
 
 Every SIMD variant must be byte-identical to the ref (M 1..130 across the 4-row tile and the 8-column
 group tails, K 1..11 superblocks, tiny/huge scales, nth 1..3); the ref must equal the NumPy oracle
-ggml_linear_orders.linear_q4_k_repacked bit for bit (random data and real q4_k rows of the Gemma 3
-GGUF), and must not depend on the thread partition.
+ggml_linear_orders.linear_q4_k (llama.cpp's repacked order for weights of N % 8 == 0 rows, its vec_dot
+order otherwise) bit for bit (random data and real q4_k rows of the Gemma 3 GGUF), and must not depend
+on the thread partition.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from ggml_linear_orders import linear_q4_k_repacked
+from ggml_linear_orders import linear_q4_k
 from hypothesis import given
 from hypothesis import strategies as st
-from kernel_harness import load_map_library, map_variants, skip_unless_runnable
+from kernel_harness import bind, load_map_library, map_variants, runnable_variants, skip_unless_runnable
 from linear_ggml_harness import (
     QK_K,
     RANDOM_SCALES,
@@ -59,7 +60,9 @@ def _variant_cases(rng: np.random.Generator):
     yield "zero_weights", m, n, k, np.zeros_like(w), float_rows(m, k, rng)
     yield "large_magnitudes", m, n, k, random_weights(n, k, rng, scale=6e4), float_rows(m, k, rng, 1e30)
     yield "tiny_magnitudes", m, n, k, random_weights(n, k, rng, scale=1e-6), float_rows(m, k, rng, 1e-20)
-    yield "extreme_codes", m, n, k, np.full_like(w, 0xFF), float_rows(m, k, rng)
+    top = np.full_like(w, 0xFF).reshape(n, -1, BLOCK)  # every code, scale and min at its largest
+    top[:, :, 0:4] = np.array([1.0, 1.0], np.float16).view(np.uint8)  # finite d = dmin = 1 (0xFFFF is a NaN)
+    yield "extreme_codes", m, n, k, top.reshape(n, -1), float_rows(m, k, rng)
     # all codes, scales and mins 15/63/63 against all-127 activations: |isum| = 63*15*127*256 > 2**24,
     # so (float)isum rounds (the SIMD cvtdq2ps must round like the ref's cast)
     wx = np.full_like(w, 0xFF).reshape(n, -1, BLOCK)
@@ -76,6 +79,27 @@ def test_linear_q4_k_ggml_variants_match_ref(lib, variant):
     assert_variants_match_ref(lib_, spec, _run, cases, [variant])
 
 
+@pytest.mark.parametrize("n", [11, 16], ids=["vec_dot_order", "repacked_order"])
+def test_linear_q4_k_ggml_nan_scales_give_nan_in_every_variant(lib, n):
+    """All-0xFF blocks (d = dmin = f16 NaN): every output is the scales' NaN in the ref and in every variant.
+
+    Only NaN-ness is the contract here: the sign of the NaN follows which operand the compiler puts
+    first in a commutative add, and in the vec_dot order (N % 8 != 0) the ref and the SIMD variants give
+    NaNs of either sign (y = acc + accm with acc = NaN(d) and accm = -NaN(dmin)).
+    """
+    lib_, spec = lib
+    m, k = 6, 2304
+    w = np.full((n, k // QK_K * BLOCK), 0xFF, np.uint8)
+    x = pack_q8_k(float_rows(m, k, np.random.default_rng(5)))
+    for variant in runnable_variants(MAP_ID):
+        for nth in (1, 3):
+            y = _run(bind(lib_, spec, variant), w, x, m, n, k, nth)  # y starts as NaN 0x7fc00000
+            mag = y.view(np.uint32) & 0x7FFFFFFF  # the f16 NaN 0xFFFF widened is 0xFFFFE000: its payload, any sign
+            bad = np.flatnonzero(mag != 0x7FFFE000)
+            assert bad.size == 0, (f"{MAP_ID} [{variant}] N={n} nth={nth}: {bad.size} outputs are not the scales' "
+                                   f"NaN, first {[hex(int(v)) for v in y.view(np.uint32).reshape(-1)[bad[:4]]]}")
+
+
 @pytest.mark.parametrize("shape", SHAPES[:8], ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES[:8]])
 def test_linear_q4_k_ggml_ref_matches_oracle(lib, shape):
     m, n, k = shape
@@ -83,8 +107,8 @@ def test_linear_q4_k_ggml_ref_matches_oracle(lib, shape):
     rng = np.random.default_rng([SHAPES.index(shape), 44])
     w = random_weights(n, k, rng)
     x = float_rows(m, k, rng)
-    assert_ref_matches(lib_, spec, _run, linear_q4_k_repacked(x, w), w, pack_q8_k(x), m, n, k, nth=1,
-                       context=f"vs ggml_linear_orders.linear_q4_k_repacked shape={shape}")
+    assert_ref_matches(lib_, spec, _run, linear_q4_k(x, w), w, pack_q8_k(x), m, n, k, nth=1,
+                       context=f"vs ggml_linear_orders.linear_q4_k shape={shape}")
 
 
 def test_linear_q4_k_ggml_ref_is_partition_invariant(lib):
@@ -105,7 +129,7 @@ def test_linear_q4_k_ggml_ref_matches_oracle_on_model_rows(lib, model_path):
         start = int(rng.integers(0, rows.shape[0] - n))
         w = np.ascontiguousarray(rows[start:start + n])
         x = float_rows(3, k, rng)
-        assert_ref_matches(lib_, spec, _run, linear_q4_k_repacked(x, w), w, pack_q8_k(x), 3, n, k, nth=2,
+        assert_ref_matches(lib_, spec, _run, linear_q4_k(x, w), w, pack_q8_k(x), 3, n, k, nth=2,
                            context=f"tensor={name} rows={start}..{start + n - 1} K={k}")
 
 

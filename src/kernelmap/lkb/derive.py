@@ -4,7 +4,7 @@ Input: a variant's C source (and the headers it includes, under the kernel root)
 `SourceShape` saying how the variant is realized and why, measured from the text: an *instantiation*
 is a file that holds only `#include "km_lanes_<isa>.h"`, schedule `#define NAME <constant>`s,
 `#include "<family>_body.h"` and the map's entry point whose body is at most MAX_STATEMENTS calls
-into a function the body header defines; the body header itself holds no intrinsics, no ISA vector
+into a function the body header defines (plus `(void)param;` markers); the body header itself holds no intrinsics, no ISA vector
 types and no preprocessor test of an ISA macro. A `ref` variant is the *reference* (the contract's
 scalar statement). Anything else is a *copy*. It also measures lines of C (files, lanes headers) for
 the per-class line report. It reads no maps (coverage.py does) and judges no numerics.
@@ -37,6 +37,7 @@ _BODY_INCLUDE = re.compile(r'^#\s*include\s+"([a-z0-9_]+_body\.h)"$')
 _SCHEDULE = re.compile(r"^#\s*define\s+([A-Z][A-Z0-9_]*)\s+([0-9A-Z_()+\-*/ ]+)$")
 _ENTRY = re.compile(r"^\s*void\s+([A-Za-z_]\w*)\s*\(([^(){}]*)\)\s*\{([^{}]*)\}\s*$", re.S)
 _CALL = re.compile(r"^(?:return\s+|\(void\)\s*)?([A-Za-z_]\w*)\s*\((.*)\)$", re.S)
+_UNUSED = re.compile(r"^\(void\)\s*[A-Za-z_]\w*$")
 _CONTROL = re.compile(r"\b(?:if|else|for|while|do|switch|case|goto|asm|__asm__)\b")
 
 
@@ -207,7 +208,8 @@ def classify_source(source: str, symbol: str, variant: str, kernel_root: Path) -
         return _copy(source, lines, f"defines {name}, not the map's symbol {symbol}")
     if _CONTROL.search(block):
         return _copy(source, lines, "entry point has control flow")
-    statements = [s.strip() for s in block.split(";") if s.strip()]
+    # `(void)param;` marks a parameter the family body does not need: no computation, not counted
+    statements = [s.strip() for s in block.split(";") if s.strip() and not _UNUSED.match(s.strip())]
     if not statements or len(statements) > MAX_STATEMENTS:
         return _copy(source, lines, f"entry point has {len(statements)} statements (at most {MAX_STATEMENTS})")
     body_path = path.parent / body

@@ -1,4 +1,4 @@
-/* km_kquant.h — helpers shared by the k-quant kernels (q4_k, q6_k weights x q8_k activations).
+/* km_kquant.h — block layouts and helpers shared by the k-quant kernels (q2_k..q6_k weights x q8_k activations).
  *
  * Contract: inline helpers only. km_q4k_scales() unpacks the 12-byte 6-bit scale/min
  * table of a q4_k block into 8 scales and 8 mins (values 0..63). km_kq_reduce8() is the fixed
@@ -6,9 +6,10 @@
  *     ((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7))
  * (the order a 256-bit lane fold produces: halves, then pairs, then the last two lanes).
  * Plain float adds, no FMA; the caller is compiled with -ffp-contract=off.
- * When compiled with AVX2 (the avx2/avx512 variants), km_kq_fold8() and km_kq_reduce8_ps() are the
- * vector forms: a SIMD variant keeps the 8 partials as the 8 lanes of one __m256 (block b in lane
- * b % 8), so its per-lane f32 operations and final tree are exactly the ref's.
+ * km_kquant_x86.h holds the AVX2 forms km_kq_fold8() and km_kq_reduce8_ps() (for the kernelmap-order
+ * x86 kernels): a SIMD variant keeps the 8 partials as the 8 lanes of one 256-bit vector (block b in
+ * lane b % 8), so its per-lane f32 operations and final tree are exactly the ref's. This header is
+ * ISA-free, since the K-quant family bodies include it.
  */
 #ifndef KM_KQUANT_H
 #define KM_KQUANT_H
@@ -43,6 +44,46 @@ static inline void km_q4k_scales(const uint8_t q[KM_K_SCALE_SIZE], uint8_t sc[8]
     memcpy(mn, &m, 8);
 }
 
+/* q2_k: 256 values, 2-bit codes; 16 sub-blocks of 16 with a 4-bit scale (low nibble) and a 4-bit min
+ * (high nibble) each; f16 super-scale d and super-min dmin. Value 128h + 32k + i (h < 2, k < 4, i < 32)
+ * is bits 2k..2k+1 of qs[32h + i]. 84 bytes. */
+typedef struct {
+    uint8_t scales[KM_QK_K / 16];
+    uint8_t qs[KM_QK_K / 4];
+    km_half d;
+    km_half dmin;
+} km_block_q2_k;
+
+/* q3_k: 256 values, 3-bit signed codes in -4..3: low 2 bits as q2_k's (in qs), the third bit in hmask
+ * (value 128h + 32k + i: bit 4h + k of hmask[i]; a clear bit subtracts 4); 16 signed 6-bit scales
+ * (stored + 32) packed in 12 bytes; f16 d. 110 bytes. */
+typedef struct {
+    uint8_t hmask[KM_QK_K / 8];
+    uint8_t qs[KM_QK_K / 4];
+    uint8_t scales[12];
+    km_half d;
+} km_block_q3_k;
+
+_Static_assert(sizeof(km_block_q2_k) == 84, "q2_k block size");
+_Static_assert(sizeof(km_block_q3_k) == 110, "q3_k block size");
+
+/* q3_k's 16 stored scales (0..63; the signed scale is the stored value - 32), packed one per byte:
+ * byte j of *lo is scale j (j < 8), byte j - 8 of *hi scale j (j >= 8). Scale j's low 4 bits are the
+ * (j < 8 ? low : high) nibble of byte j % 8, its top 2 bits are bits 2 * (j / 4) .. 2 * (j / 4) + 1 of
+ * byte 8 + j % 4. Done four scales at a time in 32-bit words (little-endian data and targets). */
+static inline void km_q3k_scales64(const uint8_t q[12], uint64_t *lo, uint64_t *hi) {
+    uint32_t w0, w1, w2;
+    memcpy(&w0, q, 4);
+    memcpy(&w1, q + 4, 4);
+    memcpy(&w2, q + 8, 4);
+    const uint32_t s0 = (w0 & 0x0F0F0F0Fu) | ((w2 & 0x03030303u) << 4);
+    const uint32_t s1 = (w1 & 0x0F0F0F0Fu) | (((w2 >> 2) & 0x03030303u) << 4);
+    const uint32_t s2 = ((w0 >> 4) & 0x0F0F0F0Fu) | (((w2 >> 4) & 0x03030303u) << 4);
+    const uint32_t s3 = ((w1 >> 4) & 0x0F0F0F0Fu) | (((w2 >> 6) & 0x03030303u) << 4);
+    *lo = (uint64_t)s0 | ((uint64_t)s1 << 32);
+    *hi = (uint64_t)s2 | ((uint64_t)s3 << 32);
+}
+
 /* The fixed final reduction of the 8 per-block partials (block b went into p[b % 8]). */
 static inline float km_kq_reduce8(const float p[8]) {
     float a0 = p[0] + p[4];
@@ -53,25 +94,5 @@ static inline float km_kq_reduce8(const float p[8]) {
     float b1 = a1 + a3;
     return b0 + b1;
 }
-
-#if defined(__AVX2__)
-#include <immintrin.h>
-
-/* Lane j of the result = t[j][0] + t[j][1] + t[j][2] + t[j][3] (exact int32); t 32-byte aligned. */
-static inline __m256i km_kq_fold8(const int32_t t[8][4]) {
-    const __m256i ab = _mm256_hadd_epi32(_mm256_load_si256((const __m256i *)t[0]),
-                                         _mm256_load_si256((const __m256i *)t[2]));
-    const __m256i cd = _mm256_hadd_epi32(_mm256_load_si256((const __m256i *)t[4]),
-                                         _mm256_load_si256((const __m256i *)t[6]));
-    return _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
-/* km_kq_reduce8 on the 8 lanes of p: ((p0+p4)+(p2+p6)) + ((p1+p5)+(p3+p7)). */
-static inline float km_kq_reduce8_ps(__m256 p) {
-    __m128 a = _mm_add_ps(_mm256_castps256_ps128(p), _mm256_extractf128_ps(p, 1));
-    a = _mm_add_ps(a, _mm_movehl_ps(a, a));
-    return _mm_cvtss_f32(_mm_add_ss(a, _mm_movehdup_ps(a)));
-}
-#endif
 
 #endif /* KM_KQUANT_H */

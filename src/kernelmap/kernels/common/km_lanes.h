@@ -82,6 +82,42 @@
  *                                  for one uint16 past its last index (x86 gathers 32 bits)
  * Scalar steps of these bodies (a mean, a scale, libm's cosf/sinf) are plain C, one IEEE operation each:
  * the sources build with -ffp-contract=off, so they are the same operation on every ISA.
+ * ---- K-quant blocks ----
+ * 256-value superblocks of q2_K, q3_K, q4_K, q5_K, q6_K against q8_K activations, exact in int32.
+ * Value e of a block has an integer code q(e) (q2_K 0..3, q3_K -4..3, q4_K 0..15, q5_K 0..31, q6_K
+ * 0..63: the 6-bit code, its -32 offset is kl_kqi_seed's) and a sub-block scale sc(e) (entry e / 16 of the
+ * block's 16-entry scale table: q2_K's 4-bit scales, q3_K's signed 6-bit scales, q6_K's int8 scales;
+ * q4_K/q5_K's eight 6-bit scales each repeated for two entries). Contract lane l (0..7) of a block
+ * holds the values e = 32c + 4l + i (c < 8, i < 4) — the int32 lane of llama.cpp's x86 vec_dot.
+ *   KL_KQ_Q2_K .. KL_KQ_Q6_K      format codes (compile-time constants); KL_KQ_WBLK(fmt) bytes per block
+ *   kl_kqs kl_kqs_load(blk, fmt)  the block's 16-entry scale table (ISA layout)
+ *   kl_kqw; kl_kqw_load(&w, blk, s, fmt, h)  values 128h .. 128h + 127 of the block unpacked: codes and
+ *                                 their scales from s (ISA layout; h a compile-time constant)
+ *   kl_kqi                        int32 partial sums (ISA layout); kl_kqi_zero()
+ *   kl_kqi_seed(s, x, fmt)        q6_K: lane l = -32 * (sc[2l] * bsums[2l] + sc[2l+1] * bsums[2l+1]) (llama.cpp's
+ *                                 placement of the offset; sc the scale table, bsums of q8_K block x); else 0
+ *   kl_kqi_dot(acc, &w, xq, fmt)  acc + sc(e) * q(e) * xq[e - 128h] for the 128 values e of w (xq: the
+ *                                 half's 128 activation quants), each added into e's contract lane
+ *   kl_kqi_dott(acc, &w, xq, fmt) the same products added to acc's total only (their split over the lanes is
+ *                                 the ISA's: such an accumulator is read with kl_kqi_store4 only)
+ *   kl_kqi_lanes(acc) -> kl_f8    lane l = (float) exact sum of acc's partials of contract lane l
+ *   kl_kqi_lanes2(a, b) -> kl_f8x2  (kl_kqi_lanes(a), kl_kqi_lanes(b)) as a row pair
+ *   kl_f8x2_set2(a, b)            every lane of row A = a, of row B = b; kl_f8x2_mul(a, b) lane-wise a * b
+ *   kl_kqi_store4(p, acc)         four int32 at p whose sum is the exact total of acc
+ *   kl_f8_cvt_sum4(t)             lane j = (float) (t[j][0] + t[j][1] + t[j][2] + t[j][3]), int32 t[8][4] exact
+ *   kl_kqm; kl_kqm_load(mn, fmt)  the sub-block mins of 8 columns (uint8 mn, KL_KQ_NMIN(fmt) per column) prepared
+ *   kl_f8_kq_imin(&m, x, fmt)     lane j = (float) imin of column j: q2_K sum_{k<16} mn[16j + k] * bsums[k];
+ *                                 q4_K/q5_K sum_{k<8} mn[8j + k] * (bsums[2k] + bsums[2k+1]) (x the q8_K block; exact)
+ *   kl_f8_kq_minlanes(blk, x, fmt)  the min lanes of llama.cpp's q2_K / q4_K vec_dot: q2_K lane l = (float)
+ *                                 (mn[2l] * bsums[2l] + mn[2l+1] * bsums[2l+1]) (16 mins per 16 values); q4_K
+ *                                 lane k < 4 = (float) (mn[2k] * ps[2k] + mn[2k+1] * ps[2k+1]), ps[j] = bsums[2j] +
+ *                                 bsums[2j+1], lanes 4-7 = +0 (blk the weight block, x the q8_K block; exact)
+ *   kl_f8_f16x8(p)                the 8 IEEE halves p[0..7] converted exactly
+ *   kl_kqw_codes(out, &w, fmt)    the 128 codes q(e) of w as int8 at out, in value order
+ *   kl_f8_cvt_i8(p, off)          lane i = (float) (p[i] - off) for 8 int8 at p (exact)
+ *   kl_h2f(h)                     the f32 of IEEE half h (exact)
+ * Scalar f32 steps (one IEEE operation each, the same on every ISA): kl_f32_mul(a, b), kl_f32_add(a, b),
+ *   kl_f32_fma(a, b, c) (a * b + c with one rounding).
  */
 #ifndef KM_LANES_H
 #define KM_LANES_H
@@ -98,6 +134,22 @@
 
 /* Offset of the stored code of a 32-element format (stored code - offset = the signed weight). */
 #define KL_Q32_OFF(fmt) ((fmt) == KL_Q32_Q5_0 ? 16 : 0)
+
+/* K-quant block formats (kl_kq* ops) and their bytes per 256-value block. */
+#define KL_KQ_Q2_K 2
+#define KL_KQ_Q3_K 3
+#define KL_KQ_Q4_K 4
+#define KL_KQ_Q5_K 5
+#define KL_KQ_Q6_K 6
+#define KL_KQ_WBLK(fmt) \
+    ((fmt) == KL_KQ_Q2_K ? 84 : (fmt) == KL_KQ_Q3_K ? 110 : (fmt) == KL_KQ_Q4_K ? 144 : (fmt) == KL_KQ_Q5_K ? 176 : 210)
+
+/* Sub-block mins per block of the formats with mins (q2_K: one per 16 values; q4_K, q5_K: per 32). */
+#define KL_KQ_NMIN(fmt) ((fmt) == KL_KQ_Q2_K ? 16 : 8)
+
+KL_INLINE float kl_f32_mul(float a, float b) { return a * b; }
+KL_INLINE float kl_f32_add(float a, float b) { return a + b; }
+KL_INLINE float kl_f32_fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 
 /* (float)v for |v| < 2^22 by the 1.5 * 2^23 trick: bits(v + 0x4B400000) - 12582912.0f is exact. */
 #define KL_MAGIC_I 0x4B400000

@@ -178,5 +178,105 @@ KL_INLINE kl_fv kl_fv_f16_lut(const uint16_t *t, kl_fv v, const int clamp, const
     const __m256i e = _mm256_and_si256(_mm256_i32gather_epi32((const int *)(const void *)t, idx, 2), _mm256_set1_epi32(0xFFFF));
     return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(e, e), 0x08)));
 }
+/* ---- K-quant blocks ----
+ * A half block is 4 ymm of unsigned codes, one 32-value chunk each (q3_K: codes of the low 2 bits plus
+ * a ymm of 4 where the third bit is clear, subtracted after vpmaddubsw as llama.cpp does), and per chunk
+ * the 16 int16 scales of its two 16-value halves. The dot is vpmaddubsw (pairs <= 2 * 63 * 128, no
+ * saturation) then vpmaddwd by the scales: int32 lane l of a chunk is sc * (its 4 products at 4l..4l+3),
+ * so a kl_kqi (one ymm) is already in contract-lane order. */
+
+typedef struct {
+    __m256i u[4]; /* codes of chunks 0..3 of the half */
+    __m256i n[4]; /* q3_K: 4 where the code's third bit is clear */
+    __m256i s[4]; /* scales: lanes 0-7 the chunk's first 16 values, 8-15 the next 16 */
+} kl_kqw;
+
+typedef __m256i kl_kqi;
+
+KL_INLINE kl_kqi kl_kqi_zero(void) { return _mm256_setzero_si256(); }
+
+KL_INLINE void kl_kqw_load(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int fmt, const int h) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
+    /* entries 8h .. 8h + 7 as int16 in both 128-bit halves; chunk c takes entry 2c in the low half and
+     * 2c + 1 in the high half (one in-lane byte shuffle each) */
+    const __m256i t = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(h ? _mm_srli_si128(s, 8) : s));
+    for (int c = 0; c < 4; c++) {
+        const char a = (char)(4 * c), b = (char)(4 * c + 2);
+        w->s[c] = _mm256_shuffle_epi8(t, _mm256_setr_epi8(a, (char)(a + 1), a, (char)(a + 1), a, (char)(a + 1), a,
+                                                          (char)(a + 1), a, (char)(a + 1), a, (char)(a + 1), a,
+                                                          (char)(a + 1), a, (char)(a + 1), b, (char)(b + 1), b,
+                                                          (char)(b + 1), b, (char)(b + 1), b, (char)(b + 1), b,
+                                                          (char)(b + 1), b, (char)(b + 1), b, (char)(b + 1), b,
+                                                          (char)(b + 1)));
+    }
+    if (fmt == KL_KQ_Q2_K || fmt == KL_KQ_Q3_K) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(blk + (fmt == KL_KQ_Q2_K ? 16 : 32) + 32 * h));
+        for (int c = 0; c < 4; c++) w->u[c] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * c), m3);
+        if (fmt == KL_KQ_Q3_K) {
+            const __m256i hm = _mm256_loadu_si256((const __m256i *)blk);
+            for (int c = 0; c < 4; c++) {
+                const int bit = 4 * h + c;
+                const __m256i clear = _mm256_andnot_si256(hm, _mm256_set1_epi8((char)(1 << bit)));
+                w->n[c] = _mm256_slli_epi16(_mm256_srli_epi16(clear, bit), 2);
+            }
+        }
+    } else if (fmt == KL_KQ_Q4_K || fmt == KL_KQ_Q5_K) {
+        const uint8_t *qs = blk + (fmt == KL_KQ_Q4_K ? 16 : 48) + 64 * h;
+        for (int g = 0; g < 2; g++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * g));
+            w->u[2 * g] = _mm256_and_si256(q, m4);
+            w->u[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        }
+        if (fmt == KL_KQ_Q5_K) {
+            const __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 16));
+            const __m256i one = _mm256_set1_epi8(1);
+            for (int c = 0; c < 4; c++)
+                w->u[c] = _mm256_or_si256(w->u[c], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4 * h + c), one), 4));
+        }
+    } else { /* q6_K */
+        const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(blk + 64 * h));
+        const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(blk + 64 * h + 32));
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h));
+        for (int c = 0; c < 4; c++) {
+            const __m256i ql = c & 1 ? ql1 : ql0;
+            const __m256i lo = _mm256_and_si256(c & 2 ? _mm256_srli_epi16(ql, 4) : ql, m4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), m3);
+            w->u[c] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+        }
+    }
+}
+
+KL_INLINE kl_kqi kl_kqi_seed(kl_kqs s, const km_block_q8_k *x, const int fmt) {
+    return fmt == KL_KQ_Q6_K ? kl_x86_kq_seed8(s, x) : _mm256_setzero_si256();
+}
+
+KL_INLINE kl_kqi kl_kqi_dot(kl_kqi acc, const kl_kqw *w, const int8_t *xq, const int fmt) {
+    for (int c = 0; c < 4; c++) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + 32 * c));
+        __m256i p = _mm256_maddubs_epi16(w->u[c], x);
+        if (fmt == KL_KQ_Q3_K) p = _mm256_sub_epi16(p, _mm256_maddubs_epi16(w->n[c], x));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, w->s[c]));
+    }
+    return acc;
+}
+
+KL_INLINE void kl_kqw_codes(int8_t *out, const kl_kqw *w, const int fmt) {
+    for (int c = 0; c < 4; c++)
+        _mm256_storeu_si256((__m256i *)(out + 32 * c), fmt == KL_KQ_Q3_K ? _mm256_sub_epi8(w->u[c], w->n[c]) : w->u[c]);
+}
+
+KL_INLINE kl_kqi kl_kqi_dott(kl_kqi acc, const kl_kqw *w, const int8_t *xq, const int fmt) {
+    return kl_kqi_dot(acc, w, xq, fmt);
+}
+
+KL_INLINE kl_f8 kl_kqi_lanes(kl_kqi acc) { return _mm256_cvtepi32_ps(acc); }
+
+KL_INLINE kl_f8x2 kl_kqi_lanes2(kl_kqi a, kl_kqi b) { return (kl_f8x2){_mm256_cvtepi32_ps(a), _mm256_cvtepi32_ps(b)}; }
+KL_INLINE kl_f8x2 kl_f8x2_set2(float a, float b) { return (kl_f8x2){_mm256_set1_ps(a), _mm256_set1_ps(b)}; }
+KL_INLINE kl_f8x2 kl_f8x2_mul(kl_f8x2 a, kl_f8x2 b) { return (kl_f8x2){_mm256_mul_ps(a.a, b.a), _mm256_mul_ps(a.b, b.b)}; }
+
+KL_INLINE void kl_kqi_store4(int32_t *p, kl_kqi acc) {
+    _mm_storeu_si128((__m128i *)p, _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1)));
+}
 
 #endif /* KM_LANES_AVX2_H */

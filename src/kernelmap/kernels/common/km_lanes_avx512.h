@@ -260,5 +260,141 @@ KL_INLINE kl_fv kl_fv_f16_lut(const uint16_t *t, kl_fv v, const int clamp, const
     const __m512i idx = _mm512_mask_add_epi32(mag, sgn, mag, _mm512_set1_epi32(neg));
     return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(idx, (const void *)t, 2)));
 }
+/* ---- K-quant blocks ----
+ * A half block is 2 zmm of unsigned codes (zmm g holds chunks 2g and 2g + 1 of the half, one per 256-bit
+ * half; q3_K: plus 2 zmm of 4 where the third bit is clear, subtracted after vpmaddubsw), and per zmm
+ * its 32 int16 scales (one per 16-value quarter, 8 lanes each). The dot is vpmaddubsw (pairs <= 2 * 63 *
+ * 128, no saturation) then vpmaddwd by the scales (with VNNI one vpdpwssd, the same exact int32 sums):
+ * int32 lane k of a kl_kqi (one zmm) holds contract lane k % 8 of the even (k < 8) or odd (k >= 8)
+ * chunks, and the contract lanes are the sums of the two 256-bit halves. */
+
+typedef struct {
+    __m512i u[2]; /* codes of chunks (0, 1) and (2, 3) of the half */
+    __m512i n[2]; /* q3_K: 4 where the code's third bit is clear */
+    __m512i s[2]; /* int16 scales of the four 16-value quarters of each zmm */
+    __m512i sp;   /* VNNI, kl_kqi_dott: the scales in the lane order of vpackssdw(dot(u[0]), dot(u[1])) */
+} kl_kqw;
+
+typedef __m512i kl_kqi;
+
+KL_INLINE kl_kqi kl_kqi_zero(void) { return _mm512_setzero_si512(); }
+
+/* Per 256-bit half a different 16-bit shift count: a in the low half, b in the high half. */
+#define KL_KQ_SH2(a, b) _mm512_inserti64x4(_mm512_set1_epi16((short)(a)), _mm256_set1_epi16((short)(b)), 1)
+
+KL_INLINE void kl_kqw_load(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int fmt, const int h) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03), one = _mm512_set1_epi8(1);
+    const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s)); /* the 16 entries as int16 */
+    for (int g = 0; g < 2; g++) /* int16 lane k: entry 8h + 4g + k / 8 */
+        w->s[g] = _mm512_permutexvar_epi16(
+            _mm512_add_epi16(_mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0,
+                                              0, 0, 0, 0, 0, 0),
+                             _mm512_set1_epi16((short)(8 * h + 4 * g))),
+            s16);
+    /* int16 lane L of vpackssdw(d0, d1): 128-bit segment k = L / 8, i = L % 8; i < 4 from d0 (chunks 0, 1 of
+     * the half), i >= 4 from d1 (chunks 2, 3); segments 0-1 hold the first chunk's values, 2-3 the second's:
+     * chunk 2 * (i >= 4) + (k >= 2), its 16-value part k % 2 -> entry 8h + 2 * chunk + k % 2 */
+    w->sp = _mm512_permutexvar_epi16(
+        _mm512_add_epi16(_mm512_set_epi16(7, 7, 7, 7, 3, 3, 3, 3, 6, 6, 6, 6, 2, 2, 2, 2, 5, 5, 5, 5, 1, 1, 1, 1, 4, 4, 4,
+                                          4, 0, 0, 0, 0),
+                         _mm512_set1_epi16((short)(8 * h))),
+        s16);
+    if (fmt == KL_KQ_Q2_K || fmt == KL_KQ_Q3_K) {
+        const __m512i q = _mm512_broadcast_i64x4(
+            _mm256_loadu_si256((const __m256i *)(blk + (fmt == KL_KQ_Q2_K ? 16 : 32) + 32 * h)));
+        w->u[0] = _mm512_and_si512(_mm512_srlv_epi16(q, KL_KQ_SH2(0, 2)), m3);
+        w->u[1] = _mm512_and_si512(_mm512_srlv_epi16(q, KL_KQ_SH2(4, 6)), m3);
+        if (fmt == KL_KQ_Q3_K) {
+            const __m512i clear = _mm512_andnot_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)blk)),
+                                                      _mm512_set1_epi8(-1));
+            for (int g = 0; g < 2; g++) {
+                const int b = 4 * h + 2 * g;
+                w->n[g] = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(clear, KL_KQ_SH2(b, b + 1)), one), 2);
+            }
+        }
+    } else if (fmt == KL_KQ_Q4_K || fmt == KL_KQ_Q5_K) {
+        const uint8_t *qs = blk + (fmt == KL_KQ_Q4_K ? 16 : 48) + 64 * h;
+        const __m512i qh = fmt == KL_KQ_Q5_K ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 16)))
+                                             : _mm512_setzero_si512();
+        for (int g = 0; g < 2; g++) {
+            const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * g)));
+            w->u[g] = _mm512_and_si512(_mm512_srlv_epi16(q, KL_KQ_SH2(0, 4)), m4);
+            if (fmt == KL_KQ_Q5_K) {
+                const int b = 4 * h + 2 * g;
+                const __m512i hb = _mm512_and_si512(_mm512_srlv_epi16(qh, KL_KQ_SH2(b, b + 1)), one);
+                w->u[g] = _mm512_or_si512(w->u[g], _mm512_slli_epi16(hb, 4));
+            }
+        }
+    } else { /* q6_K: ql's 64 bytes hold chunks (0, 1) low nibbles and (2, 3) high nibbles */
+        const __m512i ql = _mm512_loadu_si512((const void *)(blk + 64 * h));
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h)));
+        w->u[0] = _mm512_or_si512(_mm512_and_si512(ql, m4),
+                                  _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, KL_KQ_SH2(0, 2)), m3), 4));
+        w->u[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                  _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, KL_KQ_SH2(4, 6)), m3), 4));
+    }
+}
+
+KL_INLINE kl_kqi kl_kqi_seed(kl_kqs s, const km_block_q8_k *x, const int fmt) {
+    return fmt == KL_KQ_Q6_K ? _mm512_zextsi256_si512(kl_x86_kq_seed8(s, x)) : _mm512_setzero_si512();
+}
+
+KL_INLINE kl_kqi kl_kqi_dot(kl_kqi acc, const kl_kqw *w, const int8_t *xq, const int fmt) {
+    for (int g = 0; g < 2; g++) {
+        const __m512i x = _mm512_loadu_si512((const void *)(xq + 64 * g));
+        __m512i p = _mm512_maddubs_epi16(w->u[g], x);
+        if (fmt == KL_KQ_Q3_K) p = _mm512_sub_epi16(p, _mm512_maddubs_epi16(w->n[g], x));
+#if defined(__AVX512VNNI__)
+        acc = _mm512_dpwssd_epi32(acc, p, w->s[g]);
+#else
+        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(p, w->s[g]));
+#endif
+    }
+    return acc;
+}
+
+KL_INLINE void kl_kqw_codes(int8_t *out, const kl_kqw *w, const int fmt) {
+    for (int g = 0; g < 2; g++)
+        _mm512_storeu_si512((void *)(out + 64 * g), fmt == KL_KQ_Q3_K ? _mm512_sub_epi8(w->u[g], w->n[g]) : w->u[g]);
+}
+
+/* With VNNI: vpdpbusd gives each 4-value group's exact sum (|.| <= 4 * 63 * 128 < 2^15), two zmm of them are
+ * packed to int16 (no saturation) and multiplied by their scales with one vpmaddwd, which adds two groups
+ * of one 16-value quarter into an int32 lane: the total is exact, the lanes are not the contract's. */
+KL_INLINE kl_kqi kl_kqi_dott(kl_kqi acc, const kl_kqw *w, const int8_t *xq, const int fmt) {
+#if defined(__AVX512VNNI__)
+    if (fmt != KL_KQ_Q3_K) {
+        const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w->u[0], _mm512_loadu_si512((const void *)xq));
+        const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w->u[1], _mm512_loadu_si512((const void *)(xq + 64)));
+        return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_packs_epi32(d0, d1), w->sp));
+    }
+#endif
+    return kl_kqi_dot(acc, w, xq, fmt);
+}
+
+KL_INLINE __m256i kl_x86_kqi_fold8(kl_kqi acc) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
+}
+
+KL_INLINE kl_f8 kl_kqi_lanes(kl_kqi acc) { return _mm256_cvtepi32_ps(kl_x86_kqi_fold8(acc)); }
+
+/* A pair's contract lanes interleaved (A0 B0 A1 B1 ...): the low and the high 256-bit halves of a and b
+ * gathered into two zmm in pair order by one two-source permute each, then added (exact int32). */
+KL_INLINE kl_f8x2 kl_kqi_lanes2(kl_kqi a, kl_kqi b) {
+    const __m512i lo = _mm512_permutex2var_epi32(a, KL_AVX512_IL, b);
+    const __m512i hi = _mm512_permutex2var_epi32(
+        a, _mm512_add_epi32(KL_AVX512_IL, _mm512_set_epi32(8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8)), b);
+    return _mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi));
+}
+
+KL_INLINE kl_f8x2 kl_f8x2_set2(float a, float b) {
+    return _mm512_castpd_ps(_mm512_broadcastsd_pd(_mm_castps_pd(_mm_unpacklo_ps(_mm_set_ss(a), _mm_set_ss(b)))));
+}
+KL_INLINE kl_f8x2 kl_f8x2_mul(kl_f8x2 a, kl_f8x2 b) { return _mm512_mul_ps(a, b); }
+
+KL_INLINE void kl_kqi_store4(int32_t *p, kl_kqi acc) {
+    const __m256i h = kl_x86_kqi_fold8(acc);
+    _mm_storeu_si128((__m128i *)p, _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+}
 
 #endif /* KM_LANES_AVX512_H */

@@ -262,5 +262,185 @@ KL_INLINE kl_fv kl_fv_f16_lut(const uint16_t *t, kl_fv v, const int clamp, const
                            t[vgetq_lane_u32(idx, 3)]};
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(e)));
 }
+/* ---- K-quant blocks ----
+ * A half block is 8 int8x16 of signed codes (q3_K's -4..3 directly; the other formats' codes fit int8),
+ * piece p = values 16p .. 16p + 15 of the half (chunk p / 2, its first or second 16 values), and the
+ * int32 scale of each piece. The dot of a piece is four int32 lanes of 4-product sums (SDOT, or vmull_s8
+ * and pairwise widening adds: |product| <= 63 * 128 in int16), times the piece's scale (vmlaq_n_s32),
+ * into lanes 0-3 (first 16 values of a chunk) or 4-7 (second 16): a kl_kqi is in contract-lane order. */
+
+#include "km_kquant.h"
+
+KL_INLINE float kl_h2f(uint16_t h) { return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0); }
+
+typedef struct {
+    int32_t e[16]; /* scale entry k: values 16k .. 16k + 15 */
+} kl_kqs;
+
+KL_INLINE kl_kqs kl_kqs_load(const uint8_t *blk, const int fmt) {
+    kl_kqs s;
+    if (fmt == KL_KQ_Q2_K) {
+        for (int k = 0; k < 16; k++) s.e[k] = blk[k] & 0x0F;
+    } else if (fmt == KL_KQ_Q3_K) {
+        uint64_t w[2];
+        km_q3k_scales64(blk + 96, &w[0], &w[1]);
+        for (int k = 0; k < 16; k++) s.e[k] = (int32_t)((w[k >> 3] >> (8 * (k & 7))) & 0xFF) - 32;
+    } else if (fmt == KL_KQ_Q6_K) {
+        for (int k = 0; k < 16; k++) s.e[k] = (int8_t)blk[192 + k];
+    } else {
+        uint64_t sc, mn;
+        km_q4k_scales64(blk + 4, &sc, &mn);
+        for (int k = 0; k < 16; k++) s.e[k] = (int32_t)((sc >> (8 * (k >> 1))) & 0xFF);
+    }
+    return s;
+}
+
+typedef struct {
+    int8x16_t w[8]; /* signed codes of the half's 8 pieces */
+    int32_t s[8];   /* their scales */
+} kl_kqw;
+
+typedef struct {
+    int32x4_t lo, hi; /* contract lanes 0-3, 4-7 */
+} kl_kqi;
+
+KL_INLINE kl_kqi kl_kqi_zero(void) { return (kl_kqi){vdupq_n_s32(0), vdupq_n_s32(0)}; }
+
+/* Byte j of the result = 0xFF where bit b of byte j of v is set. */
+KL_INLINE uint8x16_t kl_neon_bit(uint8x16_t v, const int b) { return vtstq_u8(v, vdupq_n_u8((uint8_t)(1u << b))); }
+
+KL_INLINE void kl_kqw_load(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int fmt, const int h) {
+    const uint8x16_t m4 = vdupq_n_u8(0x0F), m3 = vdupq_n_u8(0x03);
+    for (int p = 0; p < 8; p++) w->s[p] = s.e[8 * h + p];
+    for (int p = 0; p < 8; p++) {
+        const int c = p >> 1, i0 = 16 * (p & 1); /* chunk c of the half, its values i0 .. i0 + 15 */
+        uint8x16_t u;
+        if (fmt == KL_KQ_Q2_K || fmt == KL_KQ_Q3_K) {
+            const uint8x16_t q = vld1q_u8(blk + (fmt == KL_KQ_Q2_K ? 16 : 32) + 32 * h + i0);
+            u = vandq_u8(vshlq_u8(q, vdupq_n_s8((int8_t)(-2 * c))), m3);
+            if (fmt == KL_KQ_Q3_K) {
+                const uint8x16_t set = kl_neon_bit(vld1q_u8(blk + i0), 4 * h + c);
+                w->w[p] = vsubq_s8(vreinterpretq_s8_u8(u), vreinterpretq_s8_u8(vbicq_u8(vdupq_n_u8(4), set)));
+                continue;
+            }
+        } else if (fmt == KL_KQ_Q4_K || fmt == KL_KQ_Q5_K) {
+            const uint8x16_t q = vld1q_u8(blk + (fmt == KL_KQ_Q4_K ? 16 : 48) + 64 * h + 32 * (c >> 1) + i0);
+            u = (c & 1) ? vshrq_n_u8(q, 4) : vandq_u8(q, m4);
+            if (fmt == KL_KQ_Q5_K)
+                u = vorrq_u8(u, vandq_u8(kl_neon_bit(vld1q_u8(blk + 16 + i0), 4 * h + c), vdupq_n_u8(0x10)));
+        } else { /* q6_K */
+            const uint8x16_t ql = vld1q_u8(blk + 64 * h + 32 * (c & 1) + i0);
+            const uint8x16_t qh = vld1q_u8(blk + 128 + 32 * h + i0);
+            const uint8x16_t lo = (c & 2) ? vshrq_n_u8(ql, 4) : vandq_u8(ql, m4);
+            const uint8x16_t hi = vandq_u8(vshlq_u8(qh, vdupq_n_s8((int8_t)(-2 * c))), m3);
+            u = vorrq_u8(lo, vshlq_n_u8(hi, 4));
+        }
+        w->w[p] = vreinterpretq_s8_u8(u);
+    }
+}
+
+KL_INLINE kl_kqi kl_kqi_seed(kl_kqs s, const km_block_q8_k *x, const int fmt) {
+    if (fmt != KL_KQ_Q6_K) return kl_kqi_zero();
+    int32_t t[8];
+    for (int l = 0; l < 8; l++)
+        t[l] = -32 * (s.e[2 * l] * (int32_t)x->bsums[2 * l] + s.e[2 * l + 1] * (int32_t)x->bsums[2 * l + 1]);
+    return (kl_kqi){vld1q_s32(t), vld1q_s32(t + 4)};
+}
+
+KL_INLINE kl_kqi kl_kqi_dot(kl_kqi acc, const kl_kqw *w, const int8_t *xq, const int fmt) {
+    (void)fmt;
+    for (int p = 0; p < 8; p++) {
+        const int32x4_t d = kl_neon_dot4(w->w[p], vld1q_s8(xq + 16 * p));
+        if (p & 1) acc.hi = vmlaq_n_s32(acc.hi, d, w->s[p]);
+        else acc.lo = vmlaq_n_s32(acc.lo, d, w->s[p]);
+    }
+    return acc;
+}
+
+KL_INLINE void kl_kqw_codes(int8_t *out, const kl_kqw *w, const int fmt) {
+    (void)fmt;
+    for (int p = 0; p < 8; p++) vst1q_s8(out + 16 * p, w->w[p]);
+}
+
+KL_INLINE kl_f8 kl_f8_cvt_i8(const int8_t *p, const int off) {
+    const int16x8_t v = vsubq_s16(vmovl_s8(vld1_s8(p)), vdupq_n_s16((int16_t)off));
+    return (kl_f8){vcvtq_f32_s32(vmovl_s16(vget_low_s16(v))), vcvtq_f32_s32(vmovl_s16(vget_high_s16(v)))};
+}
+
+KL_INLINE kl_kqi kl_kqi_dott(kl_kqi acc, const kl_kqw *w, const int8_t *xq, const int fmt) {
+    return kl_kqi_dot(acc, w, xq, fmt);
+}
+
+KL_INLINE kl_f8 kl_kqi_lanes(kl_kqi acc) { return (kl_f8){vcvtq_f32_s32(acc.lo), vcvtq_f32_s32(acc.hi)}; }
+
+KL_INLINE kl_f8x2 kl_kqi_lanes2(kl_kqi a, kl_kqi b) { return (kl_f8x2){kl_kqi_lanes(a), kl_kqi_lanes(b)}; }
+KL_INLINE kl_f8x2 kl_f8x2_set2(float a, float b) { return (kl_f8x2){kl_f8_set1(a), kl_f8_set1(b)}; }
+KL_INLINE kl_f8x2 kl_f8x2_mul(kl_f8x2 a, kl_f8x2 b) { return (kl_f8x2){kl_f8_mul(a.a, b.a), kl_f8_mul(a.b, b.b)}; }
+
+KL_INLINE void kl_kqi_store4(int32_t *p, kl_kqi acc) { vst1q_s32(p, vaddq_s32(acc.lo, acc.hi)); }
+
+KL_INLINE kl_f8 kl_f8_cvt_sum4(const int32_t t[8][4]) {
+    const int32x4_t a = vpaddq_s32(vpaddq_s32(vld1q_s32(t[0]), vld1q_s32(t[1])), vpaddq_s32(vld1q_s32(t[2]), vld1q_s32(t[3])));
+    const int32x4_t b = vpaddq_s32(vpaddq_s32(vld1q_s32(t[4]), vld1q_s32(t[5])), vpaddq_s32(vld1q_s32(t[6]), vld1q_s32(t[7])));
+    return (kl_f8){vcvtq_f32_s32(a), vcvtq_f32_s32(b)};
+}
+
+KL_INLINE kl_f8 kl_f8_kq_minlanes(const uint8_t *blk, const km_block_q8_k *x, const int fmt) {
+    int32_t t[8];
+    if (fmt == KL_KQ_Q2_K) {
+        for (int l = 0; l < 8; l++)
+            t[l] = (blk[2 * l] >> 4) * (int32_t)x->bsums[2 * l] + (blk[2 * l + 1] >> 4) * (int32_t)x->bsums[2 * l + 1];
+    } else {
+        uint64_t sc, mn;
+        km_q4k_scales64(blk + 4, &sc, &mn);
+        for (int k = 0; k < 8; k++) t[k] = 0;
+        for (int k = 0; k < 4; k++)
+            for (int i = 0; i < 2; i++) {
+                const int j = 2 * k + i;
+                t[k] += (int32_t)((mn >> (8 * j)) & 0xFF) * ((int32_t)x->bsums[2 * j] + x->bsums[2 * j + 1]);
+            }
+    }
+    return (kl_f8){vcvtq_f32_s32(vld1q_s32(t)), vcvtq_f32_s32(vld1q_s32(t + 4))};
+}
+
+KL_INLINE kl_f8 kl_f8_f16x8(const uint16_t *p) {
+    return (kl_f8){vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))), vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p + 4)))};
+}
+
+typedef struct {
+    int16x8_t m[16]; /* column j's mins: m[2j] (and m[2j + 1] for q2_K's 16) */
+} kl_kqm;
+
+KL_INLINE kl_kqm kl_kqm_load(const uint8_t *mn, const int fmt) {
+    kl_kqm r;
+    const int n = KL_KQ_NMIN(fmt);
+    for (int j = 0; j < 8; j++) {
+        r.m[2 * j] = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn + n * j)));
+        r.m[2 * j + 1] = n == 16 ? vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn + n * j + 8))) : vdupq_n_s16(0);
+    }
+    return r;
+}
+
+KL_INLINE kl_f8 kl_f8_kq_imin(const kl_kqm *m, const km_block_q8_k *x, const int fmt) {
+    int16x8_t b0, b1;
+    if (fmt == KL_KQ_Q2_K) {
+        b0 = vld1q_s16(x->bsums);
+        b1 = vld1q_s16(x->bsums + 8);
+    } else { /* pair sums bsums[2k] + bsums[2k+1] */
+        b0 = vpaddq_s16(vld1q_s16(x->bsums), vld1q_s16(x->bsums + 8));
+        b1 = vdupq_n_s16(0);
+    }
+    int32_t r[8];
+    for (int j = 0; j < 8; j++) {
+        int32x4_t a = vmull_s16(vget_low_s16(m->m[2 * j]), vget_low_s16(b0));
+        a = vmlal_s16(a, vget_high_s16(m->m[2 * j]), vget_high_s16(b0));
+        if (fmt == KL_KQ_Q2_K) {
+            a = vmlal_s16(a, vget_low_s16(m->m[2 * j + 1]), vget_low_s16(b1));
+            a = vmlal_s16(a, vget_high_s16(m->m[2 * j + 1]), vget_high_s16(b1));
+        }
+        r[j] = vaddvq_s32(a);
+    }
+    return (kl_f8){vcvtq_f32_s32(vld1q_s32(r)), vcvtq_f32_s32(vld1q_s32(r + 4))};
+}
 
 #endif /* KM_LANES_NEON_H */

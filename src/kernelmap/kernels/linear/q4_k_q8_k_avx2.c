@@ -12,6 +12,7 @@
 
 #include "km_common.h"
 #include "km_kquant.h"
+#include "km_kquant_x86.h"
 
 static inline __m128i half_fold(__m256i v) {
     return _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));

@@ -14,6 +14,7 @@
 
 #include "km_common.h"
 #include "km_kquant.h"
+#include "km_kquant_x86.h"
 
 static inline __m128i fold512(__m512i v) {
     const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));

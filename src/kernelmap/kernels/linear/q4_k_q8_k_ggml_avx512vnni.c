@@ -1,59 +1,17 @@
-/* linear/q4_k_q8_k_ggml_avx512vnni.c — km_linear_q4_k_q8_k_ggml__avx512vnni (AVX-512 F/BW/VL/DQ + VNNI +
- * FMA + F16C): contract linear.q4_k.q8_k.ggml.v1.
+/* linear/q4_k_q8_k_ggml_avx512vnni.c — km_linear_q4_k_q8_k_ggml__avx512vnni: contract linear.q4_k.q8_k.ggml.v1.
  *
- * Op, layouts, partition (output columns n) and numerics exactly as linear/q4_k_q8_k_ggml_ref.c; must be
- * byte-identical to km_linear_q4_k_q8_k_ggml__ref for every M, N, K (multiple of 256) and every nth.
- * Float part and tiling: q4_k_ggml.h (8 columns in the lanes of one ymm, one vfmadd per superblock
- * for acc and one for accm, y = acc - accm). Integer core here: vpdpbusd gives, per 64-value chunk,
- * 16 int32 lanes of 4-product sums (|sum| <= 4*15*128, so they fit int16 exactly); two chunks are
- * packed to int16 and multiplied by their sub-block scales with one vpmaddwd; isum is exact int32.
+ * An instantiation of the family body linear/q_k_repack_ggml_body.h (numerics there; byte-identical to
+ * km_linear_q4_k_q8_k_ggml__ref, and so to every other variant, for every (ith, nth) and M) on
+ * the AVX-512 lanes with VNNI (vpmaddubsw then one vpdpwssd per 64 values).
  */
-#include <immintrin.h>
+#include "km_lanes_avx512.h"
 
-#include "km_common.h"
-#include "km_kquant.h"
+#define KQR_MT 8 /* largest activation-row tile */
+#define KQR_BC 8 /* superblocks per chunk */
+#define KQV_MT 8        /* N % 8 != 0 (vec_dot order): largest activation-row tile */
+#define KQV_CHUNK 65536 /* N % 8 != 0: bytes of weights per column chunk */
+#include "q_k_repack_ggml_body.h"
 
-#define KM_ALWAYS_INLINE static inline __attribute__((always_inline))
-#define Q4KG_BC 8 /* superblocks per chunk of q4_k_ggml.h (the core's ti rows) */
-
-KM_ALWAYS_INLINE void q4kg_isum(const km_block_q4_k *wb, uint64_t sc, const km_block_q8_k *xb, int64_t nb,
-                                const int MT, int32_t (*ti)[Q4KG_BC][8][4], int bb, int j) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-    /* int16 lane L of packs(d0, d1): 128-bit segment k = L/8, i = L%8; i < 4 come from d0 (chunk 2q),
-     * i >= 4 from d1 (chunk 2q+1); segments 0-1 hold a chunk's low-nibble sub-block, 2-3 its high one.
-     * Sub-block of lane L (for q = 0) = 2*(i >= 4) + (k >= 2). */
-    const __m512i pair_idx = _mm512_set_epi16(3, 3, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3, 1, 1, 1, 1,
-                                              2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0);
-    const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
-    __m512i acc[8];
-    for (int r = 0; r < MT; ++r) acc[r] = _mm512_setzero_si512();
-    for (int q = 0; q < 2; ++q) {
-        const __m512i w0 = _mm512_and_si512(
-            _mm512_srlv_epi16(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(wb->qs + 64 * q))), shift),
-            m4);
-        const __m512i w1 = _mm512_and_si512(
-            _mm512_srlv_epi16(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(wb->qs + 64 * q + 32))),
-                              shift),
-            m4);
-        const __m512i s = _mm512_permutexvar_epi16(_mm512_add_epi16(pair_idx, _mm512_set1_epi16((short)(4 * q))), sc16);
-        for (int r = 0; r < MT; ++r) {
-            const int8_t *q8 = xb[r * nb].qs + 128 * q;
-            const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, _mm512_loadu_si512((const void *)q8));
-            const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w1,
-                                                   _mm512_loadu_si512((const void *)(q8 + 64)));
-            acc[r] = _mm512_add_epi32(acc[r], _mm512_madd_epi16(_mm512_packs_epi32(d0, d1), s));
-        }
-    }
-    for (int r = 0; r < MT; ++r) {
-        const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(acc[r]), _mm512_extracti64x4_epi64(acc[r], 1));
-        _mm_store_si128((__m128i *)ti[r][bb][j], _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
-    }
-}
-
-#include "q4_k_ggml.h"
-
-void km_linear_q4_k_q8_k_ggml__avx512vnni(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
-                                          int ith, int nth) {
-    q4kg_linear(y, w, x, M, N, K, ith, nth);
+void km_linear_q4_k_q8_k_ggml__avx512vnni(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith, int nth) {
+    kqr_linear(y, w, x, M, N, K, ith, nth, KL_KQ_Q4_K);
 }

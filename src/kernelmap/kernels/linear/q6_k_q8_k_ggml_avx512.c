@@ -1,25 +1,15 @@
-/* linear/q6_k_q8_k_ggml_avx512.c — km_linear_q6_k_q8_k_ggml__avx512 (AVX-512 F/BW/VL/DQ + FMA + F16C):
- * contract linear.q6_k.q8_k.ggml.v1 (llama.cpp's x86 vec_dot_q6_K_q8_K order).
+/* linear/q6_k_q8_k_ggml_avx512.c — km_linear_q6_k_q8_k_ggml__avx512: contract linear.q6_k.q8_k.ggml.v1.
  *
- * Op, layouts, partition (output columns n, all M rows per thread) and numerics exactly as
- * linear/q6_k_q8_k_ggml_ref.c; must be byte-identical to km_linear_q6_k_q8_k_ggml__ref (and so to
- * the other variants) for every M, N, K (multiple of 256) and every (ith, nth).
- * Body (integer and float steps, tiling) in linear/q6_k_ggml_avx512_body.h; this file supplies its
- * int32 dot step as vpmaddwd then vpaddd.
+ * An instantiation of the family body linear/q_k_vecdot_ggml_body.h (numerics there; byte-identical to
+ * km_linear_q6_k_q8_k_ggml__ref, and so to every other variant, for every (ith, nth) and M) on
+ * the AVX-512 lanes (64 values per zmm integer step, vpmaddubsw/vpmaddwd).
  */
-#include <immintrin.h>
+#include "km_lanes_avx512.h"
 
-#include "km_common.h"
-#include "km_kquant.h"
+#define KQV_MT 8        /* largest activation-row tile */
+#define KQV_CHUNK 65536 /* bytes of weights per column chunk */
+#include "q_k_vecdot_ggml_body.h"
 
-/* acc + sc * (pair sums of u x a): the exact int32 step of 64 values (vpmaddubsw, then vpmaddwd). */
-static inline __m512i dot64(__m512i acc, __m512i u, __m512i a, __m512i s) {
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, a), s));
-}
-
-#include "q6_k_ggml_avx512_body.h"
-
-void km_linear_q6_k_q8_k_ggml__avx512(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
-                                      int ith, int nth) {
-    q6kg_run(y, w, x, M, N, K, ith, nth);
+void km_linear_q6_k_q8_k_ggml__avx512(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith, int nth) {
+    kqv_linear(y, w, x, M, N, K, ith, nth, KL_KQ_Q6_K);
 }

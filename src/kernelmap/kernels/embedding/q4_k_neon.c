@@ -1,0 +1,14 @@
+/* embedding/q4_k_neon.c — km_embedding_q4_k__neon: contract embedding.q4_k.f32.v1.
+ *
+ * An instantiation of the family body embedding/q_k_embedding_body.h (numerics there; bit-exact with
+ * km_embedding_q4_k__ref for every (ith, nth)) on the AArch64 AdvSIMD lanes.
+ */
+#include "km_lanes_neon.h"
+
+#include "q_k_embedding_body.h"
+
+void km_embedding_q4_k__neon(float *y, const void *table, const int32_t *ids, int64_t M, int64_t V, int64_t D, float scale, int ith,
+                             int nth) {
+    (void)V;
+    kqe_embedding(y, table, ids, M, D, scale, ith, nth, KL_KQ_Q4_K);
+}

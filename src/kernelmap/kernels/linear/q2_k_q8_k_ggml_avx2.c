@@ -1,0 +1,17 @@
+/* linear/q2_k_q8_k_ggml_avx2.c — km_linear_q2_k_q8_k_ggml__avx2: contract linear.q2_k.q8_k.ggml.v1.
+ *
+ * An instantiation of the family body linear/q_k_repack_ggml_body.h (numerics there; byte-identical to
+ * km_linear_q2_k_q8_k_ggml__ref, and so to every other variant, for every (ith, nth) and M) on
+ * the AVX2 lanes (one ymm per contract vector, vpmaddubsw/vpmaddwd integer dots).
+ */
+#include "km_lanes_avx2.h"
+
+#define KQR_MT 8 /* largest activation-row tile */
+#define KQR_BC 8 /* superblocks per chunk */
+#define KQV_MT 4        /* N % 8 != 0 (vec_dot order): largest activation-row tile */
+#define KQV_CHUNK 65536 /* N % 8 != 0: bytes of weights per column chunk */
+#include "q_k_repack_ggml_body.h"
+
+void km_linear_q2_k_q8_k_ggml__avx2(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith, int nth) {
+    kqr_linear(y, w, x, M, N, K, ith, nth, KL_KQ_Q2_K);
+}

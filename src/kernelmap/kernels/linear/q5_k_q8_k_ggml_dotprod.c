@@ -1,0 +1,15 @@
+/* linear/q5_k_q8_k_ggml_dotprod.c — km_linear_q5_k_q8_k_ggml__dotprod: contract linear.q5_k.q8_k.ggml.v1.
+ *
+ * An instantiation of the family body linear/q_k_vecdot_ggml_body.h (numerics there; byte-identical to
+ * km_linear_q5_k_q8_k_ggml__ref, and so to every other variant, for every (ith, nth) and M) on
+ * the AArch64 AdvSIMD lanes with SDOT integer dots (armv8.2-a+dotprod).
+ */
+#include "km_lanes_neon.h"
+
+#define KQV_MT 4        /* largest activation-row tile */
+#define KQV_CHUNK 65536 /* bytes of weights per column chunk */
+#include "q_k_vecdot_ggml_body.h"
+
+void km_linear_q5_k_q8_k_ggml__dotprod(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith, int nth) {
+    kqv_linear(y, w, x, M, N, K, ith, nth, KL_KQ_Q5_K);
+}
