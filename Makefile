@@ -12,7 +12,7 @@ THREADS   ?= 2
 $(VENV)/.stamp-base: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -e '.[model]'
+	$(VPY) -m pip install -q -e '.[model,serve]'
 	touch $@
 
 $(VENV)/.stamp-dev: pyproject.toml $(VENV)/.stamp-base
