@@ -139,11 +139,14 @@ class Engine:
         with self._cond:
             self._stopping = True
             self._deadline = time.monotonic() + grace
-            while self._waiting:
-                self._waiting.popleft()._put(Event("error", error=APIError(
-                    503, "the server is shutting down", type="server_error", code="shutting_down")))
-            self._gauge()
+            self._tell_waiting()
             self._cond.notify()
+
+    def _tell_waiting(self) -> None:  # holding self._cond
+        while self._waiting:
+            self._waiting.popleft()._put(Event("error", error=APIError(
+                503, "the server is shutting down", type="server_error", code="shutting_down")))
+        self._gauge()
 
     def idle(self) -> bool:
         with self._cond:
@@ -155,6 +158,7 @@ class Engine:
             self._stopping = True
             self._closed = True
             self._deadline = time.monotonic()
+            self._tell_waiting()  # else the scheduler would wait for them forever (nothing admits them now)
             self._cond.notify()
         self._thread.join()
         self.model.close()
