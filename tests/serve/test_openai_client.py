@@ -250,3 +250,79 @@ def test_serve_metrics_expose_requests_tokens_and_queue(live):
                  "kernelmap_decode_tokens_per_second", "kernelmap_time_to_first_token_seconds_bucket"):
         assert name in text, name
     assert 'kernelmap_requests_total{endpoint="/v1/completions",status="200"}' in text
+
+
+def test_serve_shutdown_tells_waiting_requests_and_ends_active_ones_after_the_grace(live, monkeypatch):
+    from live_server import start
+
+    from kernelmap.runtime.model import Model
+    from kernelmap.serve.app import ServeState
+    from kernelmap.serve.engine import Engine
+    from kernelmap.serve.metrics import Metrics
+    from kernelmap.serve.protocol import Limits
+
+    model = Model(live.state.engine.model.compiled, n_ctx=64, threads=1)
+    _slowed(monkeypatch, model, 0.25)  # 60 tokens take ~15 s: longer than the grace
+    metrics = Metrics()
+    state = ServeState(Engine(model, parallel=1, queue_size=4, metrics=metrics), Limits("synth", 64),
+                       model.tokenizer, model.chat_template, metrics)
+    small = start(state)
+    try:
+        body = {"model": "synth", "prompt": "the cat", "max_tokens": 60, "temperature": 0, "stream": True}
+        with httpx.Client(timeout=30) as h, h.stream("POST", f"{small.url}/v1/completions", json=body) as first:
+            lines = first.iter_lines()
+            next(line for line in lines if line.startswith("data: "))  # active in the only slot
+            with h.stream("POST", f"{small.url}/v1/completions", json=body) as second:
+                deadline = time.monotonic() + 10
+                while state.engine.stats()["waiting"] < 1 and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                state.engine.begin_shutdown(grace=0.5)  # what SIGTERM does (server.run's handle_exit)
+                told = [json.loads(x[6:]) for x in second.iter_lines() if x.startswith("data: {")]
+                assert told[-1]["error"]["code"] == "shutting_down", told
+            refused = h.post(f"{small.url}/v1/completions", json={**body, "stream": False})
+            assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
+            rest = [json.loads(x[6:]) for x in lines if x.startswith("data: {")]
+            assert "error" in rest[-1] and rest[-1]["error"]["code"] == "shutting_down", rest[-1]
+            assert len(rest) < 59, "the active request ran to its end instead of stopping after the grace"
+    finally:
+        small.stop()
+
+
+def test_serve_cli_serves_then_stops_cleanly_on_sigterm(live, synth_gguf):
+    """`kernelmap serve` as a process (its library cached by the `live` fixture's compile): it answers like
+    the in-process server, and SIGTERM shuts it down (engine closed, no traceback)."""
+    import signal
+    import subprocess
+    import sys
+
+    from live_server import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "kernelmap", "serve", "-m", str(synth_gguf), "--port", str(port),
+                             "--parallel", "4", "--batch", "8", "--ctx", "64", "--alias", "synth", "--grace", "5",
+                             "-q"], stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, proc.stderr.read()
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "kernelmap serve did not become healthy"
+            time.sleep(0.1)
+        c = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=30)
+        out = c.completions.create(model="synth", prompt="the cat sat", max_tokens=6, temperature=0)
+        assert out.choices[0].text == live.client().completions.create(
+            model="synth", prompt="the cat sat", max_tokens=6, temperature=0).choices[0].text
+        proc.send_signal(signal.SIGTERM)
+        # uvicorn shuts down, then re-raises the signal: the status says "ended by SIGTERM"
+        assert proc.wait(timeout=30) in (0, -signal.SIGTERM)
+        err = proc.stderr.read()
+        assert "kernelmap serve: stopped" in err and "Traceback" not in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -78,6 +78,11 @@ def run(state: Any, *, host: str, port: int, grace: float, log_level: str = "war
             state.engine.begin_shutdown(grace)
             super().handle_exit(sig, frame)
 
+        async def shutdown(self, sockets: Any = None) -> None:
+            await super().shutdown(sockets)  # ends with the app's lifespan: the engine is closed
+            # uvicorn then re-raises the signal, so the exit status is the conventional "ended by SIGTERM"
+            print("kernelmap serve: stopped", file=sys.stderr, flush=True)
+
     config = uvicorn.Config(create_app(state), host=host, port=port, log_level=log_level, access_log=False,
                             timeout_graceful_shutdown=int(grace) + 2, lifespan="on")
     server = _Server(config)
