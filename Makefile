@@ -46,7 +46,7 @@ sanitize: install-dev
 .venv-peer/.stamp: 
 	$(PY) -m venv .venv-peer
 	.venv-peer/bin/pip install -q --upgrade pip
-	.venv-peer/bin/pip install -q 'llama-cpp-python>=0.3' numpy
+	.venv-peer/bin/pip install -q 'llama-cpp-python[server]>=0.3' numpy
 	.venv-peer/bin/pip install -q -e .
 	touch $@
 
