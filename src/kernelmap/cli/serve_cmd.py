@@ -17,7 +17,7 @@ __all__ = ["register"]
 _NEEDS = ("starlette", "uvicorn", "prometheus_client")
 
 
-@click.command("serve", epilog="Example: kernelmap serve -m gemma-3-270m-q4_k_m.gguf --port 8080 --parallel 8")
+@click.command("serve", epilog="Example: kernelmap serve -m model.gguf --port 8080 --parallel 8")
 @click.option("-m", "--model", type=click.Path(dir_okay=False), default=None,
               help="GGUF model file (default: the default model package).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
