@@ -188,8 +188,8 @@ def _slowed(monkeypatch, model, seconds: float = 0.05) -> None:
 
 
 def test_serve_client_disconnect_mid_stream_frees_the_slot(live, monkeypatch):
-    _slowed(monkeypatch, live.state.engine.model)
-    body = {"model": "synth", "prompt": "the cat", "max_tokens": 50, "temperature": 0, "stream": True}
+    _slowed(monkeypatch, live.state.engine.model, 0.1)  # ~6 s to generate all: the client leaves long before
+    body = {"model": "synth", "prompt": "the cat", "max_tokens": 60, "temperature": 0, "stream": True}
     cancelled = live.state.metrics.cancelled._value.get()
     with httpx.Client(timeout=30) as h, h.stream("POST", f"{live.url}/v1/completions", json=body) as r:
         assert r.status_code == 200
@@ -207,7 +207,9 @@ def test_serve_client_disconnect_mid_stream_frees_the_slot(live, monkeypatch):
     _healthy(live)
 
 
-def test_serve_queue_bound_answers_503_when_full(live, monkeypatch):
+def _one_slot_server(live, monkeypatch, *, queue_size: int):
+    """A second live server over the same compiled library: one KV slot, `queue_size` waiting places, and
+    decode steps slowed to 0.25 s (a 60-token request holds the slot for ~15 s)."""
     from live_server import start
 
     from kernelmap.runtime.model import Model
@@ -217,11 +219,15 @@ def test_serve_queue_bound_answers_503_when_full(live, monkeypatch):
     from kernelmap.serve.protocol import Limits
 
     model = Model(live.state.engine.model.compiled, n_ctx=64, threads=1)
-    _slowed(monkeypatch, model, 0.25)  # the first request holds the slot for ~15 s
+    _slowed(monkeypatch, model, 0.25)
     metrics = Metrics()
-    state = ServeState(Engine(model, parallel=1, queue_size=1, metrics=metrics), Limits("synth", 64),
+    state = ServeState(Engine(model, parallel=1, queue_size=queue_size, metrics=metrics), Limits("synth", 64),
                        model.tokenizer, model.chat_template, metrics)
-    small = start(state)
+    return start(state), state
+
+
+def test_serve_queue_bound_answers_503_when_full(live, monkeypatch):
+    small, state = _one_slot_server(live, monkeypatch, queue_size=1)
     try:
         body = {"model": "synth", "prompt": "the cat", "max_tokens": 60, "temperature": 0, "stream": True}
         with httpx.Client(timeout=30) as h, h.stream("POST", f"{small.url}/v1/completions", json=body) as first:
@@ -253,20 +259,7 @@ def test_serve_metrics_expose_requests_tokens_and_queue(live):
 
 
 def test_serve_shutdown_tells_waiting_requests_and_ends_active_ones_after_the_grace(live, monkeypatch):
-    from live_server import start
-
-    from kernelmap.runtime.model import Model
-    from kernelmap.serve.app import ServeState
-    from kernelmap.serve.engine import Engine
-    from kernelmap.serve.metrics import Metrics
-    from kernelmap.serve.protocol import Limits
-
-    model = Model(live.state.engine.model.compiled, n_ctx=64, threads=1)
-    _slowed(monkeypatch, model, 0.25)  # 60 tokens take ~15 s: longer than the grace
-    metrics = Metrics()
-    state = ServeState(Engine(model, parallel=1, queue_size=4, metrics=metrics), Limits("synth", 64),
-                       model.tokenizer, model.chat_template, metrics)
-    small = start(state)
+    small, state = _one_slot_server(live, monkeypatch, queue_size=4)  # 60 tokens take ~15 s: more than the grace
     try:
         body = {"model": "synth", "prompt": "the cat", "max_tokens": 60, "temperature": 0, "stream": True}
         with httpx.Client(timeout=30) as h, h.stream("POST", f"{small.url}/v1/completions", json=body) as first:
