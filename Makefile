@@ -12,7 +12,7 @@ THREADS   ?= 2
 $(VENV)/.stamp-base: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -e '.[model]'
+	$(VPY) -m pip install -q -e '.[model,serve]'
 	touch $@
 
 $(VENV)/.stamp-dev: pyproject.toml $(VENV)/.stamp-base
@@ -66,6 +66,8 @@ MODEL_CMD  = $(VPY) -P -c 'from kernelmap.runtime import default_model_path; pri
 	CMAKE_ARGS="$$($(PY) $(PEER_INFO) --cmake-args)" FORCE_CMAKE=1 $(PEER_PY) -m pip install -q --no-cache-dir \
 		--force-reinstall --no-binary llama-cpp-python "llama-cpp-python==$$($(PY) $(PEER_INFO) --version)" numpy
 	$(PY) $(PEER_INFO) --record .venv-peer/peer-build.json --python $(PEER_PY)
+	# the server extra (for benchmarks/serve.py: python -m llama_cpp.server), same pinned build
+	$(PEER_PY) -m pip install -q "llama-cpp-python[server]==$$($(PY) $(PEER_INFO) --version)"
 	touch $@
 
 peer: .venv-peer/.stamp

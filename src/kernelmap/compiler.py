@@ -39,11 +39,12 @@ from kernelmap.build.inputs import source_digest
 from kernelmap.circuits.graph import Graph
 from kernelmap.circuits.hydrate import hydrate, read_config, row_bytes
 from kernelmap.circuits.loader import circuit_for, load_interfaces
+from kernelmap.codegen.bind import prototype
 from kernelmap.codegen.emit import PhasePlan, emit_model
 from kernelmap.errors import BuildError, ModelError
 from kernelmap.gguf.reader import GGUFFile, open_gguf
 from kernelmap.isa_flags import variant_features
-from kernelmap.maps.registry import load_registry
+from kernelmap.maps.registry import callees, load_registry
 from kernelmap.numerics.policy import load_policy
 from kernelmap.plan.fuse import fuse_for_target, rules_digest
 from kernelmap.plan.memory import Buffer, MemoryPlan, plan_memory
@@ -60,7 +61,8 @@ RUNTIME_DIR = KERNEL_ROOT / "runtime"
 
 @dataclass(frozen=True)
 class CompileOptions:
-    """What to compile for: numerics policy, extra map dirs, ISA override, prefill batch rows, profiling, fusion."""
+    """What to compile for: numerics policy, extra map dirs, ISA override, prefill batch rows, profiling, fusion,
+    and the rows of the batched decode entry (`batch_rows`: sequences one step advances; 0 = no batch phase)."""
 
     policy: str = "llama-cpu"
     maps: tuple[str, ...] = ()
@@ -69,6 +71,7 @@ class CompileOptions:
     profile: bool = False
     allow_candidates: bool = False
     fusion: bool = True
+    batch_rows: int = 0
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,7 @@ def _load_inputs(gguf_path: str | os.PathLike[str], options: CompileOptions, say
     key = _key(BUILD_SCHEMA, gguf.sha256(), circuit.sha256, interfaces.sha256, policy.hash, registry.hash,
                ",".join(sorted(isa)), str(options.max_rows), str(options.profile), str(options.allow_candidates),
                str(options.fusion), rules_digest(cpu_class) if options.fusion else "", compiler_identity(),
+               f"batch_rows={options.batch_rows}",
                f"sanitize={sanitize_enabled()}", source_digest())
     return _Inputs(path, gguf, arch, circuit, interfaces, policy, registry, isa, cpu_class, key)
 
@@ -299,8 +303,9 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
     say("resolving kernels")
     fusions: list[dict[str, Any]] = []
     try:
-        for phase in ("prefill", "decode"):
-            graph = hydrate(circuit, config, gguf.tensors, interfaces, phase=phase, max_rows=options.max_rows,
+        for phase in ("prefill", "decode", *(("batch",) if options.batch_rows > 0 else ())):
+            rows = options.batch_rows if phase == "batch" else options.max_rows
+            graph = hydrate(circuit, config, gguf.tensors, interfaces, phase=phase, max_rows=rows,
                             kv_dtype=kv, source=str(path))
             if options.fusion:  # logical-stage rules, before the policy is applied
                 fusions += [{**r, "phase": phase} for r in fuse_for_target(graph, registry, isa, cpu_class=cpu_class)]
@@ -328,20 +333,27 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
     state = list(plans["prefill"].graph.state.values())
     features: set[str] = set()
     units: dict[tuple[str, tuple[str, ...]], CompileUnit] = {}
+    called: dict[str, str] = {}  # symbol -> prototype of the kernels selected ones call (batch wrappers)
     for plan in plans.values():
         for op in plan.graph.ops:
-            variant = registry.providers[op.provider].variant(op.variant)
-            # The start-up check tests every feature the variant's flags imply, not only what it lists.
-            features |= variant_features(variant.requires, variant.cflags)
-            src = KERNEL_ROOT / variant.source
-            units.setdefault((variant.source, variant.cflags), CompileUnit(src, tuple(variant.cflags)))
+            provider = registry.providers[op.provider]
+            pairs = [(provider, op.variant), *callees(provider, registry, op.variant)]
+            for prov, vname in pairs:
+                variant = prov.variant(vname)
+                # The start-up check tests every feature the variant's flags imply, not only what it lists.
+                features |= variant_features(variant.requires, variant.cflags)
+                src = KERNEL_ROOT / variant.source
+                units.setdefault((variant.source, variant.cflags), CompileUnit(src, tuple(variant.cflags)))
+                if prov is not provider:
+                    called[variant.symbol] = prototype(prov.raw, variant.symbol)
     say("generating C")
     arena = max(m.size for m in mem.values())
     hashes = {k: v for k, v in trace.hashes.items()}
     model_c, kernels_h = emit_model(plans["prefill"], plans["decode"], registry=registry,
                                     weight_offsets=weight_offsets, weights_bytes=manifest.total_size,
                                     state=state, arena_bytes=arena, n_vocab=int(config["vocab"]),
-                                    ctx_train=int(config["ctx_train"]), hashes=hashes, features=features)
+                                    ctx_train=int(config["ctx_train"]), hashes=hashes, features=features,
+                                    batch=plans.get("batch"), extra_protos=called)
     gen_dir = build_dir / "gen"
     gen_dir.mkdir(exist_ok=True)
     _write_atomic(gen_dir / "model.c", model_c)
@@ -363,6 +375,7 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
         "schema": BUILD_SCHEMA, "key": key, "library": "" if cross else str(lib), "gguf": str(path), "gguf_sha256": gguf_id,
         "architecture": arch, "config": config, "policy": policy.name, "isa": sorted(isa),
         "features": sorted(features), "max_rows": options.max_rows, "profile": options.profile,
+        "batch_rows": options.batch_rows,
         "memory": {phase: {"arena": m.size, "naive": m.naive_size, "summary": m.summary()} for phase, m in mem.items()},
         "ops": {phase: [op.label for op in plan.graph.ops] for phase, plan in plans.items()},
         "units": [{"source": str(u.source.relative_to(KERNEL_ROOT)), "cflags": list(u.cflags)}

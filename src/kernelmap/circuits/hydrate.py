@@ -294,11 +294,11 @@ class _Hydrator:
         env = env or dict(self.config)
         if not op_active(spec, layer, env, self.tensors_in, self.where, pointer):
             return
-        iface_id, iface = self.interfaces.for_op(spec["op"])
+        iface_id, iface = self.interfaces.for_op(spec["op"], self.phase)
         ports = iface["ports"]
         label = f"blk.{layer}.{spec['id']}" if layer >= 0 else spec["id"]
         cname = c_ident(f"blk{layer}_{spec['id']}" if layer >= 0 else f"op_{spec['id']}")
-        rows_last = spec.get("rows") == "last"
+        rows_last = spec.get("rows") == "last" and self.phase != "batch"  # batch: every row is a sequence's last
         declared = set(spec.get("in", {})) | set(spec.get("out", {})) | set(spec.get("weights", {})) | set(
             spec.get("state", {}))
         if declared != set(ports):
@@ -384,8 +384,11 @@ class _Hydrator:
 
 def hydrate(circuit: Circuit, config: dict[str, Any], tensors: TensorTable, interfaces: Interfaces, *,
             phase: str, max_rows: int, kv_dtype: str, source: str = "<model>") -> Graph:
-    """Expand the circuit into the logical graph of `phase` (decode has one row, prefill up to max_rows)."""
-    if phase not in ("prefill", "decode"):
-        raise CircuitError("unknown phase", value=phase, expected=["prefill", "decode"])
+    """Expand the circuit into the logical graph of `phase`: decode has one row, prefill up to max_rows
+    consecutive positions of one sequence, batch up to max_rows rows that are each the next token of a
+    different sequence (its own position and KV slot; ops marked rows=last run on every row, and the
+    position-dependent ops take the batch phase's per-row interfaces)."""
+    if phase not in ("prefill", "decode", "batch"):
+        raise CircuitError("unknown phase", value=phase, expected=["prefill", "decode", "batch"])
     rows = 1 if phase == "decode" else max_rows
     return _Hydrator(circuit, config, tensors, interfaces, phase, rows, kv_dtype, source).build()

@@ -118,13 +118,16 @@ class Interfaces:
     by_id: dict[str, dict[str, Any]]
     sha256: str
 
-    def for_op(self, op: str) -> tuple[str, dict[str, Any]]:
-        """The single interface that implements `op`."""
+    def for_op(self, op: str, phase: str | None = None) -> tuple[str, dict[str, Any]]:
+        """The single interface that implements `op` in `phase`: the one whose `phases` lists the phase,
+        else the one without `phases` (an interface with `phases` serves only those)."""
         found = [(iid, spec) for iid, spec in sorted(self.by_id.items()) if spec["op"] == op]
+        own = [(iid, spec) for iid, spec in found if phase is not None and phase in spec.get("phases", ())]
+        found = own or [(iid, spec) for iid, spec in found if "phases" not in spec]
         if len(found) != 1:
             ops = sorted({spec["op"] for spec in self.by_id.values()})
-            raise CircuitError(f"no single interface for op '{op}'", path=self.path, value=op,
-                               expected=ops, hint=f"closest: {closest(op, ops)}")
+            raise CircuitError(f"no single interface for op '{op}'" + (f" in phase {phase}" if phase else ""),
+                               path=self.path, value=op, expected=ops, hint=f"closest: {closest(op, ops)}")
         return found[0]
 
 

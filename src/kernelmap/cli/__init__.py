@@ -28,7 +28,7 @@ def cli() -> None:
 
 # Each module defines `register(cli)`; the order here is the order of `kernelmap --help`.
 _COMMAND_MODULES: list[str] = [
-    "kernelmap.cli.run_cmd", "kernelmap.cli.parity_cmd",
+    "kernelmap.cli.run_cmd", "kernelmap.cli.serve_cmd", "kernelmap.cli.parity_cmd",
     "kernelmap.cli.bench_cmd", "kernelmap.cli.kernels_cmd",
     "kernelmap.cli.maps_cmd", "kernelmap.cli.resolve_cmd", "kernelmap.cli.explain_cmd",
     "kernelmap.cli.inspect_cmd",

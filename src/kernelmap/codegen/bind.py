@@ -19,7 +19,7 @@ from kernelmap.circuits.hydrate import row_bytes
 from kernelmap.errors import PlanError
 
 __all__ = ["C_KEYWORDS", "BoundCall", "bind_call", "c_type_of", "c_comment", "check_ident", "check_param_name",
-           "float_literal"]
+           "float_literal", "prototype"]
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _LABEL = re.compile(r"^[A-Za-z0-9_.]{1,128}$")
@@ -27,7 +27,9 @@ _CAST = re.compile(r"^(const )?(void|float|int8_t|int16_t|int32_t|int64_t|uint8_
 _SCALAR_CAST = {"float": "float", "int64_t": "int64_t", "int32_t": "int32_t", "int": "int", "double": "double"}
 _PARAM_TYPES = {"float": "float", "int64": "int64_t", "int32": "int32_t"}
 _RUNTIME = {"ith": ("ith", "int"), "nth": ("nth", "int"), "n_tokens": ("n_tokens", "int64_t"),
-            "pos": ("pos", "int64_t"), "n_ctx": ("m->n_ctx", "int64_t")}
+            "pos": ("pos", "int64_t"), "n_ctx": ("m->n_ctx", "int64_t"),
+            # batch phase: per-row positions and KV slots (one int64 per row; only the batch entry has them)
+            "positions": ("positions", "const int64_t *"), "slots": ("slots", "const int64_t *")}
 
 
 def check_ident(text: str) -> str:
@@ -102,6 +104,17 @@ def c_type_of(entry: dict[str, Any], spec: dict[str, Any]) -> str:
             raise PlanError("param has no known C type", path=spec.get("id"), value=name)
         return _PARAM_TYPES[types[name]]
     raise PlanError("unknown call_abi source kind", path=spec.get("id"), value=entry["source"])
+
+
+def prototype(spec: dict[str, Any], symbol: str) -> str:
+    """The C prototype of a kernel from its map's call_abi alone (types and parameter names): what the
+    generated model declares and what each kernel unit is compiled against."""
+    check_ident(symbol)
+    types = []
+    for entry in spec["call_abi"]["params"]:
+        ctype = c_type_of(entry, spec)
+        types.append(f"{ctype}{'' if ctype.endswith('*') else ' '}{check_param_name(entry['name'])}")
+    return f"void {symbol}({', '.join(types) if types else 'void'});"
 
 
 @dataclass(frozen=True)

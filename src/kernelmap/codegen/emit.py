@@ -1,6 +1,7 @@
-"""C emission: fill the model template's named holes with straight-line prefill/decode bodies.
+"""C emission: fill the model template's named holes with straight-line prefill/decode(/batch) bodies.
 
-Input: the resolved, memory-planned graphs of both phases, weight offsets, state buffers and input
+Input: the resolved, memory-planned graphs of both phases (and optionally the batch phase: one row per
+sequence, per-row positions and KV slots), weight offsets, state buffers and input
 hashes. Output: the text of `model.c` and `km_kernels.h` (one named prototype per selected kernel,
 derived from its map's call_abi; every kernel source is compiled with it force-included, so a map
 whose ABI types disagree with its C code, or a unit exporting an undeclared function, fails to build).
@@ -113,14 +114,18 @@ def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[
 
 def emit_model(prefill: PhasePlan, decode: PhasePlan, *, registry: Registry, weight_offsets: dict[str, int],
                weights_bytes: int, state: list[StateBuf], arena_bytes: int, n_vocab: int, ctx_train: int,
-               hashes: dict[str, str], features: set[str]) -> tuple[str, str]:
-    """Return (model.c, km_kernels.h)."""
+               hashes: dict[str, str], features: set[str], batch: PhasePlan | None = None,
+               extra_protos: dict[str, str] | None = None) -> tuple[str, str]:
+    """Return (model.c, km_kernels.h). `batch` adds the batched decode entry's body; `extra_protos`
+    declares kernels the selected ones call (a batch wrapper's callee) in km_kernels.h."""
     state_index = {s.cname: i for i, s in enumerate(state)}
-    protos: dict[str, str] = {}
+    protos: dict[str, str] = dict(extra_protos or {})
     prefill_body = _body(prefill, "prefill", registry, weight_offsets, state_index, protos)
     decode_body = _body(decode, "decode", registry, weight_offsets, state_index, protos)
+    batch_body = _body(batch, "batch", registry, weight_offsets, state_index, protos) if batch else []
     selection = []
-    for phase, plan in (("prefill", prefill), ("decode", decode)):
+    phases = (("prefill", prefill), ("decode", decode), *((("batch", batch),) if batch else ()))
+    for phase, plan in phases:
         for op in plan.graph.ops:
             selection.append(f'    {{"{phase}", "{check_label(op.label)}", "{check_ident(op.provider or "")}", '
                              f'"{check_ident(op.variant or "")}"}},')
@@ -150,6 +155,11 @@ def emit_model(prefill: PhasePlan, decode: PhasePlan, *, registry: Registry, wei
         "PREFILL_LOGITS_OFFSET": f"{prefill.offsets[prefill.graph.outputs['logits']]}u",
         "DECODE_TOKENS_OFFSET": f"{decode.offsets['in_tokens']}u",
         "DECODE_LOGITS_OFFSET": f"{decode.offsets[decode.graph.outputs['logits']]}u",
+        "N_BATCH_OPS": len(batch.graph.ops) if batch else 0,
+        "MAX_BATCH": batch.graph.max_rows if batch else 0,
+        "BATCH_BODY": "\n".join(batch_body),
+        "BATCH_TOKENS_OFFSET": f"{batch.offsets['in_tokens']}u" if batch else "0u",
+        "BATCH_LOGITS_OFFSET": f"{batch.offsets[batch.graph.outputs['logits']]}u" if batch else "0u",
     }
     text = (TEMPLATE_DIR / "model.c.in").read_text()
     for key, value in holes.items():

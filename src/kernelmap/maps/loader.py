@@ -433,7 +433,7 @@ class _Checker:
 # Run-time values and the C parameter names that may carry them: n_ctx is the value the KV capacity dim
 # C (the interfaces' name for it) takes at run time.
 _RUNTIME_NAMES = {"ith": ("ith",), "nth": ("nth",), "pos": ("pos",), "n_tokens": ("n_tokens",),
-                  "n_ctx": ("n_ctx", "C")}
+                  "n_ctx": ("n_ctx", "C"), "positions": ("positions",), "slots": ("slots",)}
 
 
 def binding_names(kind: str, ref: str) -> tuple[str, ...] | None:

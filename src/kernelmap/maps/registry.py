@@ -15,7 +15,7 @@ from kernelmap.errors import MapError
 from kernelmap.maps.loader import load_map
 from kernelmap.maps.provider import Provider
 
-__all__ = ["MAPS_DIR", "Registry", "load_registry"]
+__all__ = ["callees", "MAPS_DIR", "Registry", "load_registry"]
 
 MAPS_DIR = Path(__file__).resolve().parent.parent / "kernel_maps"
 KERNEL_ROOT = Path(__file__).resolve().parent.parent / "kernels"
@@ -38,6 +38,7 @@ class Registry:
             ops.setdefault(p.op, []).append(p)
         self._by_op: dict[str, tuple[Provider, ...]] = {op: tuple(v) for op, v in sorted(ops.items())}
         _check_ties(self._by_op)
+        _check_calls(by_id)
         h = hashlib.sha256(b"kernelmap.registry/1\0")
         for pid, p in by_id.items():
             h.update(pid.encode() + b"\0" + p.sha256.encode() + b"\0")
@@ -74,6 +75,34 @@ def _check_ties(by_op: dict[str, tuple[Provider, ...]]) -> None:
                         f"group {a.group} for phase {shared} (other file: {second})",
                         path=first, pointer="/selection/priority",
                         hint="give one a different priority, split their phases, or demote one to candidate")
+
+
+def callees(provider: Provider, registry: Registry, variant: str) -> list[tuple[Provider, str]]:
+    """(provider, variant name) of every kernel the `variant` of `provider` calls (its map's `calls`:
+    each callee's variant of the same name, checked to exist when the registry loads)."""
+    return [(registry.providers[cid], variant) for cid in provider.raw.get("calls", ())]
+
+
+def _check_calls(by_id: dict[str, Provider]) -> None:
+    """A map's `calls` name other maps whose variants match its own by name, requires and cflags (so the
+    callee a variant needs is runnable exactly where the variant is) and which call nothing themselves."""
+    for p in by_id.values():
+        for i, cid in enumerate(p.raw.get("calls", ())):
+            pointer = f"/calls/{i}"
+            callee = by_id.get(cid)
+            if callee is None or callee.id == p.id:
+                raise MapError("calls a map that is not in the registry" if callee is None else "calls itself",
+                               path=p.path, pointer=pointer, value=cid)
+            if callee.raw.get("calls"):
+                raise MapError("calls a map that calls others (one level only)", path=p.path, pointer=pointer,
+                               value=cid)
+            theirs = {v.name: v for v in callee.variants}
+            for v in p.variants:
+                w = theirs.get(v.name)
+                if w is None or w.requires != v.requires or tuple(w.cflags) != tuple(v.cflags):
+                    raise MapError(f"variant \"{v.name}\" has no twin in the called map {cid} (same name, "
+                                   "requires and cflags)", path=p.path, pointer=pointer, value=cid,
+                                   expected=sorted(theirs))
 
 
 def _map_files(dirs: Sequence[Path]) -> list[Path]:

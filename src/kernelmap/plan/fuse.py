@@ -202,10 +202,10 @@ def _unmet(rule: FusionRule, available: Any) -> list[str]:
     return unmet
 
 
-def _check_shape(rule: FusionRule, interfaces: Interfaces) -> tuple[str, dict[str, Any]]:
-    """The fused op's interface, after checking the rule's fused ports are exactly its ports."""
+def _check_shape(rule: FusionRule, interfaces: Interfaces, phase: str | None = None) -> tuple[str, dict[str, Any]]:
+    """The fused op's interface in `phase`, after checking the rule's fused ports are exactly its ports."""
     try:
-        iface_id, iface = interfaces.for_op(rule.fused_op)
+        iface_id, iface = interfaces.for_op(rule.fused_op, phase)
     except Exception as exc:
         raise PlanError(f"fusion rule \"{rule.id}\": fused op \"{rule.fused_op}\" has no interface",
                         path=rule.source.partition("#")[0], pointer="/fused_op", value=rule.fused_op,
@@ -216,7 +216,7 @@ def _check_shape(rule: FusionRule, interfaces: Interfaces) -> tuple[str, dict[st
                         path=rule.source.partition("#")[0], pointer="/pattern", value=sorted(mapped),
                         expected=sorted(iface["ports"]))
     for k, step in enumerate(rule.pattern):
-        ports = interfaces.for_op(step.op)[1]["ports"]
+        ports = interfaces.for_op(step.op, phase)[1]["ports"]
         covered = {p for p, _ in step.ports}
         if step.via:
             covered.add(step.via[1])
@@ -360,7 +360,7 @@ def fuse(graph: Graph, rules: Sequence[FusionRule], available: Any, *, interface
 
     stage = "logical" if contracts is None else "scheduled"
     for rule in sorted((r for r in rules if r.stage == stage), key=lambda r: r.id):
-        shapes[rule.id] = _check_shape(rule, interfaces)
+        shapes[rule.id] = _check_shape(rule, interfaces, graph.phase)
         unmet = _unmet(rule, available)
         if not rule.enabled:
             record(rule, "skipped", "disabled for this CPU class")

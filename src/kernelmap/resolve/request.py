@@ -17,7 +17,7 @@ from kernelmap.maps.expr import Bound
 
 __all__ = ["PHASES", "STATUSES", "Request"]
 
-PHASES = ("init", "prefill", "decode")
+PHASES = ("init", "prefill", "decode", "batch")
 STATUSES = ("production", "candidate", "diagnostic", "deprecated")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _WORD = re.compile(r"^[a-z0-9_]+$")

@@ -28,7 +28,9 @@ from kernelmap.runtime.sampler import Sampler, SamplerConfig
 
 __all__ = ["Model", "GenerationStats", "load", "default_model_path"]
 
-_ERRORS = {-1: "position past the end of the context", -2: "token id outside the vocabulary"}
+_ERRORS = {-1: "position past the end of the context", -2: "token id outside the vocabulary",
+           -3: "KV slot out of range or used by two batch rows", -4: "batch rows out of range",
+           -5: "out of memory allocating KV slots"}
 DEFAULT_MODEL_FILE = Path(__file__).with_name("default_model.json")
 
 
@@ -92,6 +94,12 @@ class _Lib:
         lib.km_model_max_rows.restype = ctypes.c_int64
         lib.km_model_profile.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_double), ctypes.c_int]
         lib.km_model_profile_reset.argtypes = [ctypes.c_void_p]
+        i64p = ctypes.POINTER(ctypes.c_int64)
+        lib.km_model_set_slots.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+        lib.km_model_select_slot.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+        lib.km_model_decode_batch.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), i64p, i64p,
+                                              ctypes.c_int64]
+        lib.km_model_max_batch.restype = ctypes.c_int64
         self.lib = lib
 
 
@@ -256,13 +264,65 @@ class Model:
                 on_text(tail)
         return "".join(parts), stats
 
+    # ---- batched decode (builds with CompileOptions.batch_rows > 0): KV slots, one step for many ----
+
+    @property
+    def max_batch(self) -> int:
+        """Rows one `decode_batch` call takes (0: this build has no batch entry)."""
+        return int(self._lib.km_model_max_batch())
+
+    def set_slots(self, n: int) -> None:
+        """Give the model `n` KV caches (slots) of the full context each; every slot starts empty."""
+        top = max(self.max_batch, 1)
+        if not 1 <= n <= top:
+            raise ModelError("KV slot count out of range", pointer="--parallel", value=n,
+                             expected=f"1..{top} (the batch rows this model was compiled for)")
+        kv = self.kv_bytes * n
+        avail = _mem_available()
+        if avail is not None and kv > avail:
+            raise ModelError("not enough memory for the KV slots", pointer="--parallel", value=n,
+                             expected=f"{kv / 2**20:.0f} MiB <= available {avail / 2**20:.0f} MiB",
+                             hint="use a smaller --ctx or --parallel")
+        rc = self._lib.km_model_set_slots(self._handle, int(n))
+        if rc != 0:
+            raise ModelError(_ERRORS.get(rc, f"model call failed ({rc})"), pointer="--parallel", value=n)
+        self.n_slots = int(n)
+        self.pos = 0
+
+    def prefill_slot(self, slot: int, tokens: Sequence[int], pos: int = 0) -> np.ndarray:
+        """Run `tokens` at `pos` in KV slot `slot`; return the last row's logits (a view)."""
+        rc = self._lib.km_model_select_slot(self._handle, int(slot))
+        if rc != 0:
+            raise ModelError(_ERRORS.get(rc, f"model call failed ({rc})"), pointer="slot", value=slot)
+        self.pos = int(pos)
+        return self.prefill(tokens)
+
+    def decode_batch(self, tokens: Sequence[int], slots: Sequence[int], positions: Sequence[int]) -> np.ndarray:
+        """One decode step of len(tokens) sequences: row r is token tokens[r] at positions[r] in slot
+        slots[r] (distinct). Returns logits [rows, n_vocab] (a view, valid until the next call); row r is
+        bit-identical with `decode` of that sequence alone."""
+        n = len(tokens)
+        if not (n == len(slots) == len(positions)):
+            raise ModelError("decode_batch: tokens, slots and positions differ in length",
+                             value=(n, len(slots), len(positions)))
+        toks = (ctypes.c_int32 * n)(*tokens)
+        sl = (ctypes.c_int64 * n)(*slots)
+        ps = (ctypes.c_int64 * n)(*positions)
+        rc = self._lib.km_model_decode_batch(self._handle, toks, sl, ps, n)
+        if rc != 0:
+            raise ModelError(_ERRORS.get(rc, f"model call failed ({rc})"), pointer="decode_batch",
+                             value=f"{n} rows", expected=f"1..{self.max_batch} rows, distinct slots, "
+                             f"positions < {self.n_ctx}")
+        ptr = self._lib.km_model_logits(self._handle)
+        return np.ctypeslib.as_array(ptr, shape=(n, self.n_vocab))
+
     def profile(self, phase: str) -> list[tuple[str, float]]:
         """Per-op seconds accumulated by a profiling build (`compile(..., profile=True)`)."""
         if not self.info.get("profile"):
             raise ModelError("this build has no per-op timing", hint="compile with profile=True (--profile)")
         ops = self.info["ops"][phase]
         buf = (ctypes.c_double * len(ops))()
-        self._lib.km_model_profile(self._handle, 0 if phase == "prefill" else 1, buf, len(ops))
+        self._lib.km_model_profile(self._handle, {"prefill": 0, "decode": 1, "batch": 2}[phase], buf, len(ops))
         return list(zip(ops, buf, strict=True))
 
 

@@ -10,6 +10,9 @@
 
 #define KM_ERR_CONTEXT (-1) /* pos + n exceeds the KV capacity chosen at creation */
 #define KM_ERR_TOKEN (-2)   /* a token id outside the vocabulary */
+#define KM_ERR_SLOT (-3)    /* a KV slot outside 0..n_slots-1, or two batch rows on one slot */
+#define KM_ERR_BATCH (-4)   /* batch rows outside 1..km_model_max_batch() (0: no batch entry) */
+#define KM_ERR_MEMORY (-5)  /* out of memory allocating KV slots */
 
 typedef struct km_model km_model;
 
@@ -31,6 +34,11 @@ const float *km_model_logits(const km_model *m);
 int64_t km_model_n_vocab(void);
 int64_t km_model_max_rows(void);
 int64_t km_model_n_ctx(const km_model *m);
+int km_model_set_slots(km_model *m, int64_t n_slots);
+int km_model_select_slot(km_model *m, int64_t slot);
+int km_model_decode_batch(km_model *m, const int32_t *tokens, const int64_t *slots, const int64_t *positions,
+                          int64_t n);
+int64_t km_model_max_batch(void);
 int km_model_profile(const km_model *m, int phase, double *out, int n);
 void km_model_profile_reset(km_model *m);
 int km_model_profiling(void);

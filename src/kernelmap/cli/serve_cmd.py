@@ -1,0 +1,64 @@
+"""`kernelmap serve`: compile a model with a batch phase and serve it over OpenAI's HTTP API.
+
+Parses the flags, checks that the `serve` extra is installed (naming the pip command when it is not),
+and hands over to kernelmap.serve. It holds no serving logic itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import click
+
+from kernelmap.errors import ModelError
+
+__all__ = ["register"]
+
+_NEEDS = ("starlette", "uvicorn", "prometheus_client")
+
+
+@click.command("serve", epilog="Example: kernelmap serve -m model.gguf --port 8080 --parallel 8")
+@click.option("-m", "--model", type=click.Path(dir_okay=False), default=None,
+              help="GGUF model file (default: the default model package).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=int, default=8080, show_default=True)
+@click.option("--parallel", type=int, default=4, show_default=True,
+              help="Sequences decoded together (KV slots; one batched decode step advances all).")
+@click.option("-c", "--ctx", "ctx", type=int, default=2048, show_default=True, help="KV capacity per sequence.")
+@click.option("-t", "--threads", type=int, default=None, help="Threads (default: physical cores, at most 4).")
+@click.option("--queue", type=int, default=64, show_default=True,
+              help="Requests that may wait for a slot; more get 503.")
+@click.option("--grace", type=float, default=30.0, show_default=True,
+              help="Seconds active requests may run after SIGTERM.")
+@click.option("--alias", default=None, help="Model id clients use (default: the GGUF file name).")
+@click.option("--policy", default="llama-cpu", show_default=True, help="Numerics policy name or file.")
+@click.option("--batch", type=int, default=128, show_default=True, help="Prefill rows per step.")
+@click.option("-q", "--quiet", is_flag=True, help="No compile progress on stderr.")
+def serve_command(model: str | None, host: str, port: int, parallel: int, ctx: int, threads: int | None, queue: int,
+                  grace: float, alias: str | None, policy: str, batch: int, quiet: bool) -> None:
+    """Serve a model with an OpenAI-compatible API (/v1/completions, /v1/chat/completions, /v1/models,
+    /health, /metrics), decoding concurrent requests in one batch."""
+    missing = [m for m in _NEEDS if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ModelError("the server's dependencies are not installed", value=", ".join(missing),
+                         hint="pip install 'kernelmap[serve]'")
+    if not 1 <= port <= 65535:
+        raise ModelError("port out of range", pointer="--port", value=port, expected="1..65535")
+    from kernelmap.cli.run_cmd import _options, _progress
+    from kernelmap.runtime import default_model_path
+    from kernelmap.serve import ServeOptions, build_state, run
+
+    path = model or str(default_model_path())
+    options = ServeOptions(parallel=parallel, ctx=ctx, threads=threads, queue=queue, grace=grace,
+                           compile=_options(policy, (), None, batch), model_id=alias)
+    say, stop = _progress(quiet)
+    try:
+        state = build_state(path, options, progress=say)
+    finally:
+        stop()
+    run(state, host=host, port=port, grace=grace)
+
+
+def register(cli: click.Group) -> None:
+    """Add `serve` to the CLI."""
+    cli.add_command(serve_command)

@@ -1,0 +1,321 @@
+"""The server against the official `openai` client on 127.0.0.1 (tiny synthetic model): completions,
+chat, streaming, stop sequences, usage counts, OpenAI-shaped errors (the server healthy after each),
+batched requests giving the tokens they give alone, cancellation and the queue bound."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import time
+
+import httpx
+import openai
+import pytest
+
+PROMPTS = ["the cat sat", "a dog", "the mat is on the", "cat dog mat"]
+
+
+def _healthy(live) -> dict:
+    r = httpx.get(f"{live.url}/health", timeout=10)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["status"] == "ok"
+    # and it still generates
+    out = live.client().completions.create(model="synth", prompt="the cat", max_tokens=2, temperature=0)
+    assert out.usage.completion_tokens == 2
+    return body
+
+
+def test_serve_models_lists_the_served_model(live):
+    ids = [m.id for m in live.client().models.list().data]
+    assert ids == ["synth"]
+
+
+def test_serve_completion_counts_prompt_and_completion_tokens(live):
+    tok = live.state.tokenizer
+    out = live.client().completions.create(model="synth", prompt="the cat sat", max_tokens=6, temperature=0)
+    assert out.object == "text_completion"
+    assert out.choices[0].finish_reason == "length"
+    assert out.usage.prompt_tokens == len(tok.encode("the cat sat"))
+    assert out.usage.completion_tokens == 6
+    assert out.usage.total_tokens == out.usage.prompt_tokens + 6
+    assert out.choices[0].text  # the synthetic model emits printable pieces for these prompts
+
+
+def test_serve_chat_renders_the_model_template(live):
+    msgs = [{"role": "user", "content": "the cat"}]
+    out = live.client().chat.completions.create(model="synth", messages=msgs, max_tokens=5, temperature=0)
+    assert out.object == "chat.completion"
+    assert out.choices[0].message.role == "assistant"
+    want = live.state.template.encode(live.state.tokenizer, msgs)
+    assert out.usage.prompt_tokens == len(want)
+    assert out.usage.completion_tokens == 5
+
+
+@pytest.mark.parametrize("kind", ["completion", "chat"])
+def test_serve_stream_chunks_concatenate_to_the_plain_answer(live, kind):
+    c = live.client()
+    if kind == "completion":
+        plain = c.completions.create(model="synth", prompt="the cat sat", max_tokens=7, temperature=0)
+        chunks = list(c.completions.create(model="synth", prompt="the cat sat", max_tokens=7, temperature=0,
+                                           stream=True, stream_options={"include_usage": True}))
+        text = "".join(ch.choices[0].text for ch in chunks if ch.choices)
+        want = plain.choices[0].text
+    else:
+        msgs = [{"role": "user", "content": "a dog"}]
+        plain = c.chat.completions.create(model="synth", messages=msgs, max_tokens=7, temperature=0)
+        chunks = list(c.chat.completions.create(model="synth", messages=msgs, max_tokens=7, temperature=0,
+                                                stream=True, stream_options={"include_usage": True}))
+        assert chunks[0].choices[0].delta.role == "assistant"
+        text = "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+        want = plain.choices[0].message.content
+    assert text == want
+    finishes = [ch.choices[0].finish_reason for ch in chunks if ch.choices and ch.choices[0].finish_reason]
+    assert finishes == ["length"]
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 7
+    assert chunks[-1].usage.prompt_tokens == plain.usage.prompt_tokens
+
+
+def test_serve_stop_sequence_cuts_the_text_and_finishes_with_stop(live):
+    c = live.client()
+    full = c.completions.create(model="synth", prompt="the cat sat", max_tokens=10, temperature=0).choices[0].text
+    assert len(full) >= 4, full
+    stop = full[2:4]
+    want = full[:full.find(stop)]
+    out = c.completions.create(model="synth", prompt="the cat sat", max_tokens=10, temperature=0, stop=[stop])
+    assert (out.choices[0].text, out.choices[0].finish_reason) == (want, "stop")
+    streamed = c.completions.create(model="synth", prompt="the cat sat", max_tokens=10, temperature=0,
+                                    stop=stop, stream=True)
+    parts = [(ch.choices[0].text, ch.choices[0].finish_reason) for ch in streamed]
+    assert "".join(t for t, _ in parts) == want
+    assert parts[-1][1] == "stop"
+
+
+def test_serve_malformed_json_is_a_400_openai_error(live):
+    r = httpx.post(f"{live.url}/v1/completions", content=b'{"prompt": "x",', timeout=10,
+                   headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    err = r.json()["error"]
+    assert err["type"] == "invalid_request_error" and err["code"] == "invalid_json"
+    assert "could not parse the JSON body" in err["message"]
+    _healthy(live)
+
+
+def test_serve_unknown_model_is_a_404(live):
+    with pytest.raises(openai.NotFoundError) as info:
+        live.client().completions.create(model="no-such-model", prompt="x", max_tokens=2)
+    err = info.value.body
+    assert err["code"] == "model_not_found" and err["param"] == "model"
+    assert "no-such-model" in err["message"]
+    _healthy(live)
+
+
+def test_serve_negative_max_tokens_is_a_400_naming_the_param(live):
+    with pytest.raises(openai.BadRequestError) as info:
+        live.client().chat.completions.create(model="synth", messages=[{"role": "user", "content": "x"}],
+                                              max_tokens=-1)
+    assert info.value.body["param"] == "max_tokens"
+    assert ">= 0" in info.value.body["message"]
+    _healthy(live)
+
+
+def test_serve_prompt_longer_than_the_context_is_context_length_exceeded(live):
+    long = " ".join(["the cat sat on the mat"] * 40)
+    assert len(live.state.tokenizer.encode(long)) > live.state.limits.n_ctx
+    with pytest.raises(openai.BadRequestError) as info:
+        live.client().completions.create(model="synth", prompt=long, max_tokens=2)
+    assert info.value.status_code == 400
+    assert info.value.body["code"] == "context_length_exceeded"
+    assert f"maximum context length is {live.state.limits.n_ctx} tokens" in info.value.body["message"]
+    _healthy(live)
+
+
+def test_serve_unsupported_parameters_and_bad_values_are_400s(live):
+    c = live.client()
+    for kwargs, param in (({"n": 2}, "n"), ({"temperature": 7}, "temperature"), ({"logprobs": 2}, "logprobs"),
+                          ({"stop": ["a", "b", "c", "d", "e"]}, "stop")):
+        with pytest.raises(openai.BadRequestError) as info:
+            c.completions.create(model="synth", prompt="x", max_tokens=2, **kwargs)
+        assert info.value.body["param"] == param, kwargs
+    _healthy(live)
+
+
+def test_serve_unknown_route_and_oversized_body_are_openai_errors(live):
+    r = httpx.get(f"{live.url}/v1/nothing", timeout=10)
+    assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+    big = json.dumps({"model": "synth", "prompt": "x" * (5 << 20)}).encode()
+    r = httpx.post(f"{live.url}/v1/completions", content=big, timeout=30)
+    assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
+    _healthy(live)
+
+
+def _complete(live, prompt: str, **kw) -> tuple[str, int]:
+    out = live.client().completions.create(model="synth", prompt=prompt, max_tokens=12, **kw)
+    return out.choices[0].text, out.usage.completion_tokens
+
+
+@pytest.mark.parametrize("sampling", [{"temperature": 0}, {"temperature": 0.9, "seed": 7}],
+                         ids=["greedy", "seeded"])
+def test_serve_concurrent_requests_give_the_text_they_give_alone(live, sampling):
+    alone = [_complete(live, p, **sampling) for p in PROMPTS]
+    before = live.state.metrics.decode_rows.collect()[0].samples
+    with concurrent.futures.ThreadPoolExecutor(len(PROMPTS) * 2) as pool:
+        together = list(pool.map(lambda p: _complete(live, p, **sampling), PROMPTS * 2))
+    assert together == alone * 2
+    after = live.state.metrics.decode_rows.collect()[0].samples
+
+    def le1(samples):  # decode steps that advanced a single row
+        return next(s.value for s in samples if s.name.endswith("_bucket") and s.labels["le"] == "1.0")
+
+    def count(samples):
+        return next(s.value for s in samples if s.name.endswith("_count"))
+
+    steps = count(after) - count(before)
+    single = le1(after) - le1(before)
+    assert single < steps, "no decode step ran more than one sequence: the requests were not batched"
+
+
+def _slowed(monkeypatch, model, seconds: float = 0.05) -> None:
+    """Make every decode step of `model` take at least `seconds` (the synthetic model is too fast for a
+    client to leave while it still generates)."""
+    step = model.decode_batch
+
+    def slow(*args):
+        time.sleep(seconds)
+        return step(*args)
+
+    monkeypatch.setattr(model, "decode_batch", slow)
+
+
+def test_serve_client_disconnect_mid_stream_frees_the_slot(live, monkeypatch):
+    _slowed(monkeypatch, live.state.engine.model, 0.1)  # ~6 s to generate all: the client leaves long before
+    body = {"model": "synth", "prompt": "the cat", "max_tokens": 60, "temperature": 0, "stream": True}
+    cancelled = live.state.metrics.cancelled._value.get()
+    with httpx.Client(timeout=30) as h, h.stream("POST", f"{live.url}/v1/completions", json=body) as r:
+        assert r.status_code == 200
+        got = 0
+        for line in r.iter_lines():
+            got += line.startswith("data: ")
+            if got == 2:
+                break
+        assert live.state.engine.stats()["active"] == 1
+    deadline = time.monotonic() + 20
+    while live.state.engine.stats()["active"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert live.state.engine.stats()["active"] == 0
+    assert live.state.metrics.cancelled._value.get() == cancelled + 1
+    _healthy(live)
+
+
+def _one_slot_server(live, monkeypatch, *, queue_size: int):
+    """A second live server over the same compiled library: one KV slot, `queue_size` waiting places, and
+    decode steps slowed to 0.25 s (a 60-token request holds the slot for ~15 s)."""
+    from live_server import start
+
+    from kernelmap.runtime.model import Model
+    from kernelmap.serve.app import ServeState
+    from kernelmap.serve.engine import Engine
+    from kernelmap.serve.metrics import Metrics
+    from kernelmap.serve.protocol import Limits
+
+    model = Model(live.state.engine.model.compiled, n_ctx=64, threads=1)
+    _slowed(monkeypatch, model, 0.25)
+    metrics = Metrics()
+    state = ServeState(Engine(model, parallel=1, queue_size=queue_size, metrics=metrics), Limits("synth", 64),
+                       model.tokenizer, model.chat_template, metrics)
+    return start(state), state
+
+
+def test_serve_queue_bound_answers_503_when_full(live, monkeypatch):
+    small, state = _one_slot_server(live, monkeypatch, queue_size=1)
+    try:
+        body = {"model": "synth", "prompt": "the cat", "max_tokens": 60, "temperature": 0, "stream": True}
+        with httpx.Client(timeout=30) as h, h.stream("POST", f"{small.url}/v1/completions", json=body) as first:
+            assert first.status_code == 200
+            next(line for line in first.iter_lines() if line.startswith("data: "))  # holds the only slot
+            with h.stream("POST", f"{small.url}/v1/completions", json=body) as second:  # waits in the queue
+                deadline = time.monotonic() + 10
+                while state.engine.stats()["waiting"] < 1 and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                assert state.engine.stats() == {"active": 1, "waiting": 1, "slots": 1}
+                third = h.post(f"{small.url}/v1/completions", json={**body, "stream": False})
+                assert third.status_code == 503
+                assert third.json()["error"]["code"] == "queue_full"
+                assert second.status_code == 200
+    finally:
+        small.stop()
+    assert not state.engine._thread.is_alive(), "closing the engine left its scheduler thread running"
+    _healthy(live)
+
+
+def test_serve_metrics_expose_requests_tokens_and_queue(live):
+    live.client().completions.create(model="synth", prompt="a dog", max_tokens=3, temperature=0)
+    text = httpx.get(f"{live.url}/metrics", timeout=10).text
+    for name in ("kernelmap_requests_total", "kernelmap_prompt_tokens_total", "kernelmap_generated_tokens_total",
+                 "kernelmap_queue_depth", "kernelmap_active_sequences", "kernelmap_prefill_tokens_per_second",
+                 "kernelmap_decode_tokens_per_second", "kernelmap_time_to_first_token_seconds_bucket"):
+        assert name in text, name
+    assert 'kernelmap_requests_total{endpoint="/v1/completions",status="200"}' in text
+
+
+def test_serve_shutdown_tells_waiting_requests_and_ends_active_ones_after_the_grace(live, monkeypatch):
+    small, state = _one_slot_server(live, monkeypatch, queue_size=4)  # 60 tokens take ~15 s: more than the grace
+    try:
+        body = {"model": "synth", "prompt": "the cat", "max_tokens": 60, "temperature": 0, "stream": True}
+        with httpx.Client(timeout=30) as h, h.stream("POST", f"{small.url}/v1/completions", json=body) as first:
+            lines = first.iter_lines()
+            next(line for line in lines if line.startswith("data: "))  # active in the only slot
+            with h.stream("POST", f"{small.url}/v1/completions", json=body) as second:
+                deadline = time.monotonic() + 10
+                while state.engine.stats()["waiting"] < 1 and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                state.engine.begin_shutdown(grace=0.5)  # what SIGTERM does (server.run's handle_exit)
+                told = [json.loads(x[6:]) for x in second.iter_lines() if x.startswith("data: {")]
+                assert told[-1]["error"]["code"] == "shutting_down", told
+            refused = h.post(f"{small.url}/v1/completions", json={**body, "stream": False})
+            assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
+            rest = [json.loads(x[6:]) for x in lines if x.startswith("data: {")]
+            assert "error" in rest[-1] and rest[-1]["error"]["code"] == "shutting_down", rest[-1]
+            assert len(rest) < 59, "the active request ran to its end instead of stopping after the grace"
+    finally:
+        small.stop()
+
+
+def test_serve_cli_serves_then_stops_cleanly_on_sigterm(live, synth_gguf):
+    """`kernelmap serve` as a process (its library cached by the `live` fixture's compile): it answers like
+    the in-process server, and SIGTERM shuts it down (engine closed, no traceback)."""
+    import signal
+    import subprocess
+    import sys
+
+    from live_server import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "kernelmap", "serve", "-m", str(synth_gguf), "--port", str(port),
+                             "--parallel", "4", "--batch", "8", "--ctx", "64", "--alias", "synth", "--grace", "5",
+                             "-q"], stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, proc.stderr.read()
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "kernelmap serve did not become healthy"
+            time.sleep(0.1)
+        c = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=30)
+        out = c.completions.create(model="synth", prompt="the cat sat", max_tokens=6, temperature=0)
+        assert out.choices[0].text == live.client().completions.create(
+            model="synth", prompt="the cat sat", max_tokens=6, temperature=0).choices[0].text
+        proc.send_signal(signal.SIGTERM)
+        # uvicorn shuts down, then re-raises the signal: the status says "ended by SIGTERM"
+        assert proc.wait(timeout=30) in (0, -signal.SIGTERM)
+        err = proc.stderr.read()
+        assert "kernelmap serve: stopped" in err and "Traceback" not in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
