@@ -2,7 +2,7 @@
  * circuit: 2a97d955851944008c170e7a955c18d034cd0ddc0c355e4bb509370d09b49a86
  * gguf: 16e9314102f36d63db8a89b0e06720e7b0c72b4bdb9462baadcce515b3e41ed2
  * interfaces: ebe6713f747da9c5e30ae3a3e462fe888cb8fab32251adf4c0b89a2bb270c1a6
- * maps: 9c97db48c8fe6701c9a07cd1397d5d16d6ccf6b1e9f5893117ab52431e7777bb
+ * maps: 621b22133f26149d50c02ee2a062284947c8b3bb512fc496d295ec0ab63608b2
  * policy: 65dcd385c987ccdf4b7f59e127e414f2f65914926debec957656fc9ce84b9710
   */
 #define _GNU_SOURCE
@@ -27,13 +27,20 @@
 #define KM_N_VOCAB INT64_C(320)
 #define KM_CTX_TRAIN INT64_C(256)
 #define KM_ARENA_BYTES UINT64_C(14336)
-#define KM_WEIGHTS_BYTES UINT64_C(319488)
+#define KM_WEIGHTS_BYTES UINT64_C(0)
+/* Tensors in the GGUF layout are read from the model file itself (mapped, never copied): its size and
+ * the checksum of its head (metadata and tensor records) must be the ones this program was built from. */
+#define KM_GGUF_BYTES UINT64_C(329216)
+#define KM_GGUF_HEAD_BYTES UINT64_C(9728)
+#define KM_GGUF_CHECKSUM UINT64_C(3883617251231682159)
 
 struct km_model {
     km_pool *pool;
     uint8_t *arena;
     const uint8_t *weights;
     size_t weights_len;
+    const uint8_t *gguf;
+    size_t gguf_len;
     void *state[KM_N_STATE > 0 ? KM_N_STATE : 1];
     int64_t n_ctx;
     int64_t n_tokens;
@@ -150,14 +157,15 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_model *m = (km_model *)arg;
     uint8_t *A = m->arena;
     const uint8_t *W = m->weights;
+    const uint8_t *G = m->gguf;
     const int64_t n_tokens = m->n_tokens;
     const int64_t pos = m->pos;
-    (void)A; (void)W; (void)n_tokens; (void)pos; (void)nth;
+    (void)A; (void)W; (void)G; (void)n_tokens; (void)pos; (void)nth;
     if (ith == 0) m->prof_t = km_now();
     /* [0] embed: embedding_q8_0 (avx2) weights: token_embd.weight */
     km_embedding_q8_0__avx2(
         (float *)(A + 6144u),
-        (const void *)(W + UINT64_C(297728)),
+        (const void *)(G + UINT64_C(9728)),
         (const int32_t *)(A + 0u),
         n_tokens,
         INT64_C(320),
@@ -170,7 +178,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 6144u),
-        (const float *)(W + UINT64_C(8320)),
+        (const float *)(G + UINT64_C(31744)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -180,7 +188,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [2] blk.0.attn_q: linear_f32_f32 (avx2) weights: blk.0.attn_q.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 2048u),
-        (const float *)(W + UINT64_C(24960)),
+        (const float *)(G + UINT64_C(33024)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(64),
@@ -191,7 +199,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [3] blk.0.attn_k: linear_f32_f32 (avx2) weights: blk.0.attn_k.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 8192u),
-        (const float *)(W + UINT64_C(0)),
+        (const float *)(G + UINT64_C(49408)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(32),
@@ -202,7 +210,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [4] blk.0.attn_v: linear_f32_f32 (avx2) weights: blk.0.attn_v.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 9216u),
-        (const float *)(W + UINT64_C(41472)),
+        (const float *)(G + UINT64_C(57600)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(32),
@@ -214,7 +222,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 4096u),
         (const float *)(A + 2048u),
-        (const float *)(W + UINT64_C(41344)),
+        (const float *)(G + UINT64_C(32768)),
         n_tokens,
         INT64_C(2),
         INT64_C(32),
@@ -229,7 +237,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 8192u),
-        (const float *)(W + UINT64_C(8192)),
+        (const float *)(G + UINT64_C(32896)),
         n_tokens,
         INT64_C(1),
         INT64_C(32),
@@ -284,7 +292,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [10] blk.0.attn_out: linear_f32_f32 (avx2) weights: blk.0.attn_output.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 2048u),
-        (const float *)(W + UINT64_C(8576)),
+        (const float *)(G + UINT64_C(65792)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(64),
@@ -296,7 +304,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 2048u),
-        (const float *)(W + UINT64_C(148224)),
+        (const float *)(G + UINT64_C(32000)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -309,7 +317,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         (float *)(A + 4096u),
         (const float *)(A + 0u),
         (const float *)(A + 6144u),
-        (const float *)(W + UINT64_C(115200)),
+        (const float *)(G + UINT64_C(32256)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -319,7 +327,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [13] blk.0.ffn_gate: linear_f32_f32 (avx2) weights: blk.0.ffn_gate.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(82432)),
+        (const float *)(G + UINT64_C(82176)),
         (const float *)(A + 4096u),
         n_tokens,
         INT64_C(128),
@@ -330,7 +338,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [14] blk.0.ffn_up: linear_f32_f32 (avx2) weights: blk.0.ffn_up.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 8192u),
-        (const float *)(W + UINT64_C(115456)),
+        (const float *)(G + UINT64_C(114944)),
         (const float *)(A + 4096u),
         n_tokens,
         INT64_C(128),
@@ -351,7 +359,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [16] blk.0.ffn_down: linear_f32_f32 (avx2) weights: blk.0.ffn_down.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(49664)),
+        (const float *)(G + UINT64_C(147712)),
         (const float *)(A + 4096u),
         n_tokens,
         INT64_C(64),
@@ -363,7 +371,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 2048u),
         (const float *)(A + 0u),
-        (const float *)(W + UINT64_C(148480)),
+        (const float *)(G + UINT64_C(32512)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -376,7 +384,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         (float *)(A + 0u),
         (const float *)(A + 2048u),
         (const float *)(A + 12288u),
-        (const float *)(W + UINT64_C(157056)),
+        (const float *)(G + UINT64_C(180480)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -386,7 +394,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [19] blk.1.attn_q: linear_f32_f32 (avx2) weights: blk.1.attn_q.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 2048u),
-        (const float *)(W + UINT64_C(173696)),
+        (const float *)(G + UINT64_C(181760)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(64),
@@ -397,7 +405,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [20] blk.1.attn_k: linear_f32_f32 (avx2) weights: blk.1.attn_k.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 8192u),
-        (const float *)(W + UINT64_C(148736)),
+        (const float *)(G + UINT64_C(198144)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(32),
@@ -408,7 +416,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [21] blk.1.attn_v: linear_f32_f32 (avx2) weights: blk.1.attn_v.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 9216u),
-        (const float *)(W + UINT64_C(190208)),
+        (const float *)(G + UINT64_C(206336)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(32),
@@ -420,7 +428,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 4096u),
         (const float *)(A + 2048u),
-        (const float *)(W + UINT64_C(190080)),
+        (const float *)(G + UINT64_C(181504)),
         n_tokens,
         INT64_C(2),
         INT64_C(32),
@@ -435,7 +443,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 8192u),
-        (const float *)(W + UINT64_C(156928)),
+        (const float *)(G + UINT64_C(181632)),
         n_tokens,
         INT64_C(1),
         INT64_C(32),
@@ -490,7 +498,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [27] blk.1.attn_out: linear_f32_f32 (avx2) weights: blk.1.attn_output.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 2048u),
-        (const float *)(W + UINT64_C(157312)),
+        (const float *)(G + UINT64_C(214528)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(64),
@@ -502,7 +510,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 2048u),
-        (const float *)(W + UINT64_C(296960)),
+        (const float *)(G + UINT64_C(180736)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -515,7 +523,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         (float *)(A + 4096u),
         (const float *)(A + 0u),
         (const float *)(A + 6144u),
-        (const float *)(W + UINT64_C(263936)),
+        (const float *)(G + UINT64_C(180992)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -525,7 +533,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [30] blk.1.ffn_gate: linear_f32_f32 (avx2) weights: blk.1.ffn_gate.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(231168)),
+        (const float *)(G + UINT64_C(230912)),
         (const float *)(A + 4096u),
         n_tokens,
         INT64_C(128),
@@ -536,7 +544,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [31] blk.1.ffn_up: linear_f32_f32 (avx2) weights: blk.1.ffn_up.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 8192u),
-        (const float *)(W + UINT64_C(264192)),
+        (const float *)(G + UINT64_C(263680)),
         (const float *)(A + 4096u),
         n_tokens,
         INT64_C(128),
@@ -557,7 +565,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [33] blk.1.ffn_down: linear_f32_f32 (avx2) weights: blk.1.ffn_down.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(198400)),
+        (const float *)(G + UINT64_C(296448)),
         (const float *)(A + 4096u),
         n_tokens,
         INT64_C(64),
@@ -569,7 +577,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 2048u),
         (const float *)(A + 0u),
-        (const float *)(W + UINT64_C(297216)),
+        (const float *)(G + UINT64_C(181248)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -590,7 +598,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 2048u),
         (const float *)(A + 0u + (size_t)(n_tokens - 1) * 256u),
-        (const float *)(W + UINT64_C(297472)),
+        (const float *)(G + UINT64_C(31488)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -609,7 +617,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [38] logits: linear_q8_0_q8_0_ggml (avx2) weights: token_embd.weight */
     km_linear_q8_0_q8_0_ggml__avx2(
         (float *)(A + 0u),
-        (const void *)(W + UINT64_C(297728)),
+        (const void *)(G + UINT64_C(9728)),
         (const void *)(A + 1280u),
         INT64_C(1),
         INT64_C(320),
@@ -623,14 +631,15 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_model *m = (km_model *)arg;
     uint8_t *A = m->arena;
     const uint8_t *W = m->weights;
+    const uint8_t *G = m->gguf;
     const int64_t n_tokens = m->n_tokens;
     const int64_t pos = m->pos;
-    (void)A; (void)W; (void)n_tokens; (void)pos; (void)nth;
+    (void)A; (void)W; (void)G; (void)n_tokens; (void)pos; (void)nth;
     if (ith == 0) m->prof_t = km_now();
     /* [0] embed: embedding_q8_0 (avx2) weights: token_embd.weight */
     km_embedding_q8_0__avx2(
         (float *)(A + 768u),
-        (const void *)(W + UINT64_C(297728)),
+        (const void *)(G + UINT64_C(9728)),
         (const int32_t *)(A + 0u),
         INT64_C(1),
         INT64_C(320),
@@ -643,7 +652,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 768u),
-        (const float *)(W + UINT64_C(8320)),
+        (const float *)(G + UINT64_C(31744)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -653,7 +662,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [2] blk.0.attn_q: linear_f32_f32 (avx2) weights: blk.0.attn_q.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 256u),
-        (const float *)(W + UINT64_C(24960)),
+        (const float *)(G + UINT64_C(33024)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
@@ -664,7 +673,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [3] blk.0.attn_k: linear_f32_f32 (avx2) weights: blk.0.attn_k.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 1024u),
-        (const float *)(W + UINT64_C(0)),
+        (const float *)(G + UINT64_C(49408)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
@@ -675,7 +684,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [4] blk.0.attn_v: linear_f32_f32 (avx2) weights: blk.0.attn_v.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 1152u),
-        (const float *)(W + UINT64_C(41472)),
+        (const float *)(G + UINT64_C(57600)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
@@ -687,7 +696,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 512u),
         (const float *)(A + 256u),
-        (const float *)(W + UINT64_C(41344)),
+        (const float *)(G + UINT64_C(32768)),
         INT64_C(1),
         INT64_C(2),
         INT64_C(32),
@@ -702,7 +711,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 1024u),
-        (const float *)(W + UINT64_C(8192)),
+        (const float *)(G + UINT64_C(32896)),
         INT64_C(1),
         INT64_C(1),
         INT64_C(32),
@@ -757,7 +766,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [10] blk.0.attn_out: linear_f32_f32 (avx2) weights: blk.0.attn_output.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 256u),
-        (const float *)(W + UINT64_C(8576)),
+        (const float *)(G + UINT64_C(65792)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
@@ -769,7 +778,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 256u),
-        (const float *)(W + UINT64_C(148224)),
+        (const float *)(G + UINT64_C(32000)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -782,7 +791,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         (float *)(A + 512u),
         (const float *)(A + 0u),
         (const float *)(A + 768u),
-        (const float *)(W + UINT64_C(115200)),
+        (const float *)(G + UINT64_C(32256)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -792,7 +801,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [13] blk.0.ffn_gate: linear_f32_f32 (avx2) weights: blk.0.ffn_gate.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(82432)),
+        (const float *)(G + UINT64_C(82176)),
         (const float *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
@@ -803,7 +812,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [14] blk.0.ffn_up: linear_f32_f32 (avx2) weights: blk.0.ffn_up.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 1024u),
-        (const float *)(W + UINT64_C(115456)),
+        (const float *)(G + UINT64_C(114944)),
         (const float *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
@@ -824,7 +833,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [16] blk.0.ffn_down: linear_f32_f32 (avx2) weights: blk.0.ffn_down.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(49664)),
+        (const float *)(G + UINT64_C(147712)),
         (const float *)(A + 512u),
         INT64_C(1),
         INT64_C(64),
@@ -836,7 +845,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 256u),
         (const float *)(A + 0u),
-        (const float *)(W + UINT64_C(148480)),
+        (const float *)(G + UINT64_C(32512)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -849,7 +858,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         (float *)(A + 0u),
         (const float *)(A + 256u),
         (const float *)(A + 1536u),
-        (const float *)(W + UINT64_C(157056)),
+        (const float *)(G + UINT64_C(180480)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -859,7 +868,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [19] blk.1.attn_q: linear_f32_f32 (avx2) weights: blk.1.attn_q.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 256u),
-        (const float *)(W + UINT64_C(173696)),
+        (const float *)(G + UINT64_C(181760)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
@@ -870,7 +879,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [20] blk.1.attn_k: linear_f32_f32 (avx2) weights: blk.1.attn_k.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 1024u),
-        (const float *)(W + UINT64_C(148736)),
+        (const float *)(G + UINT64_C(198144)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
@@ -881,7 +890,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [21] blk.1.attn_v: linear_f32_f32 (avx2) weights: blk.1.attn_v.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 1152u),
-        (const float *)(W + UINT64_C(190208)),
+        (const float *)(G + UINT64_C(206336)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
@@ -893,7 +902,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 512u),
         (const float *)(A + 256u),
-        (const float *)(W + UINT64_C(190080)),
+        (const float *)(G + UINT64_C(181504)),
         INT64_C(1),
         INT64_C(2),
         INT64_C(32),
@@ -908,7 +917,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 1024u),
-        (const float *)(W + UINT64_C(156928)),
+        (const float *)(G + UINT64_C(181632)),
         INT64_C(1),
         INT64_C(1),
         INT64_C(32),
@@ -963,7 +972,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [27] blk.1.attn_out: linear_f32_f32 (avx2) weights: blk.1.attn_output.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 256u),
-        (const float *)(W + UINT64_C(157312)),
+        (const float *)(G + UINT64_C(214528)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
@@ -975,7 +984,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 256u),
-        (const float *)(W + UINT64_C(296960)),
+        (const float *)(G + UINT64_C(180736)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -988,7 +997,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         (float *)(A + 512u),
         (const float *)(A + 0u),
         (const float *)(A + 768u),
-        (const float *)(W + UINT64_C(263936)),
+        (const float *)(G + UINT64_C(180992)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -998,7 +1007,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [30] blk.1.ffn_gate: linear_f32_f32 (avx2) weights: blk.1.ffn_gate.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(231168)),
+        (const float *)(G + UINT64_C(230912)),
         (const float *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
@@ -1009,7 +1018,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [31] blk.1.ffn_up: linear_f32_f32 (avx2) weights: blk.1.ffn_up.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 1024u),
-        (const float *)(W + UINT64_C(264192)),
+        (const float *)(G + UINT64_C(263680)),
         (const float *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
@@ -1030,7 +1039,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [33] blk.1.ffn_down: linear_f32_f32 (avx2) weights: blk.1.ffn_down.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(198400)),
+        (const float *)(G + UINT64_C(296448)),
         (const float *)(A + 512u),
         INT64_C(1),
         INT64_C(64),
@@ -1042,7 +1051,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 256u),
         (const float *)(A + 0u),
-        (const float *)(W + UINT64_C(297216)),
+        (const float *)(G + UINT64_C(181248)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -1063,7 +1072,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 256u),
         (const float *)(A + 0u),
-        (const float *)(W + UINT64_C(297472)),
+        (const float *)(G + UINT64_C(31488)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -1082,7 +1091,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [38] logits: linear_q8_0_q8_0_ggml (avx2) weights: token_embd.weight */
     km_linear_q8_0_q8_0_ggml__avx2(
         (float *)(A + 0u),
-        (const void *)(W + UINT64_C(297728)),
+        (const void *)(G + UINT64_C(9728)),
         (const void *)(A + 1280u),
         INT64_C(1),
         INT64_C(320),
@@ -1142,7 +1151,62 @@ static int km_check_cpu(char *err, size_t errlen) {
     return 0;
 }
 
-km_model *km_model_create(const char *weights_path, int64_t n_ctx, int n_threads, char *err, size_t errlen) {
+/* Map `path` read-only; it must hold exactly `want` bytes (a zero-byte file maps to nothing). */
+static int km_map_file(const char *path, uint64_t want, const char *what, const uint8_t **out, size_t *len,
+                       char *err, size_t errlen) {
+    *out = NULL;
+    *len = 0;
+    if (!path && want == 0) return 0;
+    if (!path) {
+        km_set_err(err, errlen, what, "no path given");
+        return -1;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        km_set_err(err, errlen, what, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != want) {
+        km_set_err(err, errlen, what, "wrong size for this model");
+        close(fd);
+        return -1;
+    }
+    if (want == 0) {
+        close(fd);
+        return 0;
+    }
+    void *p = mmap(NULL, (size_t)want, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        km_set_err(err, errlen, what, strerror(errno));
+        return -1;
+    }
+    *out = (const uint8_t *)p;
+    *len = (size_t)want;
+    return 0;
+}
+
+/* Sum of little-endian 64-bit words w_i (zero-padded) times (2i + 1), modulo 2^64. */
+static uint64_t km_gguf_checksum(const uint8_t *p, uint64_t n) {
+    uint64_t sum = 0, i = 0;
+    for (; (i + 1) * 8 <= n; i++) {
+        uint64_t w;
+        memcpy(&w, p + i * 8, 8);
+        sum += w * (2 * i + 1);
+    }
+    if (i * 8 < n) {
+        uint8_t tail[8] = {0};
+        memcpy(tail, p + i * 8, (size_t)(n - i * 8));
+        uint64_t w;
+        memcpy(&w, tail, 8);
+        sum += w * (2 * i + 1);
+    }
+    return sum;
+}
+
+km_model *km_model_create(const char *weights_path, const char *gguf_path, int64_t n_ctx, int n_threads,
+                          char *err, size_t errlen) {
     if (km_check_cpu(err, errlen) != 0) return NULL;
     if (n_ctx < 1 || n_ctx > KM_CTX_TRAIN) {
         km_set_err(err, errlen, "context length out of range (1 .. trained context)", NULL);
@@ -1155,28 +1219,23 @@ km_model *km_model_create(const char *weights_path, int64_t n_ctx, int n_threads
         return NULL;
     }
     m->n_ctx = n_ctx;
-    int fd = open(weights_path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        km_set_err(err, errlen, "cannot open weights file", strerror(errno));
+    if (km_map_file(weights_path, KM_WEIGHTS_BYTES, "cannot map the packed weights file", &m->weights,
+                    &m->weights_len, err, errlen) != 0) {
         free(m);
         return NULL;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != KM_WEIGHTS_BYTES) {
-        km_set_err(err, errlen, "weights file has the wrong size for this model", weights_path);
-        close(fd);
-        free(m);
-        return NULL;
+    if (KM_GGUF_BYTES > 0) {
+        if (km_map_file(gguf_path, KM_GGUF_BYTES, "cannot map the model file", &m->gguf, &m->gguf_len, err,
+                        errlen) != 0) {
+            km_model_free(m);
+            return NULL;
+        }
+        if (km_gguf_checksum(m->gguf, KM_GGUF_HEAD_BYTES) != KM_GGUF_CHECKSUM) {
+            km_set_err(err, errlen, "the model file is not the one this program was built from", gguf_path);
+            km_model_free(m);
+            return NULL;
+        }
     }
-    void *w = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (w == MAP_FAILED) {
-        km_set_err(err, errlen, "cannot map weights file", strerror(errno));
-        free(m);
-        return NULL;
-    }
-    m->weights = (const uint8_t *)w;
-    m->weights_len = (size_t)st.st_size;
     m->arena = aligned_alloc(64, (size_t)KM_ARENA_BYTES);
     int ok = m->arena != NULL;
     for (int i = 0; ok && i < KM_N_STATE; i++) {
@@ -1201,6 +1260,7 @@ void km_model_free(km_model *m) {
     for (int i = 0; i < KM_N_STATE; i++) free(m->state[i]);
     free(m->arena);
     if (m->weights) munmap((void *)m->weights, m->weights_len);
+    if (m->gguf) munmap((void *)m->gguf, m->gguf_len);
     free(m);
 }
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, build_shared
-from kernelmap.compiler import RUNTIME_DIR, CompileOptions, compile_model
+from kernelmap.compiler import CompileOptions, compile_model
 from kernelmap.errors import ModelError
 from kernelmap.maps.registry import load_registry
 from kernelmap.resolve import SelectionTrace
@@ -100,20 +100,22 @@ def test_available_kernels_probe_finds_exported_variants_only(tmp_path):
 
 
 def test_check_library_refuses_synthetic_model_library_missing_one_kernel_unit(tmp_path):
-    """Relink a compiled synthetic model without its rmsnorm unit: boot refuses it before any token."""
+    """Relink a compiled synthetic model's kernel library without its rmsnorm unit: boot refuses it
+    before any token."""
     from synth_model import write_synth_model
+
+    from kernelmap.build.kernel_lib import kernel_library_units
+    from kernelmap.maps.registry import load_registry
 
     gguf = write_synth_model(tmp_path / "synth.gguf")
     built = compile_model(gguf, CompileOptions(max_rows=8, allow_candidates=True), out_dir=tmp_path / "build")
     selection = selection_from_trace(built.build_dir / "selection_trace.json")
-    assert check_build(built.build_dir, built.library).handles  # the real build passes
-    gen = built.build_dir / "gen"
-    include = ("-include", str(gen / "km_kernels.h"))
-    kept = [u for u in built.info["units"] if not u["source"].startswith("rmsnorm/")]
-    assert len(kept) == len(built.info["units"]) - 1
-    units = [CompileUnit(KERNEL_ROOT / u["source"], (*u["cflags"], *include)) for u in kept]
-    units += [CompileUnit(RUNTIME_DIR / "km_runtime.c"), CompileUnit(gen / "model.c")]
-    broken = build_shared(units, name="kmmodel_broken", include_dirs=[gen], link_flags=["-lpthread"])
+    assert check_build(built.build_dir, built.kernel_library).handles  # the real build passes
+    held = [tuple(p) for p in built.info["kernel_library_variants"]]
+    kept = [p for p in held if p[0] != "rmsnorm_f32"]
+    assert len(kept) == len(held) - 1
+    broken = build_shared(kernel_library_units(load_registry(()), kept), name="kmkernels_broken",
+                          link_flags=["-lpthread"])
     with pytest.raises(ModelError) as info:
         check_library(broken, selection)
     first_norm = next(s for s in selection if s.map_id == "rmsnorm_f32")

@@ -60,7 +60,7 @@ def _load(model: str | None, threads: int | None, ctx: int, options: CompileOpti
 _model_opt = click.option("-m", "--model", type=click.Path(dir_okay=False), default=None,
                           help="GGUF model file (default: the default model package).")
 _common = [
-    click.option("-t", "--threads", type=int, default=None, help="Threads (default: cores, at most 4)."),
+    click.option("-t", "--threads", type=int, default=None, help="Threads (default: the physical cores this process may use)."),
     click.option("-c", "--ctx", "ctx", type=int, default=4096, show_default=True, help="KV cache capacity in tokens."),
     click.option("--policy", default="llama-cpu", show_default=True, help="Numerics policy name or file."),
     click.option("--maps", multiple=True, type=click.Path(file_okay=False), help="Extra kernel-map directory."),

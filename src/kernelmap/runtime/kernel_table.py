@@ -142,9 +142,14 @@ def selection_from_graphs(graphs: Mapping[str, Any], registry: Any) -> list[Sele
 
 def _runnable_units(registry: Any, isa: frozenset[str], only: Iterable[str] | None
                     ) -> tuple[list[CompileUnit], list[str]]:
-    """Units of every variant `isa` can run, and the sources maps name that do not exist (left out)."""
+    """Units of every variant `isa` can run, and the sources maps name that do not exist (left out).
+
+    Each unit carries its variants' prototypes as the model's kernel library does (same objects, so
+    the object cache compiles a variant once for both)."""
+    from kernelmap.build.kernel_lib import kernel_library_units
+
     wanted = None if only is None else set(only)
-    units: dict[tuple[str, tuple[str, ...]], CompileUnit] = {}
+    pairs: list[tuple[str, str]] = []
     absent: set[str] = set()
     for pid, provider in sorted(registry.providers.items()):
         if wanted is not None and pid not in wanted:
@@ -155,8 +160,8 @@ def _runnable_units(registry: Any, isa: frozenset[str], only: Iterable[str] | No
             if not (KERNEL_ROOT / v.source).is_file():
                 absent.add(v.source)
                 continue
-            units.setdefault((v.source, tuple(v.cflags)), CompileUnit(KERNEL_ROOT / v.source, tuple(v.cflags)))
-    return [units[k] for k in sorted(units)], sorted(absent)
+            pairs.append((pid, v.name))
+    return kernel_library_units(registry, pairs, runtime=False), sorted(absent)
 
 
 def build_kernel_library(registry: Any, isa: frozenset[str], *, only: Iterable[str] | None = None) -> Path:
