@@ -273,8 +273,10 @@ class Model:
 
 
 def load(path: str | os.PathLike[str] | None = None, *, threads: int | None = None, n_ctx: int = 4096,
-         options: CompileOptions = CompileOptions(), progress: Callable[[str], None] | None = None) -> Model:
-    """Compile (or reuse the cached build of) a GGUF model and load it; the default model when `path` is None."""
+         options: CompileOptions = CompileOptions(), progress: Callable[[str], None] | None = None,
+         counter: Callable[[str, int, int], None] | None = None) -> Model:
+    """Compile (or reuse the cached build of) a GGUF model and load it; the default model when `path` is None.
+    `progress` and `counter` are compile_model's (step messages; counts of the long steps)."""
     gguf = Path(path) if path is not None else default_model_path()
-    compiled = compile_model(gguf, options, progress=progress)
+    compiled = compile_model(gguf, options, progress=progress, counter=counter)
     return Model(compiled, n_ctx=n_ctx, threads=threads)
