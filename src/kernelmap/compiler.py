@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -330,6 +331,10 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
     trace = SelectionTrace(hashes={"maps": registry.hash, "circuit": circuit.sha256, "policy": policy.hash,
                                    "interfaces": interfaces.sha256, "gguf": gguf_id})
     allow = frozenset({"production", "candidate"}) if options.allow_candidates else frozenset({"production"})
+    # The kernel library depends on none of the model: build (or find) it while the model is planned.
+    kernels = _Background(lambda: build_kernel_library(
+        registry, policy, isa, cpu_class, allow, inputs.evidence,
+        progress=lambda done, total: count("compiling kernel units", done, total)))
     plans: dict[str, PhasePlan] = {}
     mem: dict[str, MemoryPlan] = {}
     say("resolving kernels")
@@ -395,9 +400,11 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
         _write_atomic(gen_dir / name, (RUNTIME_DIR / name).read_text())
     selected = sorted({(op.provider, op.variant) for plan in plans.values() for op in plan.graph.ops})
     say("compiling the kernel library")
-    kernel_lib, lib_variants = build_kernel_library(
-        registry, policy, isa, cpu_class, allow, inputs.evidence, selected=selected,
-        progress=lambda done, total: count("compiling kernel units", done, total))
+    kernel_lib, lib_variants = kernels.result()
+    if not set(selected) <= set(lib_variants):  # a selection the library did not foresee: add it
+        kernel_lib, lib_variants = build_kernel_library(
+            registry, policy, isa, cpu_class, allow, inputs.evidence, selected=selected,
+            progress=lambda done, total: count("compiling kernel units", done, total))
     say("compiling the model")
     profile = ("-DKM_PROFILE",) if options.profile else ()
     # The model links the kernel library by its absolute path (DT_NEEDED names it), and every symbol
@@ -428,6 +435,29 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
     }
     _write_atomic(build_dir / "build.json", json.dumps(info, indent=1, sort_keys=True))
     return info
+
+
+class _Background:
+    """Run `fn` in a daemon thread; `result()` joins it and returns its value or raises its exception.
+    (Daemon: a build that fails before it needs the result does not wait for it at exit.)"""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True, name="kernel-library")
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], Any]) -> None:
+        try:
+            self._value = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller of result()
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _write_atomic(path: Path, text: str) -> None:

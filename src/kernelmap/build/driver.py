@@ -321,6 +321,32 @@ def _cost(unit: CompileUnit) -> int:
 
 Counter = Callable[[int, int], None]  # (units done, units in all)
 
+# Builds in one process may run at once (the compiler builds the kernel library while it plans the
+# model): they share `build_jobs()` compiler slots, and one object is compiled by one thread at a time.
+_SLOTS_LOCK = threading.Lock()
+_SLOTS: threading.BoundedSemaphore | None = None
+_INFLIGHT: dict[Path, threading.Lock] = {}
+
+
+@contextlib.contextmanager
+def _compiler_slot() -> Iterator[None]:
+    global _SLOTS
+    with _SLOTS_LOCK:
+        if _SLOTS is None:
+            _SLOTS = threading.BoundedSemaphore(build_jobs())
+        slots = _SLOTS
+    with slots:
+        yield
+
+
+@contextlib.contextmanager
+def _claim(obj: Path) -> Iterator[bool]:
+    """Hold the in-process claim on compiling `obj`; yields False if it exists once the claim is held."""
+    with _SLOTS_LOCK:
+        lock = _INFLIGHT.setdefault(obj, threading.Lock())
+    with lock:
+        yield not obj.is_file()
+
 
 def _remove_dead_temps(obj_dir: Path) -> None:
     """Delete object temp files of compilers whose process is gone (the pid is part of the name)."""
@@ -383,20 +409,23 @@ def _compile_objects(cc: str, units: Sequence[CompileUnit], keys: Sequence[str],
 
     def one(i: int) -> None:
         unit = units[i]
-        tmp = obj_dir / f".{keys[i]}.{os.getpid()}.{threading.get_ident()}.tmp.o"
-        try:
-            with tempfile.TemporaryDirectory(prefix="km-cc-") as cwd:
-                flags = list(unit.cflags)
-                if unit.prelude:
-                    (Path(cwd) / PRELUDE_NAME).write_text(unit.prelude)
-                    flags += ["-include", PRELUDE_NAME]
-                # cwd is a fresh temp dir: `-include NAME` searches the working directory first.
-                _run([cc, *BASE_CFLAGS, *extra, *flags, *incs, "-c", "-o", str(tmp), str(unit.source)],
-                     "compile", cwd=Path(cwd), path=unit.source)
-            os.replace(tmp, objs[i])
-        finally:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        with _claim(objs[i]) as mine:
+            if not mine:  # another thread of this process compiled it while we waited
+                return
+            tmp = obj_dir / f".{keys[i]}.{os.getpid()}.{threading.get_ident()}.tmp.o"
+            try:
+                with tempfile.TemporaryDirectory(prefix="km-cc-") as cwd, _compiler_slot():
+                    flags = list(unit.cflags)
+                    if unit.prelude:
+                        (Path(cwd) / PRELUDE_NAME).write_text(unit.prelude)
+                        flags += ["-include", PRELUDE_NAME]
+                    # cwd is a fresh temp dir: `-include NAME` searches the working directory first.
+                    _run([cc, *BASE_CFLAGS, *extra, *flags, *incs, "-c", "-o", str(tmp), str(unit.source)],
+                         "compile", cwd=Path(cwd), path=unit.source)
+                os.replace(tmp, objs[i])
+            finally:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
 
     errors: dict[int, BaseException] = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(build_jobs(), len(todo))) as pool:
