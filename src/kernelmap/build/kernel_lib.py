@@ -7,10 +7,11 @@ resolver can select under this policy on this ISA. A generated model is compiled
 against it, so a model never seen before compiles one C file, not its kernels.
 
 Which variants: every provider whose contract the policy (or a fusion rule of the class) can request
-and whose lifecycle is allowed contributes its runnable variants (requires within the ISA) that the
-resolver could rank first: the best by priority, or all of them where variant constraints or the
-class's evidence could reorder them. The plan's own selection is always added, so a selection the
-set did not foresee still links (in a library of its own). Each kernel unit is compiled with its own
+and whose lifecycle is allowed contributes the runnable variants (requires within the ISA) the
+resolver could rank first: the best by priority, every variant the class's evidence chooses at some
+measured shape and row count, or all of them where variant constraints make eligibility depend on the
+request. The plan's own selection is always added, so a selection the set did not foresee still links
+(in a library of its own). Each kernel unit is compiled with its own
 prototypes force-included, derived from its map's call_abi like the model's km_kernels.h, so a
 definition whose types disagree with its map, or an exported function no map declares, fails to build.
 
@@ -48,18 +49,19 @@ def selectable_variants(registry: Any, policy: Any, isa: frozenset[str], cpu_cla
                         allow: frozenset[str], evidence: Any = None) -> list[tuple[str, str]]:
     """(provider id, variant name) of every variant the resolver can select under these inputs, sorted."""
     contracts = _requestable_contracts(policy, cpu_class)
-    reorderable = evidence.providers if evidence is not None else frozenset()
-    out: list[tuple[str, str]] = []
+    out: set[tuple[str, str]] = set()
     for pid, provider in sorted(registry.providers.items()):
         if provider.contract not in contracts or provider.status not in allow:
             continue
         runnable = [v for v in provider.ranked_variants if v.requires <= isa]
         if not runnable:
             continue
-        if pid in reorderable or any(v.constraints for v in runnable):
-            out.extend((pid, v.name) for v in runnable)
-        else:
-            out.append((pid, runnable[0].name))
+        if any(v.constraints for v in runnable):
+            out.update((pid, v.name) for v in runnable)
+            continue
+        out.add((pid, runnable[0].name))
+        if evidence is not None and pid in evidence.providers:
+            out.update((pid, name) for name in evidence.winners(pid, [v.name for v in runnable]))
     return sorted(out)
 
 

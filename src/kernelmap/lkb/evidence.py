@@ -131,6 +131,13 @@ class VariantEvidence:
             seen.setdefault(provider, set()).add(variant)
         return frozenset(p for p, vs in seen.items() if len(vs) > 1)
 
+    def winners(self, provider: str, variants: Iterable[str]) -> frozenset[str]:
+        """Every variant (of `variants`) this evidence chooses at some measured (shape, rows) of `provider`."""
+        names = sorted(set(variants))
+        points = sorted({(s, r) for (p, _v, s, r, _t) in self.points if p == provider})
+        found = {self.choose(provider, names, s, r).winner for s, r in points}
+        return frozenset(w for w in found if w is not None)
+
     def choose(self, provider: str, variants: Iterable[str], shape: str | None, rows: int) -> VariantChoice:
         """The variant faster than every other one beyond noise at (shape, rows), or None with the reason.
 
