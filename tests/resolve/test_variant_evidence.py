@@ -159,3 +159,17 @@ def test_model_logits_are_bitwise_the_same_whichever_variant_evidence_picks(wide
             m.close()
     for a, b in zip(*out, strict=True):
         assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+def test_kernel_library_holds_a_variant_only_when_evidence_chooses_it(tmp_path):
+    from kernelmap.build.kernel_lib import selectable_variants
+    from kernelmap.numerics.policy import load_policy
+
+    registry, policy = load_registry(()), load_policy("llama-cpu")
+    isa, allow = frozenset(LEVELS["avx2"]), frozenset({"production"})
+    plain = set(selectable_variants(registry, policy, isa, "x86_64_v3", allow))
+    assert ("rmsnorm_f32", "avx2") in plain and ("rmsnorm_f32", "ref") not in plain
+    noisy = _evidence(tmp_path, _records("x86_64_v3", "rmsnorm_f32", {"ref": [1.0, 1.5, 2.1], "avx2": SLOW}))
+    assert set(selectable_variants(registry, policy, isa, "x86_64_v3", allow, noisy)) == plain
+    ev = _evidence(tmp_path, _records("x86_64_v3", "rmsnorm_f32", {"ref": FAST, "avx2": SLOW}))
+    assert set(selectable_variants(registry, policy, isa, "x86_64_v3", allow, ev)) == plain | {("rmsnorm_f32", "ref")}
