@@ -7,7 +7,7 @@ PROMPT    ?= The capital of France is
 TOKENS    ?= 64
 THREADS   ?= 2
 
-.PHONY: run test install install-dev lint audit parity fixtures bench sanitize clean
+.PHONY: run test test-slow install install-dev lint audit parity fixtures bench sanitize clean
 
 $(VENV)/.stamp-base: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -34,6 +34,10 @@ audit: install-dev
 
 test: install-dev lint audit
 	$(VENV)/bin/pytest -q -x --durations=15
+
+# the checks too slow for `make test` (tests marked `slow`; they skip there unless KERNELMAP_SLOW=1)
+test-slow: install-dev
+	KERNELMAP_SLOW=1 $(VENV)/bin/pytest -q -x -m slow --durations=15
 
 sanitize: install-dev
 	$(VPY) -m kernelmap.build.sanitize $(VENV)/bin/pytest -q tests/kernels

