@@ -363,7 +363,7 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
         for op in plan.graph.ops:
             for ref in op.weights.values():
                 layout = "ggml_blocks" if ref.dtype not in ("f32", "f16") else "row_major"
-                needs.setdefault(ref.cname, WeightNeed(ref.cname, ref.tensor, ref.dtype, layout))
+                needs.setdefault(ref.cname, WeightNeed(ref.cname, ref.tensor, ref.dtype, layout, rows=ref.rows))
     manifest = pack_weights(gguf, [needs[k] for k in sorted(needs)], build_dir,
                             progress=lambda done, total: count("packing weights", done, total))
     # Tensors in the GGUF layout stay in the model file (the program maps it); the rest are in weights.bin.

@@ -61,8 +61,9 @@ def _vocab(n: int) -> tuple[list[str], list[float], list[int]]:
 def write_synth_model(path: Path, *, n_layers: int = 2, d: int = 64, n_heads: int = 2, n_kv: int = 1,
                       head_dim: int = 32, ffn: int = 128, vocab: int = 320, window: int = 8,
                       weight_type: str = "f32", weight_types: Mapping[str, str] | None = None, seed: int = 0,
-                      hostile: bool = False) -> Path:
-    """Write a tiny model; `hostile` adds metadata and unused tensors whose text attacks C emission.
+                      hostile: bool = False, hostile_tensors: bool = True) -> Path:
+    """Write a tiny model; `hostile` adds metadata (and, unless hostile_tensors=False, unused tensors) whose
+    text attacks C emission.
 
     `weight_types` maps a projection ("attn_q", ..., "ffn_down", or "blk.1.attn_q" for one layer) to its
     type; projections it does not name use `weight_type`.
@@ -128,7 +129,7 @@ def write_synth_model(path: Path, *, n_layers: int = 2, d: int = 64, n_heads: in
                                  ("attn_v", n_kv * head_dim, d), ("attn_output", d, n_heads * head_dim),
                                  ("ffn_gate", ffn, d), ("ffn_up", ffn, d), ("ffn_down", d, ffn)):
             add_matrix(f"{p}{proj}.weight", rows, cols, kind_of(i, proj))
-    if hostile:
+    if hostile and hostile_tensors:
         w.add_tensor("evil */ #define x \\ ??/", f32(4))
         w.add_tensor("\u00e9\u00e9.weight; system(\"rm\")", f32(4))
     w.write_header_to_file()

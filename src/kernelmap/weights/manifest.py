@@ -44,7 +44,9 @@ C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 class WeightNeed:
     """One weight a selected provider needs: C-safe `name`, GGUF `tensor`, its dtype, the port's layout.
 
-    `shape` (GGUF order, ne0 first) is optional; when given, pack and check compare it too.
+    `shape` (GGUF order, ne0 first) is optional; when given, pack and check compare it too (with `rows`,
+    the slice's shape). `rows` = (a, b) packs only rows [a, b) of the tensor's outermost axis (a fused
+    tensor read in parts); each row is whole blocks, so the slice's bytes are one contiguous range.
     """
 
     name: str
@@ -52,6 +54,7 @@ class WeightNeed:
     dtype: str
     layout: str
     shape: tuple[int, ...] | None = None
+    rows: tuple[int, int] | None = None
 
 
 def native_layout(layout: str) -> bool:
@@ -61,8 +64,9 @@ def native_layout(layout: str) -> bool:
 
 @dataclass(frozen=True)
 class ManifestEntry:
-    """One tensor: in which file (`gguf` or `weights.bin`) and where its bytes are, and what it is
-    (shape in GGUF order). `sha256` is of the bytes; None for a GGUF entry (the file's hash covers it)."""
+    """One tensor (or row slice of one, `rows`): in which file (`gguf` or `weights.bin`) and where its
+    bytes are, and what it is (shape in GGUF order). `sha256` is of the bytes; None for a GGUF entry
+    (the file's hash covers it)."""
 
     name: str
     tensor: str
@@ -73,12 +77,15 @@ class ManifestEntry:
     size: int
     sha256: str | None
     file: str = DATA_FILE
+    rows: tuple[int, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         doc = {"name": self.name, "tensor": self.tensor, "dtype": self.dtype, "shape": list(self.shape),
                "layout": self.layout, "file": self.file, "offset": self.offset, "size": self.size}
         if self.sha256 is not None:
             doc["sha256"] = self.sha256
+        if self.rows is not None:
+            doc["rows"] = list(self.rows)
         return doc
 
 
@@ -142,8 +149,9 @@ def _manifest_from_doc(doc: Any, path: Path) -> Manifest:
     names: set[str] = set()
     extents: dict[str, list[tuple[int, int, int]]] = {f: [] for f in FILES}
     for i, raw in enumerate(doc["entries"]):
+        rows = tuple(raw["rows"]) if "rows" in raw else None
         e = ManifestEntry(raw["name"], raw["tensor"], raw["dtype"], tuple(raw["shape"]), raw["layout"],
-                          raw["offset"], raw["size"], raw.get("sha256"), raw["file"])
+                          raw["offset"], raw["size"], raw.get("sha256"), raw["file"], rows)
         base = f"/entries/{i}"
         if e.name in names:
             raise ModelError("duplicate entry name", path=path, pointer=base + "/name", value=e.name)
@@ -212,7 +220,7 @@ def check_manifest(manifest: Manifest, expected: Sequence[WeightNeed]) -> None:
                              value=need.name, hint="pack the weights again for this plan")
         e = manifest.entries[i]
         checks = [("tensor", e.tensor, need.tensor), ("dtype", e.dtype, need.dtype),
-                  ("layout", e.layout, need.layout)]
+                  ("layout", e.layout, need.layout), ("rows", e.rows, need.rows)]
         if need.shape is not None:
             checks.append(("shape", list(e.shape), list(need.shape)))
         for field, found, wanted in checks:
