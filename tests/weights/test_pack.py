@@ -334,3 +334,21 @@ def test_load_manifest_refuses_a_bad_gguf_entry(model_file, tmp_path, edit, frag
     _edit_manifest(out, edit)
     with pytest.raises(ModelError, match=fragment):
         load_manifest(out / "weights.json")
+
+
+@pytest.mark.parametrize("self_contained", [False, True])
+def test_pack_row_slices_map_or_copy_exactly_their_rows(model_file, tmp_path, self_contained):
+    """A row slice of a native-layout tensor is its own contiguous byte range: mapped from the GGUF at that
+    range (or copied, self-contained), with the slice's shape and rows recorded and checked."""
+    needs = [WeightNeed("q_lo", "blk.0.attn_q.weight", "q8_0", "ggml_blocks", (64, 1), rows=(0, 1)),
+             WeightNeed("q_hi", "blk.0.attn_q.weight", "q8_0", "ggml_blocks", (64, 2), rows=(1, 3))]
+    out = tmp_path / "w"
+    with open_gguf(model_file) as g:
+        manifest = pack_weights(g, needs, out, self_contained=self_contained)
+        whole = g.tensor_data("blk.0.attn_q.weight").tobytes()
+    assert [e.file for e in manifest.entries] == ["weights.bin" if self_contained else "gguf"] * 2
+    loaded = load_manifest(out / "weights.json")
+    check_manifest(loaded, needs)
+    assert [e.rows for e in loaded.entries] == [(0, 1), (1, 3)]
+    views = map_weights(loaded)
+    assert views["q_lo"].tobytes() == whole[:2 * 34] and views["q_hi"].tobytes() == whole[2 * 34:]
