@@ -7,7 +7,7 @@ PROMPT    ?= The capital of France is
 TOKENS    ?= 64
 THREADS   ?= 2
 
-.PHONY: run test test-slow install install-dev lint audit peer parity fixtures family-fixtures bench sanitize clean
+.PHONY: run test test-slow cross-tools install install-dev lint audit peer parity fixtures family-fixtures bench sanitize clean
 
 $(VENV)/.stamp-base: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -28,15 +28,26 @@ run: install
 lint: install-dev
 	$(VENV)/bin/ruff check src tests benchmarks
 
-audit: install-dev
+audit: install-dev cross-tools  # the audit reads aarch64 sources with the cross gcc
 	$(KM) maps validate
 	$(KM) maps audit --check
 
-test: install-dev lint audit
+test: install-dev cross-tools lint audit
 	$(VENV)/bin/pytest -q -x --durations=15
 
+# tests/aarch64 cross-compiles with aarch64-linux-gnu-gcc and runs the results under qemu-aarch64: install
+# the Debian packages when missing (root + apt-get), else say loudly that the suite will be skipped.
+CROSS_PKGS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+cross-tools:
+	@if command -v aarch64-linux-gnu-gcc >/dev/null && command -v qemu-aarch64 >/dev/null \
+	    && [ -d /usr/aarch64-linux-gnu/lib ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq >/dev/null 2>&1 \
+	    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(CROSS_PKGS) >/dev/null 2>&1; then \
+	    echo "cross-tools: installed $(CROSS_PKGS)"; \
+	else echo "*** cross-tools: $(CROSS_PKGS) missing and not installable here (needs root and apt-get): the aarch64 suite (tests/aarch64) will be SKIPPED ***"; fi
+
 # the checks too slow for `make test` (tests marked `slow`; they skip there unless KERNELMAP_SLOW=1)
-test-slow: install-dev
+test-slow: install-dev cross-tools
 	KERNELMAP_SLOW=1 $(VENV)/bin/pytest -q -x -m slow --durations=15
 
 sanitize: install-dev

@@ -55,7 +55,7 @@ from kernelmap.plan.memory import Buffer, MemoryPlan, plan_memory
 from kernelmap.plan.requests import resolve_graph
 from kernelmap.plan.schedule import schedule
 from kernelmap.resolve import SelectionTrace
-from kernelmap.target import host_class, target_features
+from kernelmap.target import arch_of, host_arch, host_class, target_features
 
 __all__ = ["BUILD_SCHEMA", "CompileOptions", "CompiledModel", "Counter", "compile_model", "model_key"]
 
@@ -260,8 +260,8 @@ def _cached(build_dir: Path, key: str, gguf: Path) -> CompiledModel | None:
         return None
     lib = Path(info["library"])
     weights = build_dir / "weights.bin"
-    if not (lib.is_file() and Path(info["kernel_library"]).is_file() and weights.is_file()
-            and (build_dir / "weights.json").is_file()):
+    host_lib = info["library"] == "" or (lib.is_file() and Path(info["kernel_library"]).is_file())
+    if not (host_lib and weights.is_file() and (build_dir / "weights.json").is_file()):
         return None
     return CompiledModel(build_dir, lib, weights, info, gguf)
 
@@ -331,8 +331,9 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
     trace = SelectionTrace(hashes={"maps": registry.hash, "circuit": circuit.sha256, "policy": policy.hash,
                                    "interfaces": interfaces.sha256, "gguf": gguf_id})
     allow = frozenset({"production", "candidate"}) if options.allow_candidates else frozenset({"production"})
+    cross = arch_of(isa) not in (None, host_arch())  # another machine's build: only its bundle's make compiles it
     # The kernel library depends on none of the model: build (or find) it while the model is planned.
-    kernels = _Background(lambda: build_kernel_library(
+    kernels = None if cross else _Background(lambda: build_kernel_library(
         registry, policy, isa, cpu_class, allow, inputs.evidence,
         progress=lambda done, total: count("compiling kernel units", done, total)))
     plans: dict[str, PhasePlan] = {}
@@ -399,22 +400,26 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
     for name in ("km_runtime.h", "km_model.h"):
         _write_atomic(gen_dir / name, (RUNTIME_DIR / name).read_text())
     selected = sorted({(op.provider, op.variant) for plan in plans.values() for op in plan.graph.ops})
-    say("compiling the kernel library")
-    kernel_lib, lib_variants = kernels.result()
-    if not set(selected) <= set(lib_variants):  # a selection the library did not foresee: add it
-        kernel_lib, lib_variants = build_kernel_library(
-            registry, policy, isa, cpu_class, allow, inputs.evidence, selected=selected,
-            progress=lambda done, total: count("compiling kernel units", done, total))
-    say("compiling the model")
+    lib = kernel_lib = Path()
+    lib_variants: list[tuple[str, str]] = []
     profile = ("-DKM_PROFILE",) if options.profile else ()
-    # The model links the kernel library by its absolute path (DT_NEEDED names it), and every symbol
-    # it calls must resolve there at link time (-z defs; not under ASan, whose runtime is preloaded).
-    link = [str(kernel_lib), *(() if sanitize_enabled() else ("-Wl,-z,defs",)), "-lpthread"]
-    lib = build_shared([CompileUnit(gen_dir / "model.c", profile)], name="kmmodel", include_dirs=[gen_dir],
-                       link_flags=link, target=",".join(sorted(isa)),
-                       progress=lambda done, total: count("compiling the model", done, total))
+    if kernels is not None:
+        say("compiling the kernel library")
+        kernel_lib, lib_variants = kernels.result()
+        if not set(selected) <= set(lib_variants):  # a selection the library did not foresee: add it
+            kernel_lib, lib_variants = build_kernel_library(
+                registry, policy, isa, cpu_class, allow, inputs.evidence, selected=selected,
+                progress=lambda done, total: count("compiling kernel units", done, total))
+        say("compiling the model")
+        # The model links the kernel library by its absolute path (DT_NEEDED names it), and every symbol
+        # it calls must resolve there at link time (-z defs; not under ASan, whose runtime is preloaded).
+        link = [str(kernel_lib), *(() if sanitize_enabled() else ("-Wl,-z,defs",)), "-lpthread"]
+        lib = build_shared([CompileUnit(gen_dir / "model.c", profile)], name="kmmodel", include_dirs=[gen_dir],
+                           link_flags=link, target=",".join(sorted(isa)),
+                           progress=lambda done, total: count("compiling the model", done, total))
     info = {
-        "schema": BUILD_SCHEMA, "key": key, "library": str(lib), "kernel_library": str(kernel_lib),
+        "schema": BUILD_SCHEMA, "key": key, "library": "" if cross else str(lib),
+        "kernel_library": "" if cross else str(kernel_lib),
         "kernel_library_variants": [list(p) for p in lib_variants], "gguf": str(path), "gguf_sha256": gguf_id,
         "architecture": arch, "config": config, "policy": policy.name, "isa": sorted(isa),
         "features": sorted(features), "max_rows": options.max_rows, "profile": options.profile,

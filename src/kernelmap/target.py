@@ -7,10 +7,12 @@ It does not choose kernels; the resolver filters variants against `target_featur
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import platform
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from kernelmap import isa_flags
@@ -19,10 +21,15 @@ from kernelmap.errors import TargetError, closest
 __all__ = [
     "KNOWN_FEATURES",
     "LEVELS",
+    "Target",
+    "arch_of",
+    "cross_compiler",
+    "host_arch",
     "host_class",
     "host_features",
     "missing",
     "parse_isa",
+    "parse_target",
     "require",
     "target_features",
 ]
@@ -36,6 +43,8 @@ LEVELS: dict[str, frozenset[str]] = {
 }
 LEVELS["avx512"] = LEVELS["avx2"] | {"avx512f", "avx512bw", "avx512vl", "avx512dq"}
 LEVELS["avx512vnni"] = LEVELS["avx512"] | {"avx512_vnni"}
+LEVELS["neon"] = frozenset({"asimd"})  # aarch64: armv8-a AdvSIMD, then + SDOT
+LEVELS["dotprod"] = LEVELS["neon"] | {"asimddp"}
 
 # Vector features a forced level can switch off. Everything else the host has (sse*, popcnt, ...)
 # stays, because no variant is gated on it.
@@ -45,9 +54,12 @@ _GATED_X86 = frozenset({
     "avx512_bitalg", "avx512_vpopcntdq", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16",
 })
 _GATED_ARM = frozenset({"asimd", "asimddp", "asimdhp", "fphp", "sve", "sve2", "i8mm", "bf16"})
-_OTHER_KNOWN = frozenset({"sse", "sse2", "cx16", "movbe", "abm", "lzcnt", "osxsave", "neon"})
+_OTHER_KNOWN = frozenset({
+    "sse", "sse2", "ssse3", "sse4_1", "sse4_2", "popcnt", "cx16", "movbe", "bmi1", "bmi2", "abm",
+    "lzcnt", "xsave", "osxsave", "fp", "neon",
+})
 # Every feature of the ISA flag table (kernelmap/isa_flags.py, the one list a map's requires may use)
-# plus the few the LKB hardware classes and fusion rules name besides.
+# plus the few the LKB hardware classes, fusion rules and aarch64 HWCAP bits name besides.
 KNOWN_FEATURES = isa_flags.KNOWN_FEATURES | _OTHER_KNOWN
 
 # LKB hardware classes, most specific first: (class name, machine family, features it needs).
@@ -100,7 +112,7 @@ def host_features() -> frozenset[str]:
 
 
 def parse_isa(text: str) -> frozenset[str]:
-    """Parse a level name (scalar|avx2|avx512|avx512vnni) or a comma list of feature names."""
+    """Parse a level name (scalar|avx2|avx512|avx512vnni|neon|dotprod) or a comma list of feature names."""
     words = [w.strip().lower() for w in text.replace(" ", ",").split(",") if w.strip()]
     out: set[str] = set()
     for word in words:
@@ -160,8 +172,111 @@ def require(required: Iterable[str], what: str, available: Iterable[str] | None 
 def host_class(features: Iterable[str] | None = None, machine: str | None = None) -> str:
     """The LKB hardware class name of a feature set (default: this host), e.g. x86_64_v4_vnni."""
     feats = host_features() if features is None else frozenset(features)
-    arch = machine or _machine()
+    arch = machine or (arch_of(feats) if features is not None else None) or _machine()
     for name, family, needs in _CLASSES:
         if family == arch and needs <= feats:
             return name
     return arch
+
+
+# ---- Targets: `--target NAME[,MODIFIER...]` names the CPU a build is for (another machine's, too) ----
+
+# The features only one architecture has (a feature set naming one of them belongs to that arch).
+_ARCH_ONLY = {"x86_64": _GATED_X86 | {"sse4_2", "ssse3", "popcnt", "cx16", "movbe", "bmi1", "bmi2"},
+              "aarch64": _GATED_ARM | {"fp"}}
+# aarch64 targets: Armv8-A always has fp and AdvSIMD (Linux: "fp asimd"); each modifier adds the
+# /proc/cpuinfo features of one extension (+sve implies half-precision arithmetic in gcc and clang).
+_ARM_BASE = frozenset({"fp", "asimd"})
+_ARM_MODIFIERS = {"dotprod": ("asimddp",), "i8mm": ("i8mm",), "sve": ("sve", "fphp", "asimdhp"),
+                  "fp16": ("fphp", "asimdhp"), "bf16": ("bf16",)}
+# The C compiler of a cross build (Debian/Ubuntu package gcc-<triple>); $CC overrides it.
+_CROSS_CC = {"aarch64": "aarch64-linux-gnu-gcc", "x86_64": "x86_64-linux-gnu-gcc"}
+
+
+def host_arch() -> str:
+    """This machine's architecture name (x86_64, aarch64, ...)."""
+    return _machine()
+
+
+def arch_of(features: Iterable[str]) -> str | None:
+    """The architecture a feature set belongs to (x86_64 or aarch64), None when it names neither's own."""
+    feats = frozenset(features)
+    found = [arch for arch, own in _ARCH_ONLY.items() if feats & own]
+    return found[0] if len(found) == 1 else None
+
+
+def cross_compiler(arch: str) -> str:
+    """The C compiler for `arch` ignoring $CC: gcc on a machine of that arch, else the cross gcc."""
+    return "gcc" if arch == _machine() else _CROSS_CC[arch]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A build target: its architecture, the complete feature set variants are selected against, the C
+    compiler ($CC, else gcc natively, else the cross gcc) and the LKB class the features put it in."""
+
+    spec: str
+    arch: str
+    features: frozenset[str]
+    cc: str
+
+    @property
+    def cls(self) -> str:
+        return host_class(self.features, self.arch)
+
+    @property
+    def cross(self) -> bool:
+        return self.arch != _machine()
+
+    @contextlib.contextmanager
+    def compiler_env(self) -> Iterator[None]:
+        """Run a block with $CC set to this target's compiler (every build step reads $CC)."""
+        old = os.environ.get("CC")
+        os.environ["CC"] = self.cc
+        try:
+            yield
+        finally:
+            if old is None:
+                os.environ.pop("CC", None)
+            else:
+                os.environ["CC"] = old
+
+
+def _target_error(word: str, allowed: list[str], spec: str) -> TargetError:
+    near = closest(word, allowed)
+    return TargetError(f"unknown target name or modifier {word!r}" + (f" (closest: {near})" if near else ""),
+                       pointer="--target", value=spec, expected=", ".join(allowed),
+                       hint="e.g. --target aarch64,dotprod or --target x86_64_v3")
+
+
+def parse_target(spec: str) -> Target:
+    """Parse `aarch64[,dotprod,i8mm,sve,...]`, an x86 class (`x86_64`, `x86_64_v2` .. `x86_64_v4_vnni`,
+    optionally `,feature...`) or `host`. Modifiers may also be feature names of the target's arch."""
+    words = [w.strip().lower() for w in spec.split(",") if w.strip()]
+    if not words:
+        raise TargetError("empty target", pointer="--target", value=spec, expected="e.g. aarch64,dotprod")
+    head, mods = words[0], words[1:]
+    x86 = {name: needs for name, family, needs in _CLASSES if family == "x86_64"}
+    if head == "host" and not mods:
+        feats = target_features()
+        arch = _machine()
+    elif head in ("aarch64", "arm64"):
+        arch, feats = "aarch64", set(_ARM_BASE)
+        for m in mods:
+            if m in _ARM_MODIFIERS:
+                feats |= set(_ARM_MODIFIERS[m])
+            elif m in _ARCH_ONLY["aarch64"]:
+                feats.add(m)
+            else:
+                raise _target_error(m, sorted(_ARM_MODIFIERS) + sorted(_GATED_ARM), spec)
+    elif head in x86:
+        arch, feats = "x86_64", set(x86[head])
+        for m in mods:
+            if m in _GATED_X86:
+                feats.add(m)
+            else:
+                raise _target_error(m, sorted(_GATED_X86), spec)
+    else:
+        raise _target_error(head, ["host", "aarch64", *sorted(x86)], spec)
+    cc = os.environ.get("CC") or cross_compiler(arch)
+    return Target(",".join(words), arch, frozenset(feats), cc)

@@ -2,7 +2,7 @@
  * circuit: 2a97d955851944008c170e7a955c18d034cd0ddc0c355e4bb509370d09b49a86
  * gguf: 16e9314102f36d63db8a89b0e06720e7b0c72b4bdb9462baadcce515b3e41ed2
  * interfaces: b32c5a29ae50745e2ca0d2cf03343b74858e90d18815c30f0435348fe465f0fb
- * maps: c403413ec595c93751692b966007bad9820e506f770fe4d564d6ccb85fce4664
+ * maps: 64ebdd3c5556f9a48a2ae5cfddb5547abc68de967c83cb1699ebbf7d898c248f
  * policy: 22dd6668c0adab7782106853b40abf6e590611b23b91ec0d49f7a7fc76bb54a6
   */
 #define _GNU_SOURCE
@@ -15,6 +15,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h> /* getauxval: the start-up check reads the HWCAP bits */
+#endif
 
 #include "km_runtime.h"
 #include "km_kernels.h"
@@ -1106,6 +1109,9 @@ static void km_set_err(char *err, size_t errlen, const char *msg, const char *de
 }
 
 static int km_check_cpu(char *err, size_t errlen) {
+#if !defined(__x86_64__)
+#error "this model was generated for x86_64 (its kernels need avx, avx2, f16c, fma, pni, popcnt, sse4_1, sse4_2, ssse3, xsave)"
+#endif
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx")) {
         km_set_err(err, errlen, "this model was compiled for a CPU with avx, which this CPU does not have", NULL);

@@ -40,7 +40,6 @@ kind = "numerics"
 
 [[family.point]]
 id = "dot.ref"
-how = "instantiation"
 classes = ["base", "wide"]
 providers = [{ provider = "lin_f32", variants = ["ref"] }]
 params = { lanes = 1, weight_format = "f32", reduction = "tree16", accumulator = "f32" }
@@ -53,7 +52,6 @@ compute = "avx2_fma"
 
 [[family.point]]
 id = "dot.avx2"
-how = "instantiation"
 classes = ["wide"]
 providers = [{ provider = "lin_f32", variants = ["avx2"] }]
 params = { lanes = 8, weight_format = "f32", reduction = "tree16", accumulator = "f32" }
@@ -90,9 +88,27 @@ def _map(pid: str, op: str, quant: dict, variants: list[tuple[str, list[str]]]) 
                          for n, r in variants]}
 
 
+# A toy family body, its lanes and sources: lin_f32 avx2 is an instantiation (kernelmap.lkb.derive
+# measures it), the refs are plain C. `copy_source` turns the avx2 file into a copy.
+KERNELS = {
+    "common/km_lanes_toy.h": "typedef struct { float v[8]; } kl_f8;\n"
+                             "static inline float kl_add(float a, float b) { return a + b; }\n",
+    "x/dot_body.h": "#include <stdint.h>\nstatic void dot_run(float *y, const float *w, int64_t n) {\n"
+                    "    for (int64_t i = 0; i < n; i += DOT_TILE) y[0] = kl_add(y[0], w[i]);\n}\n",
+    "x/lin_f32_avx2.c": "/* lin_f32 avx2: an instantiation of x/dot_body.h */\n#include \"km_lanes_toy.h\"\n\n"
+                        "#define DOT_TILE 8 /* rows per step */\n#include \"dot_body.h\"\n\n"
+                        "void km_lin_f32__avx2(float *y, const float *w, int64_t n) { dot_run(y, w, n); }\n",
+    "x/lin_f32_ref.c": "void km_lin_f32__ref(float *y) { y[0] = 0.0f; }\n",
+    "x/lin_q4_ref.c": "void km_lin_q4__ref(float *y) { y[0] = 0.0f; }\n",
+    "x/softcap_ref.c": "void km_softcap__ref(float *y) { y[0] = 0.0f; }\n",
+}
+COPY_AVX2 = ("#include <immintrin.h>\n#include <stdint.h>\nvoid km_lin_f32__avx2(float *y, const float *w, int64_t n) {\n"
+             "    __m256 a = _mm256_setzero_ps();\n    (void)a; (void)w; (void)n; y[0] = 0.0f;\n}\n")
+
+
 @pytest.fixture
 def lkb_tree(tmp_path: Path) -> dict[str, Path]:
-    """classes/{base,wide,widest}, maps/ with lin_f32 (ref, avx2), orphan_op and quant_q4 maps."""
+    """classes/{base,wide,widest}, maps/ with lin_f32 (ref, avx2), orphan_op and quant_q4 maps, kernels/."""
     classes = tmp_path / "classes"
     for name, parent, feats in (("base", None, []), ("wide", "base", ["avx2", "fma"]),
                                 ("widest", "wide", ["avx512f"])):
@@ -110,9 +126,13 @@ def lkb_tree(tmp_path: Path) -> dict[str, Path]:
             _map("softcap", "softcap", f32, [("ref", [])])]
     for doc in docs:
         (maps / f"{doc['id']}.json").write_text(json.dumps(doc))
+    kernels = tmp_path / "kernels"
+    for rel, text in KERNELS.items():
+        (kernels / rel).parent.mkdir(parents=True, exist_ok=True)
+        (kernels / rel).write_text(text)
     devices = tmp_path / "DEVICES.toml"
     devices.write_text("")
-    return {"classes": classes, "maps": maps, "root": tmp_path, "devices": devices}
+    return {"classes": classes, "maps": maps, "root": tmp_path, "devices": devices, "kernels": kernels}
 
 
 @pytest.fixture
@@ -127,3 +147,11 @@ def measurement_row(cls: str, provider: str, variant: str, rows: int, value: flo
     return (f'[[measurement]]\nclass = "{cls}"\nprovider = "{provider}"\nvariant = "{variant}"\nrows = {rows}\n'
             f'threads = 1\nshape = "{shape}"\nmetric = "{metric}"\nvalue = {value}\nmachine = "m"\n'
             f'date = "2026-11-29"\n\n')
+
+
+@pytest.fixture
+def make_copy(lkb_tree):
+    """Rewrite the toy lin_f32 avx2 source as a hand-vectorised copy (intrinsics, no family body)."""
+    def run() -> None:
+        (lkb_tree["kernels"] / "x" / "lin_f32_avx2.c").write_text(COPY_AVX2)
+    return run

@@ -14,7 +14,7 @@ from kernelmap.lkb.registry import load_chain
 
 def _setup(lkb_tree, rows_text: str):
     chain = load_chain(lkb_tree["classes"])
-    check = check_providers(chain, lkb_tree["maps"])
+    check = check_providers(chain, lkb_tree["maps"], lkb_tree["kernels"])
     path = lkb_tree["root"] / "measurements.toml"
     path.write_text(rows_text)
     return chain, check, envelope(load_measurements(path), check.assigned)
@@ -58,9 +58,10 @@ def test_gap_parts_add_to_100_and_classify_each_category(lkb_tree, measurement):
     assert out["line"].endswith("novel 28.6% of the step")
 
 
-def test_gap_copy_point_counts_as_shared_and_uncovered_rows_unmeasured(lkb_tree, measurement):
+def test_gap_copy_point_counts_as_shared_and_uncovered_rows_unmeasured(lkb_tree, measurement, make_copy):
     path = lkb_tree["classes"] / "wide" / "KERNEL_FAMILIES.toml"
-    path.write_text(path.read_text().replace('how = "instantiation"', 'how = "copy"\nreason = "r"\nevidence = "e"'))
+    path.write_text(path.read_text().replace('id = "dot.avx2"\n', 'id = "dot.avx2"\nreason = "r"\nevidence = "e"\n'))
+    make_copy()
     chain, check, env = _setup(lkb_tree, measurement("wide", "lin_f32", "avx2", 1)
                                + measurement("base", "lin_f32", "ref", 128))
     verdict = classify(ProfileEntry("a", "lin_f32", "avx2", 1.0), 1, "wide", chain, check, env)

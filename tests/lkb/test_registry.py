@@ -23,15 +23,15 @@ def test_chain_child_overrides_family_by_id(lkb_tree):
 
 
 def test_chain_point_override_replaces_by_id(lkb_tree):
-    extra = ('\n[[family.point]]\nid = "dot.ref"\nhow = "branch"\nclasses = ["widest"]\n'
+    extra = ('\n[[family.point]]\nid = "dot.ref"\nclasses = ["widest"]\n'
              'providers = [{ provider = "lin_f32", variants = ["ref"] }]\n'
              'params = { lanes = 1, weight_format = "f32", reduction = "tree16", accumulator = "f32" }\n')
     (lkb_tree["classes"] / "widest" / "KERNEL_FAMILIES.toml").write_text(
         '[[family]]\nid = "dot.f32"\n' + extra)
     chain = load_chain(lkb_tree["classes"])
     points = {p.id: p for p in chain.families("widest")["dot.f32"].points}
-    assert points["dot.ref"].how == "branch"
-    assert {p.id: p for p in chain.families("wide")["dot.f32"].points}["dot.ref"].how == "instantiation"
+    assert points["dot.ref"].classes == ("widest",)
+    assert {p.id: p for p in chain.families("wide")["dot.f32"].points}["dot.ref"].classes == ("base", "wide")
 
 
 def test_chain_features_accumulate_along_parents(lkb_tree):
@@ -80,11 +80,20 @@ def test_malformed_toml_syntax_names_file_and_key(lkb_tree):
 
 def test_malformed_point_value_names_file_and_key(lkb_tree):
     path = lkb_tree["classes"] / "wide" / "KERNEL_FAMILIES.toml"
-    path.write_text(path.read_text().replace('how = "instantiation"', 'how = "cloned"'))
+    path.write_text(path.read_text().replace('classes = ["wide"]', 'classes = "wide"'))
     with pytest.raises(LKBError) as info:
         load_chain(lkb_tree["classes"]).families("wide")
-    assert info.value.pointer == "/family/0/point/0/how"
-    assert "cloned" in _one_line(info.value, path)
+    assert info.value.pointer == "/family/0/point/0/classes"
+    assert "wide" in _one_line(info.value, path)
+
+
+def test_point_declaring_how_is_refused_because_how_is_measured(lkb_tree):
+    path = lkb_tree["classes"] / "wide" / "KERNEL_FAMILIES.toml"
+    path.write_text(path.read_text().replace('id = "dot.avx2"\n', 'id = "dot.avx2"\nhow = "instantiation"\n'))
+    with pytest.raises(LKBError, match="measured from its variants' C sources") as info:
+        load_chain(lkb_tree["classes"]).families("wide")
+    assert info.value.pointer == "point dot.avx2/how"
+    _one_line(info.value, path)
 
 
 def test_malformed_unknown_key_is_refused(lkb_tree):
@@ -118,13 +127,6 @@ def test_point_missing_param_value_is_refused(lkb_tree):
     with pytest.raises(LKBError) as info:
         load_chain(lkb_tree["classes"]).families("wide")
     assert info.value.pointer == "point dot.avx2/params/reduction" and info.value.path == str(path)
-
-
-def test_copy_point_without_reason_is_refused(lkb_tree):
-    path = lkb_tree["classes"] / "wide" / "KERNEL_FAMILIES.toml"
-    path.write_text(path.read_text().replace('how = "instantiation"', 'how = "copy"'))
-    with pytest.raises(LKBError, match="reason"):
-        load_chain(lkb_tree["classes"]).families("wide")
 
 
 def test_rule_naming_unknown_family_is_refused(lkb_tree):

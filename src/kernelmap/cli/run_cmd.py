@@ -7,6 +7,7 @@ and print speed on stderr.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -229,28 +230,43 @@ def chat_command(model: str | None, n_predict: int, system: str | None, template
 @click.option("--policy", default="llama-cpu", show_default=True)
 @click.option("--maps", multiple=True, type=click.Path(file_okay=False))
 @click.option("--isa", default=None, help="Target ISA (default: this CPU).")
+@click.option("--target", "target_spec", default=None,
+              help="Target CPU class, also another machine's: aarch64[,dotprod,i8mm,sve] or x86_64_v3, ... "
+                   "(features and C compiler; $CC overrides the compiler).")
 @click.option("--batch", type=int, default=128, show_default=True)
 @click.option("--profile", is_flag=True, help="Build with per-op timing.")
 @click.option("-q", "--quiet", is_flag=True)
-def compile_command(model: str | None, out_dir: str, policy: str, maps: tuple[str, ...], isa: str | None, batch: int,
-                    profile: bool, quiet: bool) -> None:
+def compile_command(model: str | None, out_dir: str, policy: str, maps: tuple[str, ...], isa: str | None,
+                    target_spec: str | None, batch: int, profile: bool, quiet: bool) -> None:
     """Compile a GGUF model and write a self-contained C bundle that builds with `make`.
 
     Example: kernelmap compile -m gemma-3-270m-q4_k_m.gguf -o gemma-bundle && make -C gemma-bundle
+    Cross build: kernelmap compile --target aarch64,dotprod -o arm-bundle && make -C arm-bundle
     """
+    import contextlib
+
     from kernelmap.codegen.bundle import write_bundle
     from kernelmap.compiler import compile_model
     from kernelmap.runtime import default_model_path
+    from kernelmap.target import parse_target
 
+    if isa and target_spec:
+        raise ModelError("give either --isa or --target, not both", pointer="--target", value=target_spec)
+    target = parse_target(target_spec) if target_spec else None
+    options = _options(policy, maps, isa, batch, profile)
+    if target is not None:
+        options = dataclasses.replace(options, isa=target.features)
     gguf = Path(model) if model else default_model_path()
     progress = _Progress(quiet)
     try:
-        compiled = compile_model(gguf, _options(policy, maps, isa, batch, profile), progress=progress.say,
-                                 counter=progress.count)
+        with target.compiler_env() if target is not None else contextlib.nullcontext():
+            compiled = compile_model(gguf, options, progress=progress.say, counter=progress.count)
         progress.say("writing bundle")
         path = write_bundle(compiled, Path(out_dir))
     finally:
         progress.stop()
+    if target is not None and not quiet:
+        print(f"target {target.spec}: class {target.cls}, compiler {target.cc}", file=sys.stderr)
     mem = compiled.info["memory"]
     print(str(path))
     if not quiet:

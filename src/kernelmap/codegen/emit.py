@@ -20,13 +20,26 @@ from kernelmap.errors import CodegenError
 from kernelmap.isa_flags import CPU_SUPPORTS
 from kernelmap.maps.registry import Registry
 
-__all__ = ["GCC_FEATURES", "TEMPLATE_DIR", "GGUFCheck", "PhasePlan", "emit_model", "gguf_checksum", "kernels_header"]
+__all__ = ["GCC_FEATURES", "HWCAP_FEATURES", "TEMPLATE_DIR", "GGUFCheck", "PhasePlan", "cpu_checks", "emit_model",
+           "gguf_checksum", "kernels_header"]
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
 # ISA feature (Linux spelling, as in the maps) -> gcc __builtin_cpu_supports name, from the ISA flag
 # table. Allow-list: a feature not listed there cannot be checked at start-up, so the build is refused.
 GCC_FEATURES = CPU_SUPPORTS
+# aarch64 feature (Linux spelling) -> (getauxval word, <asm/hwcap.h> name, bit). The start-up check
+# tests the bits as numbers (the name is a comment), so old kernel headers that lack HWCAP2_I8MM still
+# build; tests/aarch64 checks every value against the cross toolchain's <asm/hwcap.h>.
+HWCAP_FEATURES = {
+    "fp": ("AT_HWCAP", "HWCAP_FP", 0), "asimd": ("AT_HWCAP", "HWCAP_ASIMD", 1),
+    "crc32": ("AT_HWCAP", "HWCAP_CRC32", 7), "atomics": ("AT_HWCAP", "HWCAP_ATOMICS", 8),
+    "fphp": ("AT_HWCAP", "HWCAP_FPHP", 9), "asimdhp": ("AT_HWCAP", "HWCAP_ASIMDHP", 10),
+    "asimdrdm": ("AT_HWCAP", "HWCAP_ASIMDRDM", 12),
+    "asimddp": ("AT_HWCAP", "HWCAP_ASIMDDP", 20), "sve": ("AT_HWCAP", "HWCAP_SVE", 22),
+    "sve2": ("AT_HWCAP2", "HWCAP2_SVE2", 1), "i8mm": ("AT_HWCAP2", "HWCAP2_I8MM", 13),
+    "bf16": ("AT_HWCAP2", "HWCAP2_BF16", 14),
+}
 _STATE_DTYPES = ("f16", "bf16", "f32")  # element types a KV state buffer may hold
 
 
@@ -51,6 +64,46 @@ def gguf_checksum(data: Any) -> int:
     weights = np.arange(len(words), dtype=np.uint64) * np.uint64(2) + np.uint64(1)
     with np.errstate(over="ignore"):
         return int(np.sum(words * weights, dtype=np.uint64))
+
+
+def cpu_checks(features: set[str] | frozenset[str]) -> str:
+    """The body of the generated start-up check for the selected variants' features: refuse to run
+    (one message naming the first missing feature) on a CPU without one. x86 asks the compiler's
+    __builtin_cpu_supports, aarch64 the kernel's HWCAP bits (getauxval); a build with features of one
+    architecture refuses to compile for the other. No features: portable C, no check."""
+    feats = sorted(features)
+    if not feats:
+        return ""
+    arm = [f for f in feats if f in HWCAP_FEATURES]
+    x86 = [f for f in feats if f in GCC_FEATURES]
+    unknown = [f for f in feats if f not in HWCAP_FEATURES and f not in GCC_FEATURES]
+    if unknown or (arm and x86):
+        raise CodegenError("selected variants require CPU features the start-up check cannot test together",
+                           value=unknown or feats, expected=sorted(GCC_FEATURES) + sorted(HWCAP_FEATURES),
+                           hint="one build targets one architecture")
+    arch, guard = ("aarch64", "__aarch64__") if arm else ("x86_64", "__x86_64__")
+    out = [f"#if !defined({guard})",
+           f'#error "this model was generated for {arch} (its kernels need {", ".join(feats)})"',
+           "#endif"]
+
+    def refuse(feat: str) -> list[str]:
+        return [f'        km_set_err(err, errlen, "this model was compiled for a CPU with {feat}, '
+                f'which this CPU does not have", NULL);', "        return -1;", "    }"]
+
+    if arm:
+        out.append("    const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);")
+        out.append("    (void)hwcap; (void)hwcap2;")
+        for feat in feats:
+            word, name, bit = HWCAP_FEATURES[feat]
+            var = "hwcap" if word == "AT_HWCAP" else "hwcap2"
+            out.append(f"    if (!({var} & (1UL << {bit}))) {{ /* {name} */")
+            out += refuse(feat)
+    else:
+        out.append("    __builtin_cpu_init();")
+        for feat in feats:
+            out.append(f'    if (!__builtin_cpu_supports("{GCC_FEATURES[feat]}")) {{')
+            out += refuse(feat)
+    return "\n".join(out)
 
 
 @dataclass
@@ -96,15 +149,6 @@ def emit_model(prefill: PhasePlan, decode: PhasePlan, *, registry: Registry, wei
         for op in plan.graph.ops:
             selection.append(f'    {{"{phase}", "{check_label(op.label)}", "{check_ident(op.provider or "")}", '
                              f'"{check_ident(op.variant or "")}"}},')
-    checks = []
-    for feat in sorted(features):
-        if feat not in GCC_FEATURES:
-            raise CodegenError("selected variant requires a CPU feature the start-up check cannot test",
-                               value=feat, expected=sorted(GCC_FEATURES))
-        gcc = GCC_FEATURES[feat]
-        checks.append(f'    if (!__builtin_cpu_supports("{gcc}")) {{\n'
-                      f'        km_set_err(err, errlen, "this model was compiled for a CPU with {feat}, '
-                      f'which this CPU does not have", NULL);\n        return -1;\n    }}')
     for s in state:
         if s.dtype not in _STATE_DTYPES or len(s.shape) != 3 or s.shape[1] != "C":
             raise CodegenError("unsupported state buffer", value=f"{s.cname} {s.dtype} {s.shape}")
@@ -129,7 +173,7 @@ def emit_model(prefill: PhasePlan, decode: PhasePlan, *, registry: Registry, wei
         "STATE_DIM": ", ".join(str(int(s.shape[2])) for s in state) or "0",
         "PREFILL_BODY": "\n".join(prefill_body),
         "DECODE_BODY": "\n".join(decode_body),
-        "CPU_CHECKS": "\n".join(checks),
+        "CPU_CHECKS": cpu_checks(features),
         "PREFILL_TOKENS_OFFSET": f"{prefill.offsets['in_tokens']}u",
         "PREFILL_LOGITS_OFFSET": f"{prefill.offsets[prefill.graph.outputs['logits']]}u",
         "DECODE_TOKENS_OFFSET": f"{decode.offsets['in_tokens']}u",

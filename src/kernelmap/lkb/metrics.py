@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from kernelmap.lkb.campaign import load_ledgers
-from kernelmap.lkb.coverage import KERNEL_ROOT, ProviderCheck, format_of, point_requires
+from kernelmap.lkb.coverage import ProviderCheck, format_of, point_requires
+from kernelmap.lkb.derive import lanes_files, line_count
 from kernelmap.lkb.evidence import ROWS, Envelope
 from kernelmap.lkb.profile import ProfileEntry
 from kernelmap.lkb.registry import Chain, Point
 
-__all__ = ["CATEGORIES", "classify", "envelope_status", "gap", "gap_line", "parameterization_yield", "residual"]
+__all__ = ["CATEGORIES", "class_lines", "classify", "envelope_status", "gap", "gap_line", "lines_per_class",
+           "parameterization_yield", "residual"]
 
 CATEGORIES = ("shared", "shared_unmeasured", "parameterisation", "policy_variant", "novel")
 
@@ -50,7 +52,7 @@ def classify(entry: ProfileEntry, rows: int, cls: str, chain: Chain, check: Prov
             return Verdict("shared_unmeasured", "no rule of this class covers it")
         if point is None:
             return Verdict("shared_unmeasured", f"point {point_id} is not declared on the chain of {cls}")
-        note = " (a copy point: LKB residual)" if point.how == "copy" else ""
+        note = " (a copy point: LKB residual)" if check.how.get(point_id) == "copy" else ""
         if env.measured(cls, family, point_id, rows):
             return Verdict("shared", f"point {point_id}, measured on {cls}{note}")
         return Verdict("shared_unmeasured", f"point {point_id}, no record on {cls} at C{rows}{note}")
@@ -99,44 +101,94 @@ def gap_line(rows: int, pct: dict[str, float]) -> str:
             f"{pct['policy_variant']:.1f}%, novel {pct['novel']:.1f}% of the step")
 
 
-def _lines(source: str, cache: dict[str, int]) -> int:
-    if source not in cache:
-        path = KERNEL_ROOT / source
-        try:
-            cache[source] = len(path.read_text(encoding="utf-8", errors="replace").splitlines())
-        except OSError:
-            cache[source] = 0
-    return cache[source]
 
 
 def residual(cls: str, chain: Chain, check: ProviderCheck) -> dict[str, Any]:
-    """The LKB residual of `cls`: copy points and unregistered variants it runs; the single-class bucket apart."""
+    """The LKB residual of `cls`, measured from the code: the copy points it realizes (how derived from
+    their sources) and every unregistered variant it can run; copies on features only one class has
+    form the single-class bucket, counted apart. Instantiations and references are not residual."""
     feats = chain.features(cls)
-    cache: dict[str, int] = {}
+    root = check.kernel_root
     main: list[dict[str, Any]] = []
     single: list[dict[str, Any]] = []
+    inst: list[str] = []
     for fam in chain.families(cls).values():
         for point in fam.points:
             if cls not in point.classes:
                 continue
+            how = check.how.get(point.id, "copy")
+            if how != "copy":
+                inst += [point.id] if how == "instantiation" else []
+                continue
             sources = sorted({check.variants[pv].source for pv in point.providers if pv in check.variants})
-            item = {"point": point.id, "family": fam.id, "how": point.how, "sources": sources,
-                    "lines": sum(_lines(s, cache) for s in sources), "reason": point.reason}
+            headers = sorted({h for pv in point.providers if pv in check.shapes for h in check.shapes[pv].isa_headers})
+            item = {"point": point.id, "family": fam.id, "how": how, "sources": sources, "headers": headers,
+                    "lines": sum(line_count(root / s) for s in sources), "reason": point.reason}
             if len(chain.classes_having(point_requires(point, check.variants))) == 1:
                 single.append(item)
-            elif point.how == "copy":
+            else:
                 main.append(item)
     unregistered = []
     for pv in check.residual:
         var = check.variants[pv]
         if var.requires <= feats:
             unregistered.append({"point": None, "provider": pv[0], "variant": pv[1], "how": "unregistered",
-                                 "sources": [var.source], "lines": _lines(var.source, cache),
+                                 "sources": [var.source], "lines": line_count(root / var.source),
                                  "reason": "in no family point"})
     entries = main + unregistered
-    return {"count": len(entries), "loc": sum(e["lines"] for e in entries), "copy_points": len(main),
-            "unregistered": len(unregistered), "entries": entries,
-            "single_class": {"count": len(single), "loc": sum(e["lines"] for e in single), "entries": single}}
+
+    def loc(items: list[dict[str, Any]], exclude: frozenset[str] = frozenset()) -> int:
+        """Lines of the entries' sources plus each ISA header they include, every file counted once."""
+        files = {f for e in items for f in (*e["sources"], *e.get("headers", ()))} - exclude
+        return sum(line_count(root / f) for f in files)
+
+    main_files = frozenset(f for e in entries for f in (*e["sources"], *e.get("headers", ())))
+    return {"count": len(entries), "loc": loc(entries), "copy_points": len(main),
+            "unregistered": len(unregistered), "entries": entries, "instantiation_points": sorted(inst),
+            "single_class": {"count": len(single), "loc": loc(single, main_files), "entries": single}}
+
+
+def class_lines(cls: str, chain: Chain, check: ProviderCheck) -> dict[str, Any]:
+    """Lines of C of the variants that run on `cls` (the points it realizes), by kind and file: lanes
+    headers (an instantiation's lanes and the ISA headers they include), instantiation files, copies
+    (with the ISA headers they include), and the shared code (family bodies, references)."""
+    kernel_root = check.kernel_root
+    files: dict[str, dict[str, int]] = {k: {} for k in ("lanes", "instantiations", "copies", "bodies", "references")}
+    for fam in chain.families(cls).values():
+        for point in fam.points:
+            if cls not in point.classes:
+                continue
+            for pv in point.providers:
+                shape = check.shapes.get(pv)
+                if shape is None:
+                    continue
+                kind = {"reference": "references", "instantiation": "instantiations"}.get(shape.how, "copies")
+                files[kind][shape.source] = shape.lines
+                for rel in shape.isa_headers:  # a copy's ISA headers are part of the copy
+                    files["copies"][rel] = line_count(kernel_root / rel)
+                if shape.how == "instantiation" and shape.lanes and shape.body:
+                    for rel in lanes_files(shape.lanes, kernel_root):
+                        files["lanes"][rel] = line_count(kernel_root / rel)
+                    files["bodies"][shape.body] = line_count(kernel_root / shape.body)
+    return {kind: {"lines": sum(f.values()), "files": dict(sorted(f.items()))} for kind, f in files.items()}
+
+
+def lines_per_class(chain: Chain, check: ProviderCheck) -> list[dict[str, Any]]:
+    """Per class of the chain: its class_lines and the lines it added over its ancestors (lanes headers,
+    instantiation files and copies no ancestor runs): what adding the class cost in C."""
+    out = []
+    for name in sorted(chain.classes, key=lambda n: ([c.name for c in chain.lineage(n)], n)):
+        own = class_lines(name, chain, check)
+        before: set[str] = set()
+        for anc in chain.lineage(name)[:-1]:
+            got = class_lines(anc.name, chain, check)
+            before |= {f for kind in ("lanes", "instantiations", "copies") for f in got[kind]["files"]}
+        added = {kind: {f: n for f, n in own[kind]["files"].items() if f not in before}
+                 for kind in ("lanes", "instantiations", "copies")}
+        out.append({"class": name, "lines": own,
+                    "added": {kind: {"lines": sum(f.values()), "files": f} for kind, f in added.items()},
+                    "added_total": sum(sum(f.values()) for f in added.values())})
+    return out
 
 
 def envelope_status(cls: str, chain: Chain, env: Envelope) -> list[dict[str, Any]]:

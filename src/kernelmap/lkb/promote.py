@@ -25,7 +25,7 @@ from kernelmap.lkb.coverage import MAPS_DIR
 from kernelmap.lkb.evidence import Measurement
 from kernelmap.lkb.registry import Chain, Family, Point
 
-__all__ = ["DEFAULT_NOISE", "PromotionReport", "noise_band", "promote_check", "run_variants"]
+__all__ = ["DEFAULT_NOISE", "PromotionReport", "legal_activations", "noise_band", "promote_check", "run_variants"]
 
 DEFAULT_NOISE = 0.05
 _HIGHER_BETTER = ("gbps", "gops")
@@ -126,7 +126,7 @@ def _capped_case(case: dict[str, Any]) -> dict[str, Any]:
     return {**case, "dims": dims}
 
 
-def _legal_activations(raw: dict[str, Any], work: Any) -> None:
+def legal_activations(raw: dict[str, Any], work: Any) -> None:
     """Make random q8_0/q8_k activation rows what the quantizers write: quants in [-127, 127], true bsums."""
     for port in raw.get("inputs", []) or []:
         buf = work.buffers.get(port["name"])
@@ -185,7 +185,7 @@ def run_variants(provider: str, variants: Sequence[str], rows: int, *, maps_dir:
     for i, var in enumerate(chosen):
         work = make_workload(prov.raw, entry, case, rows, seed=seed)
         assert not isinstance(work, str)
-        _legal_activations(prov.raw, work)
+        legal_activations(prov.raw, work)
         slots = _slots(prov.raw, work)
         fn = getattr(lib, f"km_bench_t{i}")
         fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]

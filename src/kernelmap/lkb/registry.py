@@ -26,7 +26,7 @@ LKB_DIR = Path(__file__).resolve().parent
 CLASSES_DIR = LKB_DIR / "classes"
 DEVICES_PATH = LKB_DIR / "DEVICES.toml"
 _FAMILY_REQUIRED = ("ops", "formats", "rows_per_call", "compute", "pipeline")
-_POINT_REQUIRED = ("how", "classes", "providers", "params")
+_POINT_REQUIRED = ("classes", "providers", "params")
 
 
 @dataclass(frozen=True)
@@ -54,11 +54,11 @@ class Param:
 
 @dataclass(frozen=True)
 class Point:
-    """A concrete value of a family's parameters, realized `how`, naming its (provider, variant)s."""
+    """A concrete value of a family's parameters naming its (provider, variant)s. How it is realized
+    (reference, instantiation, copy) is not declared: kernelmap.lkb.derive measures it from the sources."""
 
     id: str
     family: str
-    how: str
     classes: tuple[str, ...]
     providers: tuple[tuple[str, str], ...]
     params: dict[str, Any] = field(compare=False)
@@ -242,6 +242,10 @@ def _build_family(fid: str, entry: dict[str, Any], path: Path, index: int, chain
         for key in _POINT_REQUIRED:
             if key not in raw:
                 raise LKBError(f"point lacks {key!r}", path=ppath, pointer=f"{pwhere}/{key}")
+        if "how" in raw:
+            raise LKBError("point declares `how`, which is measured from its variants' C sources "
+                           "(kernelmap.lkb.derive: instantiation, copy or reference)", path=ppath,
+                           pointer=f"{pwhere}/how", value=raw["how"], hint="remove the line")
         if raw["id"] in seen:
             raise LKBError("duplicate point id", path=ppath, pointer=f"{where}/point/{j}/id", value=raw["id"])
         seen.add(raw["id"])
@@ -262,16 +266,13 @@ def _build_family(fid: str, entry: dict[str, Any], path: Path, index: int, chain
                 raise LKBError(f"value not allowed for {prm.name!r}", path=ppath,
                                pointer=f"{pwhere}/params/{prm.name}", value=raw["params"][prm.name],
                                expected=list(prm.values))
-        if raw["how"] == "copy" and not (raw.get("reason") and raw.get("evidence")):
-            raise LKBError("a copy point must record `reason` (why the family point could not serve) and "
-                           "`evidence` (the measurement that shows it)", path=ppath, pointer=f"{pwhere}/reason")
         for cname in raw["classes"]:
             if cname not in chain.classes:
                 near = closest(cname, list(chain.classes))
                 raise LKBError("point names an unknown class" + (f" (closest: {near})" if near else ""),
                                path=ppath, pointer=f"{pwhere}/classes", value=cname)
         provs = tuple((p["provider"], v) for p in raw["providers"] for v in p["variants"])
-        points.append(Point(raw["id"], fid, raw["how"], tuple(raw["classes"]), provs, dict(raw["params"]),
+        points.append(Point(raw["id"], fid, tuple(raw["classes"]), provs, dict(raw["params"]),
                             raw.get("reason", ""), raw.get("evidence", ""), ppath))
     return Family(fid, tuple(entry["ops"]), tuple(entry["formats"]), entry["rows_per_call"], entry["compute"],
                   entry.get("desc", ""), dict(entry["pipeline"]), params, tuple(points), path)

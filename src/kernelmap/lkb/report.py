@@ -59,6 +59,9 @@ def build_report(cls: str | None = None, *, profile_path: Path | None = None, mo
         "measurement_rows": len(meas),
         "gaps": gaps,
         "residual": metrics.residual(name, chain, check),
+        "lines_per_class": metrics.lines_per_class(chain, check),
+        "shapes": {f"{pv[0]}:{pv[1]}": {"how": sh.how, "why": sh.why, "source": sh.source}
+                   for pv, sh in sorted(check.shapes.items())},
         "yield": metrics.parameterization_yield(campaigns_dir),
         "envelope": metrics.envelope_status(name, chain, env),
         "provider_check": {"ok": check.ok, "assigned": len(check.assigned), "variants": len(check.variants),
@@ -94,7 +97,9 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     single = res["single_class"]
     lines.append(f"LKB residual: {res['count']} entries, {res['loc']} lines ({res['copy_points']} copy points, "
                  f"{res['unregistered']} unregistered variants); single-class bucket: {single['count']} points, "
-                 f"{single['loc']} lines")
+                 f"{single['loc']} lines; {len(res['instantiation_points'])} instantiation points (how measured "
+                 "from the sources)")
+    lines += _lines_report(report["lines_per_class"])
     y = report["yield"]
     lines.append(f"parameterization yield: {y['lines_deleted']} lines deleted, {len(y['promoted'])} promoted "
                  f"({y['campaigns']} campaigns)")
@@ -119,6 +124,26 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _files(part: dict[str, Any]) -> str:
+    n = len(part["files"])
+    return f"{n} file" + ("" if n == 1 else "s")
+
+
+def _lines_report(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per class that runs SIMD code: lanes + instantiation (+ copy) lines, and what it added."""
+    out = ["lines of C per class (lanes headers + instantiations + copies; added = what no ancestor runs):"]
+    for row in rows:
+        own, add = row["lines"], row["added"]
+        if not (own["lanes"]["lines"] or own["instantiations"]["lines"] or own["copies"]["lines"]):
+            continue
+        out.append(f"  {row['class']}: lanes {own['lanes']['lines']} ({_files(own['lanes'])}), "
+                   f"instantiations {own['instantiations']['lines']} ({_files(own['instantiations'])}), "
+                   f"copies {own['copies']['lines']} ({_files(own['copies'])}); added by the class: "
+                   f"{row['added_total']} lines (lanes {add['lanes']['lines']}, instantiations "
+                   f"{add['instantiations']['lines']}, copies {add['copies']['lines']})")
+    return out
+
+
 def render_forks(chain: Chain, check: ProviderCheck) -> str:
     """FORKS.md: every copy point (the LKB residual) with its reason, the single-class bucket, unregistered variants."""
     from kernelmap.lkb.coverage import point_requires
@@ -133,9 +158,11 @@ def render_forks(chain: Chain, check: ProviderCheck) -> str:
         sources = ", ".join(sorted({check.variants[pv].source for pv in point.providers if pv in check.variants}))
         row = (f"| {pid} | {fam_id} | {', '.join(point.classes)} | {sources} | {point.reason or '-'} | "
                f"{point.evidence or '-'} |")
+        if check.how.get(pid) != "copy":
+            continue
         if len(only) == 1:
             single.append(row)
-        elif point.how == "copy":
+        else:
             copies.append(row)
     head = "| point | family | classes | sources | reason | evidence |\n| --- | --- | --- | --- | --- | --- |"
     parts = ["# LKB residual: forks",

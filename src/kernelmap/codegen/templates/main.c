@@ -3,8 +3,10 @@
  * Maps the packed weights (-w) and the model file (-g: tensors in the GGUF layout are read from it).
  * Reads whitespace-separated token ids from stdin, prefills them, then greedily decodes -n tokens
  * (argmax, ties to the lowest id) and prints the generated ids on one line; with --logits it prints
- * the logits of the last prompt position instead, one per line. Exit 1 on bad input.
+ * the logits of the last prompt position instead, one per line (--logits-hex: their IEEE bits as 8 hex
+ * digits, to compare two builds byte for byte). Exit 1 on bad input.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,7 @@
 
 static void usage(const char *argv0) {
     fprintf(stderr,
-            "usage: %s [-w weights.bin] [-g model.gguf] [-t threads] [-c ctx] [-n n_predict] [--logits] < token_ids.txt\n"
+            "usage: %s [-w weights.bin] [-g model.gguf] [-t threads] [-c ctx] [-n n_predict] [--logits | --logits-hex] < token_ids.txt\n"
             "example: echo 2 818 5279 | %s -n 16\n",
             argv0, argv0);
 }
@@ -38,6 +40,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-c") && i + 1 < argc) ctx = atoll(argv[++i]);
         else if (!strcmp(argv[i], "-n") && i + 1 < argc) n_predict = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--logits")) want_logits = 1;
+        else if (!strcmp(argv[i], "--logits-hex")) want_logits = 2;
         else {
             usage(argv[0]);
             return strcmp(argv[i], "-h") && strcmp(argv[i], "--help") ? 1 : 0;
@@ -74,7 +77,15 @@ int main(int argc, char **argv) {
     int64_t vocab = km_model_n_vocab();
     if (want_logits) {
         const float *lg = km_model_logits(m);
-        for (int64_t i = 0; i < vocab; i++) printf("%.9g\n", lg[i]);
+        for (int64_t i = 0; i < vocab; i++) {
+            if (want_logits == 2) {
+                uint32_t bits;
+                memcpy(&bits, &lg[i], sizeof bits);
+                printf("%08x\n", (unsigned)bits);
+            } else {
+                printf("%.9g\n", lg[i]);
+            }
+        }
     } else {
         int64_t pos = (int64_t)n;
         for (long long i = 0; i < n_predict; i++) {

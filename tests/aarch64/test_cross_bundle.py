@@ -1,0 +1,141 @@
+"""Cross builds: `kernelmap compile --target aarch64[,dotprod]` bundles, built with the cross gcc and run under qemu.
+
+A whole model compiled for aarch64 (NEON/SDOT instantiations where a map has them, the ref elsewhere)
+must give the x86 build's prompt logits bit for bit and the same greedy tokens: the contracts fix the
+arithmetic order on every architecture. `make test` checks it on a tiny synthetic model (q8_0
+projections, so the dotprod instantiations run); the default Gemma 3 model is the slow version
+(`make test-slow`). The generated start-up check refuses a CPU without a selected variant's
+features: a dotprod bundle under `qemu-aarch64 -cpu cortex-a53` (Armv8.0, no dotprod) exits 1 with
+one line naming asimddp.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from synth_model import write_synth_model
+
+from kernelmap.compiler import CompileOptions, compile_model
+from kernelmap.runtime.model import Model
+
+PROMPT = [2, 270, 271, 272, 273, 274, 275, 276, 277, 300, 301, 302]
+GEMMA_PROMPT = [2, 818, 5279, 529, 7001, 563]   # "<bos>The capital of France is"
+N_TOKENS = 8
+_EM_AARCH64 = 183
+
+
+def _cross_bundle(gguf: Path, out: Path, target: str, batch: int) -> Path:
+    """`kernelmap compile --target` (the CLI, as a user runs it), then `make model` with the Makefile's
+    default compiler (no $CC: the bundle names the cross gcc itself)."""
+    env = {k: v for k, v in os.environ.items() if k != "CC"}
+    proc = subprocess.run([sys.executable, "-m", "kernelmap", "compile", "-m", str(gguf), "--target", target,
+                           "--batch", str(batch), "-o", str(out)], capture_output=True, text=True, env=env,
+                          timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"target {target}:" in proc.stderr
+    make = subprocess.run(["make", "-s", "-j2", "-C", str(out), "model"], capture_output=True, text=True, env=env,
+                          timeout=1800)
+    assert make.returncode == 0, make.stdout[-2000:] + make.stderr[-3000:]
+    header = (out / "model").read_bytes()[:20]
+    assert header[:4] == b"\x7fELF" and int.from_bytes(header[18:20], "little") == _EM_AARCH64
+    return out
+
+
+def _qemu(toolchain, bundle: Path, cpu: str, args: list[str], tokens: list[int], timeout: float = 1800):
+    return subprocess.run([toolchain.qemu, "-L", str(toolchain.sysroot), "-cpu", cpu, "./model", "-t", "2",
+                           "-c", "64", *args], input=" ".join(map(str, tokens)), capture_output=True, text=True,
+                          cwd=bundle, timeout=timeout)
+
+
+def _assert_same_as_x86(toolchain, bundle: Path, x86: Model, prompt: list[int]) -> None:
+    """Prompt logits (IEEE bits) and the first N_TOKENS greedy tokens of the aarch64 bundle under qemu
+    -cpu max equal the x86 build's."""
+    want = x86.logits(prompt).astype(np.float32).view(np.uint32)
+    x86.reset()
+    want_tokens = list(x86.stream(prompt, N_TOKENS))
+    x86.reset()
+    proc = _qemu(toolchain, bundle, "max", ["--logits-hex"], prompt)
+    assert proc.returncode == 0, proc.stderr
+    got = np.array([int(h, 16) for h in proc.stdout.split()], dtype=np.uint32)
+    assert got.shape == want.shape
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, (f"{bad.size} of {want.size} prompt logits differ from x86; first at {bad[:6].tolist()}: "
+                           f"x86 {want[bad[:6]].view(np.float32).tolist()} aarch64 {got[bad[:6]].view(np.float32).tolist()}")
+    proc = _qemu(toolchain, bundle, "max", ["-n", str(N_TOKENS)], prompt)
+    assert proc.returncode == 0, proc.stderr
+    assert [int(t) for t in proc.stdout.split()] == want_tokens
+
+
+def _selected(bundle: Path) -> dict[str, str]:
+    info = json.loads((bundle / "build.json").read_text())
+    return {f"{p}:{v}": s for _phase, _label, p, v, s in info["selection"]}
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    return write_synth_model(tmp_path_factory.mktemp("synth") / "q8.gguf", weight_type="q8_0")
+
+
+@pytest.fixture(scope="module")
+def synth_dotprod(toolchain, synth, tmp_path_factory):
+    return _cross_bundle(synth, tmp_path_factory.mktemp("arm") / "bundle", "aarch64,dotprod", 8)
+
+
+def test_cross_bundle_synth_model_aarch64_dotprod_equals_x86_logits_bits_and_tokens(toolchain, synth, synth_dotprod):
+    info = json.loads((synth_dotprod / "build.json").read_text())
+    # what -march=armv8.2-a+dotprod lets gcc use (isa_flags: Armv8.1's atomics, crc32, rdm too), all tested at start-up
+    assert info["features"] == ["asimd", "asimddp", "asimdrdm", "atomics", "crc32", "fp"]
+    assert info["library"] == ""  # nothing built for the host: the bundle's make compiles the aarch64 code
+    assert "linear_q8_0_q8_0_ggml:dotprod" in _selected(synth_dotprod)
+    assert all(s.endswith("__ref") or s.endswith("__dotprod") for s in _selected(synth_dotprod).values())
+    with Model(compile_model(synth, CompileOptions(max_rows=8)), n_ctx=64, threads=2) as x86:
+        assert any(v != "ref" for _, _, _, v, _ in x86.compiled.info["selection"])  # x86 SIMD variants ran
+        _assert_same_as_x86(toolchain, synth_dotprod, x86, PROMPT)
+
+
+def test_cross_bundle_dotprod_build_refuses_a_cpu_without_dotprod_in_one_line(toolchain, synth_dotprod):
+    proc = _qemu(toolchain, synth_dotprod, "cortex-a53", ["-n", "2"], PROMPT, timeout=300)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert lines == ["error: weights.bin: this model was compiled for a CPU with asimddp, which this CPU does not have"]
+    assert proc.stdout == ""
+
+
+def test_cross_bundle_neon_build_runs_on_armv8_0_and_matches_dotprod_build(toolchain, synth, synth_dotprod,
+                                                                           tmp_path):
+    """The armv8-a target selects the neon instantiations, runs on a Cortex-A53 and gives the dotprod
+    build's logits bits."""
+    neon = _cross_bundle(synth, tmp_path / "neon", "aarch64", 8)
+    assert "linear_q8_0_q8_0_ggml:neon" in _selected(neon)
+    a = _qemu(toolchain, neon, "cortex-a53", ["--logits-hex"], PROMPT)
+    b = _qemu(toolchain, synth_dotprod, "max", ["--logits-hex"], PROMPT)
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    assert a.stdout == b.stdout
+
+
+def test_cross_bundle_model_c_refuses_to_build_for_the_wrong_architecture(synth_dotprod):
+    proc = subprocess.run(["gcc", "-std=c11", "-fsyntax-only", "-I.", "model.c"], cwd=synth_dotprod,
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "this model was generated for aarch64 (its kernels need asimd, asimddp," in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("KERNELMAP_SLOW"), reason="slow (the default model cross-built and run "
+                    "under qemu, several minutes): set KERNELMAP_SLOW=1 (make test-slow); the synthetic-model test is the "
+                    "fast version")
+def test_cross_bundle_default_model_aarch64_equals_x86_prompt_logits_bits_and_8_greedy_tokens(toolchain, tmp_path):
+    from kernelmap.runtime import default_model_path
+
+    gguf = default_model_path()
+    bundle = _cross_bundle(gguf, tmp_path / "gemma", "aarch64,dotprod", 128)
+    selected = _selected(bundle)
+    assert "linear_q5_0_q8_0_ggml:dotprod" in selected and "linear_q8_0_q8_0_ggml:dotprod" in selected
+    with Model(compile_model(gguf, CompileOptions()), n_ctx=64, threads=2) as x86:
+        _assert_same_as_x86(toolchain, bundle, x86, GEMMA_PROMPT)
