@@ -35,6 +35,53 @@
  *                                  (float) sum_{i<4} w[4l+i] * x[4l+i] (exact: |sum| < 2^16)
  *   kl_q32w2 kl_q32w2_load(a, b, fmt); kl_q32_dot2(w, p, x, fmt) -> kl_f8x2: the same for rows A, B
  * Memory hints: kl_prefetch_l1(p), kl_prefetch_l2(p).
+ *
+ * ---- native-width f32 (elementwise) ----
+ * For contracts with no cross-lane float operation (each output element is its own chain): the body
+ * walks rows with the ISA's own vector width, so the width cannot change a bit.
+ *   KL_FV_LANES                    lanes of kl_fv: 8 (avx2), 16 (avx512), 4 (neon); divides 16
+ *   kl_fv                          KL_FV_LANES f32 lanes; kl_fvm a lane mask (ISA layout)
+ *   kl_fv_zero() kl_fv_set1(s) kl_fv_loadu(p) kl_fv_storeu(p, v)
+ *   kl_fv_loadn(p, n)              the first n (0 <= n <= KL_FV_LANES) floats at p, lanes >= n = +0; reads
+ *                                  nothing past p + n; kl_fv_storen(p, v, n) writes only lanes < n
+ *   kl_fv_add(a, b) kl_fv_sub(a, b) kl_fv_mul(a, b) kl_fv_div(a, b)   one rounding each, lane-wise
+ *   kl_fv_fma(a, b, c) = a * b + c, kl_fv_fms(a, b, c) = a * b - c, kl_fv_fnma(a, b, c) = c - a * b:
+ *                                  each with one rounding
+ *   kl_fv_neg(v) kl_fv_abs(v)      the sign bit flipped / cleared (NaNs too, payload kept)
+ *   kl_fv_min(a, b) = a < b ? a : b, kl_fv_max(a, b) = a > b ? a : b   (so a NaN in a gives b, a NaN in
+ *                                  b gives b, and of two equal zeros b: x86's minps/maxps)
+ *   kl_fv_round(v)                 to the nearest integer, ties to even (an f32)
+ *   kl_fv_exp2i(v)                 2^v for integer-valued lanes -126 <= v <= 127 (bits (v + 127) << 23)
+ *   kl_fv_dup_even(v) kl_fv_dup_odd(v)   lanes 2i and 2i + 1 = v[2i] / v[2i + 1]
+ *   kl_fv_cmp_lt/le/ge/eq(a, b)    ordered compares (false with a NaN); kl_fv_isnan(v) -> kl_fvm
+ *   kl_fv_blend(a, b, m)           lane = m ? b : a; kl_fvm_bits(m): bit i = lane i of m
+ *   kl_fv_hmax(v)                  the largest lane (lanes not NaN; of equal zeros either one)
+ * ---- f64 partials (reductions) ----
+ *   kl_d16                         16 f64 partials (ISA layout)
+ *   kl_d16_zero()
+ *   kl_d16_add_sq(acc, j, v)       partial j + l += (double)(v[l] * v[l]) for l < KL_FV_LANES: the square
+ *                                  rounded to f32, widened exactly, one f64 add; j a compile-time multiple
+ *                                  of KL_FV_LANES below 16
+ *   kl_d16_fold(acc)               p[j] += p[j + 8] (j < 8), then + 4, + 2, + 1: returns p[0]
+ * ---- int8 (quantized activations) ----
+ *   kl_fv_cvt_i8(p)                KL_FV_LANES int8 at p as f32 (exact)
+ *   kl_fv_store_i8x32(p, v, s)     32 int8 at p: the lanes of the 32 / KL_FV_LANES vectors v[] in order, each
+ *                                  rounded to the nearest integer, ties to even (the default rounding mode,
+ *                                  as the refs' rintf), and saturated to [-128, 127] (lanes must not be NaN
+ *                                  or reach 2^31); s NULL, or s[0] / s[1] = the exact int32 sums of rounded
+ *                                  lanes 0..15 / 16..31 (the stored values when nothing saturated)
+ *   kl_q5_0_i8(out, blk)           the 32 weight integers (code - 16) of q5_0 block blk as int8, in
+ *                                  element order
+ * ---- f16 conversion ----
+ *   kl_fv_load_f16(p)              KL_FV_LANES IEEE halves at p as f32 (exact)
+ *   kl_fv_store_f16(p, v)          KL_FV_LANES halves: v rounded to nearest even, overflow to inf,
+ *                                  subnormals kept (a NaN lane stores some quiet NaN: bodies that fix
+ *                                  NaN bits handle them themselves)
+ *   kl_fv_f16_lut(t, v, clamp, neg)   lane = the f32 of the half t[min(h & 0x7FFF, clamp) + (h >> 15) * neg],
+ *                                  h = the bits of v rounded to a half (nearest even); t must be readable
+ *                                  for one uint16 past its last index (x86 gathers 32 bits)
+ * Scalar steps of these bodies (a mean, a scale, libm's cosf/sinf) are plain C, one IEEE operation each:
+ * the sources build with -ffp-contract=off, so they are the same operation on every ISA.
  */
 #ifndef KM_LANES_H
 #define KM_LANES_H

@@ -173,4 +173,92 @@ KL_INLINE kl_f8x2 kl_q32_dot2(kl_q32w2 w, const kl_q32xb *p, const km_block_q8_0
 #endif
 }
 
+/* ---- native-width f32 (elementwise) ---- */
+
+#define KL_FV_LANES 16
+
+typedef __m512 kl_fv;
+typedef __mmask16 kl_fvm;
+
+KL_INLINE kl_fv kl_fv_zero(void) { return _mm512_setzero_ps(); }
+KL_INLINE kl_fv kl_fv_set1(float s) { return _mm512_set1_ps(s); }
+KL_INLINE kl_fv kl_fv_loadu(const float *p) { return _mm512_loadu_ps(p); }
+KL_INLINE void kl_fv_storeu(float *p, kl_fv v) { _mm512_storeu_ps(p, v); }
+KL_INLINE __mmask16 kl_avx512_first(int n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u); }
+KL_INLINE kl_fv kl_fv_loadn(const float *p, int n) { return _mm512_maskz_loadu_ps(kl_avx512_first(n), p); }
+KL_INLINE void kl_fv_storen(float *p, kl_fv v, int n) { _mm512_mask_storeu_ps(p, kl_avx512_first(n), v); }
+KL_INLINE kl_fv kl_fv_add(kl_fv a, kl_fv b) { return _mm512_add_ps(a, b); }
+KL_INLINE kl_fv kl_fv_sub(kl_fv a, kl_fv b) { return _mm512_sub_ps(a, b); }
+KL_INLINE kl_fv kl_fv_mul(kl_fv a, kl_fv b) { return _mm512_mul_ps(a, b); }
+KL_INLINE kl_fv kl_fv_div(kl_fv a, kl_fv b) { return _mm512_div_ps(a, b); }
+KL_INLINE kl_fv kl_fv_fma(kl_fv a, kl_fv b, kl_fv c) { return _mm512_fmadd_ps(a, b, c); }
+KL_INLINE kl_fv kl_fv_fms(kl_fv a, kl_fv b, kl_fv c) { return _mm512_fmsub_ps(a, b, c); }
+KL_INLINE kl_fv kl_fv_fnma(kl_fv a, kl_fv b, kl_fv c) { return _mm512_fnmadd_ps(a, b, c); }
+KL_INLINE kl_fv kl_fv_neg(kl_fv v) {
+    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), _mm512_set1_epi32((int)0x80000000u)));
+}
+KL_INLINE kl_fv kl_fv_abs(kl_fv v) { return _mm512_abs_ps(v); }
+KL_INLINE kl_fv kl_fv_min(kl_fv a, kl_fv b) { return _mm512_min_ps(a, b); }
+KL_INLINE kl_fv kl_fv_max(kl_fv a, kl_fv b) { return _mm512_max_ps(a, b); }
+KL_INLINE kl_fv kl_fv_round(kl_fv v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+KL_INLINE kl_fv kl_fv_exp2i(kl_fv v) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(v), _mm512_set1_epi32(127)), 23));
+}
+KL_INLINE kl_fv kl_fv_dup_even(kl_fv v) { return _mm512_moveldup_ps(v); }
+KL_INLINE kl_fv kl_fv_dup_odd(kl_fv v) { return _mm512_movehdup_ps(v); }
+KL_INLINE kl_fvm kl_fv_cmp_lt(kl_fv a, kl_fv b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+KL_INLINE kl_fvm kl_fv_cmp_le(kl_fv a, kl_fv b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
+KL_INLINE kl_fvm kl_fv_cmp_ge(kl_fv a, kl_fv b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
+KL_INLINE kl_fvm kl_fv_cmp_eq(kl_fv a, kl_fv b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
+KL_INLINE kl_fvm kl_fv_isnan(kl_fv v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q); }
+KL_INLINE kl_fv kl_fv_blend(kl_fv a, kl_fv b, kl_fvm m) { return _mm512_mask_blend_ps(m, a, b); }
+KL_INLINE unsigned kl_fvm_bits(kl_fvm m) { return (unsigned)m; }
+KL_INLINE float kl_fv_hmax(kl_fv v) { return _mm512_reduce_max_ps(v); }
+
+/* ---- f64 partials (reductions) ---- */
+
+typedef struct {
+    __m512d a, b; /* partials 0-7, 8-15 */
+} kl_d16;
+
+KL_INLINE kl_d16 kl_d16_zero(void) { return (kl_d16){_mm512_setzero_pd(), _mm512_setzero_pd()}; }
+KL_INLINE kl_d16 kl_d16_add_sq(kl_d16 acc, const int j, kl_fv v) {
+    (void)j; /* always 0: one vector is all 16 partials */
+    const __m512 s = _mm512_mul_ps(v, v);
+    acc.a = _mm512_add_pd(acc.a, _mm512_cvtps_pd(_mm512_castps512_ps256(s)));
+    acc.b = _mm512_add_pd(acc.b, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1))));
+    return acc;
+}
+KL_INLINE double kl_d16_fold(kl_d16 acc) {
+    const __m512d t = _mm512_add_pd(acc.a, acc.b);                                          /* + 8 */
+    const __m256d h = _mm256_add_pd(_mm512_castpd512_pd256(t), _mm512_extractf64x4_pd(t, 1)); /* + 4 */
+    const __m128d q = _mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1));   /* + 2 */
+    return _mm_cvtsd_f64(q) + _mm_cvtsd_f64(_mm_unpackhi_pd(q, q));
+}
+
+/* ---- int8 (quantized activations) ---- */
+
+KL_INLINE kl_fv kl_fv_cvt_i8(const int8_t *p) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p))); }
+KL_INLINE void kl_fv_store_i8x32(int8_t *p, const kl_fv *v, int32_t *s) {
+    for (int k = 0; k < 2; k++) {
+        const __m512i i = _mm512_cvt_roundps_epi32(v[k], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128((__m128i *)(p + 16 * k), _mm512_cvtsepi32_epi8(i));
+        if (s) s[k] = _mm512_reduce_add_epi32(i);
+    }
+}
+
+/* ---- f16 conversion ---- */
+
+KL_INLINE kl_fv kl_fv_load_f16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+KL_INLINE void kl_fv_store_f16(uint16_t *p, kl_fv v) {
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+KL_INLINE kl_fv kl_fv_f16_lut(const uint16_t *t, kl_fv v, const int clamp, const int neg) {
+    const __m512i h = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m512i mag = _mm512_min_epu32(_mm512_and_si512(h, _mm512_set1_epi32(0x7FFF)), _mm512_set1_epi32(clamp));
+    const __mmask16 sgn = _mm512_test_epi32_mask(h, _mm512_set1_epi32(0x8000));
+    const __m512i idx = _mm512_mask_add_epi32(mag, sgn, mag, _mm512_set1_epi32(neg));
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(idx, (const void *)t, 2)));
+}
+
 #endif /* KM_LANES_AVX512_H */

@@ -150,4 +150,117 @@ KL_INLINE kl_f8x2 kl_q32_dot2(kl_q32w2 w, const kl_q32xb *p, const km_block_q8_0
     return (kl_f8x2){kl_q32_dot(w.a, p, x, fmt), kl_q32_dot(w.b, p, x, fmt)};
 }
 
+/* ---- native-width f32 (elementwise) ---- */
+
+#define KL_FV_LANES 4
+
+typedef float32x4_t kl_fv;
+typedef uint32x4_t kl_fvm; /* all-ones / all-zeros lanes */
+
+KL_INLINE kl_fv kl_fv_zero(void) { return vdupq_n_f32(0.0f); }
+KL_INLINE kl_fv kl_fv_set1(float s) { return vdupq_n_f32(s); }
+KL_INLINE kl_fv kl_fv_loadu(const float *p) { return vld1q_f32(p); }
+KL_INLINE void kl_fv_storeu(float *p, kl_fv v) { vst1q_f32(p, v); }
+KL_INLINE kl_fv kl_fv_loadn(const float *p, int n) {
+    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    memcpy(t, p, (size_t)n * sizeof(float));
+    return vld1q_f32(t);
+}
+KL_INLINE void kl_fv_storen(float *p, kl_fv v, int n) {
+    float t[4];
+    vst1q_f32(t, v);
+    memcpy(p, t, (size_t)n * sizeof(float));
+}
+KL_INLINE kl_fv kl_fv_add(kl_fv a, kl_fv b) { return vaddq_f32(a, b); }
+KL_INLINE kl_fv kl_fv_sub(kl_fv a, kl_fv b) { return vsubq_f32(a, b); }
+KL_INLINE kl_fv kl_fv_mul(kl_fv a, kl_fv b) { return vmulq_f32(a, b); }
+KL_INLINE kl_fv kl_fv_div(kl_fv a, kl_fv b) { return vdivq_f32(a, b); }
+KL_INLINE kl_fv kl_fv_fma(kl_fv a, kl_fv b, kl_fv c) { return vfmaq_f32(c, a, b); }
+KL_INLINE kl_fv kl_fv_fms(kl_fv a, kl_fv b, kl_fv c) { return vfmaq_f32(vnegq_f32(c), a, b); }
+KL_INLINE kl_fv kl_fv_fnma(kl_fv a, kl_fv b, kl_fv c) { return vfmsq_f32(c, a, b); }
+KL_INLINE kl_fv kl_fv_neg(kl_fv v) { return vnegq_f32(v); }
+KL_INLINE kl_fv kl_fv_abs(kl_fv v) { return vabsq_f32(v); }
+KL_INLINE kl_fv kl_fv_min(kl_fv a, kl_fv b) { return vbslq_f32(vcltq_f32(a, b), a, b); } /* x86 minps, NaNs too */
+KL_INLINE kl_fv kl_fv_max(kl_fv a, kl_fv b) { return vbslq_f32(vcgtq_f32(a, b), a, b); }
+KL_INLINE kl_fv kl_fv_round(kl_fv v) { return vrndnq_f32(v); }
+KL_INLINE kl_fv kl_fv_exp2i(kl_fv v) {
+    return vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(v), vdupq_n_s32(127)), 23));
+}
+KL_INLINE kl_fv kl_fv_dup_even(kl_fv v) { return vtrn1q_f32(v, v); }
+KL_INLINE kl_fv kl_fv_dup_odd(kl_fv v) { return vtrn2q_f32(v, v); }
+KL_INLINE kl_fvm kl_fv_cmp_lt(kl_fv a, kl_fv b) { return vcltq_f32(a, b); }
+KL_INLINE kl_fvm kl_fv_cmp_le(kl_fv a, kl_fv b) { return vcleq_f32(a, b); }
+KL_INLINE kl_fvm kl_fv_cmp_ge(kl_fv a, kl_fv b) { return vcgeq_f32(a, b); }
+KL_INLINE kl_fvm kl_fv_cmp_eq(kl_fv a, kl_fv b) { return vceqq_f32(a, b); }
+KL_INLINE kl_fvm kl_fv_isnan(kl_fv v) { return vmvnq_u32(vceqq_f32(v, v)); }
+KL_INLINE kl_fv kl_fv_blend(kl_fv a, kl_fv b, kl_fvm m) { return vbslq_f32(m, b, a); }
+KL_INLINE unsigned kl_fvm_bits(kl_fvm m) {
+    const uint32x4_t bit = {1u, 2u, 4u, 8u};
+    return vaddvq_u32(vandq_u32(m, bit));
+}
+KL_INLINE float kl_fv_hmax(kl_fv v) { return vmaxvq_f32(v); }
+
+/* ---- f64 partials (reductions) ---- */
+
+typedef struct {
+    float64x2_t q[8]; /* partials 2k, 2k + 1 */
+} kl_d16;
+
+KL_INLINE kl_d16 kl_d16_zero(void) {
+    kl_d16 a;
+    for (int k = 0; k < 8; k++) a.q[k] = vdupq_n_f64(0.0);
+    return a;
+}
+KL_INLINE kl_d16 kl_d16_add_sq(kl_d16 a, const int j, kl_fv v) {
+    const float32x4_t s = vmulq_f32(v, v);
+    a.q[j / 2] = vaddq_f64(a.q[j / 2], vcvt_f64_f32(vget_low_f32(s)));
+    a.q[j / 2 + 1] = vaddq_f64(a.q[j / 2 + 1], vcvt_high_f64_f32(s));
+    return a;
+}
+KL_INLINE double kl_d16_fold(kl_d16 a) {
+    for (int k = 0; k < 4; k++) a.q[k] = vaddq_f64(a.q[k], a.q[k + 4]); /* + 8 */
+    for (int k = 0; k < 2; k++) a.q[k] = vaddq_f64(a.q[k], a.q[k + 2]); /* + 4 */
+    const float64x2_t q = vaddq_f64(a.q[0], a.q[1]);                     /* + 2 */
+    return vgetq_lane_f64(q, 0) + vgetq_lane_f64(q, 1);
+}
+
+/* ---- int8 (quantized activations) ---- */
+
+KL_INLINE kl_fv kl_fv_cvt_i8(const int8_t *p) {
+    uint32_t w;
+    memcpy(&w, p, 4);
+    const int16x8_t h = vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(w)));
+    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)));
+}
+KL_INLINE void kl_fv_store_i8x32(int8_t *p, const kl_fv *v, int32_t *s) {
+    for (int k = 0; k < 2; k++) {
+        int32x4_t i[4];
+        for (int j = 0; j < 4; j++) i[j] = vcvtnq_s32_f32(v[4 * k + j]); /* nearest, ties to even */
+        const int16x8_t w0 = vcombine_s16(vqmovn_s32(i[0]), vqmovn_s32(i[1]));
+        const int16x8_t w1 = vcombine_s16(vqmovn_s32(i[2]), vqmovn_s32(i[3]));
+        vst1q_s8(p + 16 * k, vcombine_s8(vqmovn_s16(w0), vqmovn_s16(w1)));
+        if (s) s[k] = vaddvq_s32(vaddq_s32(vaddq_s32(i[0], i[1]), vaddq_s32(i[2], i[3])));
+    }
+}
+
+/* The 32 weights (code - 16) of a q5_0 block, in element order. */
+KL_INLINE void kl_q5_0_i8(int8_t *out, const uint8_t *blk) {
+    const kl_q32w w = kl_q32w_load(blk, KL_Q32_Q5_0);
+    vst1q_s8(out, w.w0);
+    vst1q_s8(out + 16, w.w1);
+}
+
+/* ---- f16 conversion ---- */
+
+KL_INLINE kl_fv kl_fv_load_f16(const uint16_t *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+KL_INLINE void kl_fv_store_f16(uint16_t *p, kl_fv v) { vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v))); }
+KL_INLINE kl_fv kl_fv_f16_lut(const uint16_t *t, kl_fv v, const int clamp, const int neg) {
+    const uint32x4_t h = vmovl_u16(vreinterpret_u16_f16(vcvt_f16_f32(v)));
+    const uint32x4_t mag = vminq_u32(vandq_u32(h, vdupq_n_u32(0x7FFF)), vdupq_n_u32((uint32_t)clamp));
+    const uint32x4_t idx = vaddq_u32(mag, vandq_u32(vtstq_u32(h, vdupq_n_u32(0x8000)), vdupq_n_u32((uint32_t)neg)));
+    const uint16_t e[4] = {t[vgetq_lane_u32(idx, 0)], t[vgetq_lane_u32(idx, 1)], t[vgetq_lane_u32(idx, 2)],
+                           t[vgetq_lane_u32(idx, 3)]};
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(e)));
+}
+
 #endif /* KM_LANES_NEON_H */

@@ -79,4 +79,14 @@ KL_INLINE __m256i kl_x86_seed8(__m256i q, const int off) {
     return _mm256_sub_epi32(magic, _mm256_slli_epi32(s, __builtin_ctz((unsigned)off))); /* off = 2^k */
 }
 
+/* ---- int8 (quantized activations) ---- */
+
+/* The 32 weights (code - 16) of a q5_0 block, in element order. */
+KL_INLINE void kl_q5_0_i8(int8_t *out, const uint8_t *blk) {
+    const __m256i hi = _mm256_andnot_si256(kl_x86_bits32(blk + 2), _mm256_set1_epi8((char)0xF0)); /* -16 where bit 4 is 0 */
+    const __m256i w = _mm256_or_si256(kl_x86_nibbles32(blk + 6), hi);
+    _mm_storeu_si128((__m128i *)out, _mm256_castsi256_si128(w)); /* two 16-byte stores: each later 8-byte */
+    _mm_storeu_si128((__m128i *)(out + 16), _mm256_extracti128_si256(w, 1)); /* load forwards from one */
+}
+
 #endif /* KM_LANES_X86_H */

@@ -1,4 +1,5 @@
-/* km_simd.h — small SIMD helpers shared by the 32-block linear, quantize and embedding kernels.
+/* km_simd.h — small SIMD helpers shared by the hand-written 32-block linear kernels and the K-quant
+ * embeddings (kernels not yet written as lanes instantiations; see km_lanes.h).
  *
  * Contract: every helper is exact integer work or a fixed sequence of IEEE float operations, so
  * kernels that use them keep the reduction order their own contract states. The AVX2 helpers are
@@ -109,13 +110,6 @@ static inline __m256i km_avx2_bits32(const uint8_t *p) {
 /* q8_0 block -> 32 int8 weights. */
 static inline __m256i km_avx2_w_q8_0(const uint8_t *blk) {
     return _mm256_loadu_si256((const __m256i *)(blk + 2));
-}
-
-/* q5_0 block -> 32 int8 weights in [-16, 15]: (nibble | bit << 4) - 16. */
-static inline __m256i km_avx2_w_q5_0(const uint8_t *blk) {
-    __m256i lo = km_avx2_nibbles32(blk + 6);
-    __m256i hi = _mm256_andnot_si256(km_avx2_bits32(blk + 2), _mm256_set1_epi8((char)0xF0));
-    return _mm256_or_si256(lo, hi);
 }
 
 /* q8_0 block -> 32 unsigned operands w + 128 (w ^ 0x80); only for VNNI (no int16 step). */

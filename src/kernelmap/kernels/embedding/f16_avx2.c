@@ -1,24 +1,13 @@
-/* embedding/f16_avx2.c — km_embedding_f16__avx2: embedding.f16.f32.v1 with AVX2 + F16C.
+/* embedding/f16_avx2.c — km_embedding_f16__avx2: contract embedding.f16.f32.v1.
  *
- * Op: y[m][:] = dequant(table[ids[m]]) * scale; table [V,D] f16 row-major; ids i32 [M] (the caller
- * guarantees 0 <= id < V); y [M,D] f32 row-major. Numerics: y = (f32)h * scale, the half converted
- * exactly; no FMA. Bit-exact with km_embedding_f16__ref: the same f32 operations in the same order,
- * lane by lane. Partition: rows m (km_part over M).
+ * An instantiation of the family body embedding/embedding_body.h (byte-identical to km_embedding_f16__ref
+ * for every (ith, nth), and so to the other ISAs' instantiations) on the AVX2 + FMA + F16C lanes (8-lane
+ * ymm vectors).
  */
-#include "km_common.h"
-#include "km_simd.h"
+#include "km_lanes_avx2.h"
+#include "embedding_body.h"
 
 void km_embedding_f16__avx2(float *y, const void *table, const int32_t *ids, int64_t M, int64_t V, int64_t D,
                             float scale, int ith, int nth) {
-    (void)V;
-    int64_t lo, hi;
-    km_part(M, ith, nth, &lo, &hi);
-    const __m256 vs = _mm256_set1_ps(scale);
-    for (int64_t m = lo; m < hi; m++) {
-        const km_half *row = (const km_half *)table + (int64_t)ids[m] * D;
-        float *out = y + m * D;
-        int64_t i = 0;
-        for (; i + 8 <= D; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const void *)(row + i))), vs));
-        for (; i < D; i++) out[i] = km_fp16_to_fp32(row[i]) * scale;
-    }
+    kem_embedding(y, table, ids, M, V, D, scale, ith, nth, KEM_F16);
 }

@@ -1,37 +1,13 @@
-/* kv_append/f16_avx2.c — km_kv_append_f16__avx2: (AVX2 + F16C) byte-identical with ref under contract kv_append.f16.v1.
+/* kv_append/f16_avx2.c — km_kv_append_f16__avx2: contract kv_append.f16.v1.
  *
- * Op: write the rows of x f32 [M, H*D] (row-major; row m at position pos + m) into the head-major
- * cache [H][C][D] (f16) at rows pos .. pos+M-1: cache[h][pos+m][d] = f16(x[m][h*D + d]).
- * The caller guarantees 0 <= pos and pos + M <= C. f32 -> f16 rounds to nearest even
- * (km_fp32_to_fp16); overflow gives inf; every NaN becomes the quiet NaN sign|0x7E00. SIMD variants
- * use F16C vcvtps2ph (same rounding) and redo lanes holding NaN with the scalar conversion, so they
- * are byte-identical with ref.
- * Partition: (row, head) items, km_part over M*H (each item is one D-long run; no reductions).
+ * An instantiation of the family body kv_append/kv_append_body.h (byte-identical to km_kv_append_f16__ref
+ * for every (ith, nth), and so to the other ISAs' instantiations) on the AVX2 + FMA + F16C lanes (8-lane
+ * ymm vectors).
  */
-#include <immintrin.h>
+#include "km_lanes_avx2.h"
+#include "kv_append_body.h"
 
-#include "km_common.h"
-
-static void store_run(km_half *dst, const float *src, int64_t D) {
-    int64_t d = 0;
-    for (; d + 8 <= D; d += 8) {
-        const __m256 v = _mm256_loadu_ps(src + d);
-        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) {
-            for (int j = 0; j < 8; j++) dst[d + j] = km_fp32_to_fp16(src[d + j]);
-        } else {
-            _mm_storeu_si128((__m128i *)(dst + d), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        }
-    }
-    for (; d < D; d++) dst[d] = km_fp32_to_fp16(src[d]);
-}
-
-void km_kv_append_f16__avx2(void *cache, const float *x, int64_t M, int64_t H, int64_t D, int64_t C,
-        int64_t pos, int ith, int nth) {
-    km_half *kv = (km_half *)cache; /* [H][C][D] */
-    int64_t lo, hi;
-    km_part(M * H, ith, nth, &lo, &hi);
-    for (int64_t it = lo; it < hi; it++) { /* it = m * H + h */
-        const int64_t m = it / H, h = it % H;
-        store_run(kv + (h * C + pos + m) * D, x + it * D, D);
-    }
+void km_kv_append_f16__avx2(void *cache, const float *x, int64_t M, int64_t H, int64_t D, int64_t C, int64_t pos,
+                            int ith, int nth) {
+    kkv_append_f16(cache, x, M, H, D, C, pos, ith, nth);
 }

@@ -4,8 +4,8 @@
  * cache [H][C][D] (f16) at rows pos .. pos+M-1: cache[h][pos+m][d] = f16(x[m][h*D + d]).
  * The caller guarantees 0 <= pos and pos + M <= C. f32 -> f16 rounds to nearest even
  * (km_fp32_to_fp16); overflow gives inf; every NaN becomes the quiet NaN sign|0x7E00. SIMD variants
- * use F16C vcvtps2ph (same rounding) and redo lanes holding NaN with the scalar conversion, so they
- * are byte-identical with ref.
+ * use the hardware conversion (F16C vcvtps2ph, NEON fcvtn: the same rounding) and redo vectors holding
+ * a NaN with the scalar conversion, so they are byte-identical with ref.
  * Partition: (row, head) items, km_part over M*H (each item is one D-long run; no reductions).
  */
 #include "km_common.h"

@@ -1,25 +1,15 @@
-/* residual/add_f32_avx2.c — km_residual_add_f32__avx2: (AVX2) byte-identical with ref under contract residual_add.f32.v1.
+/* residual/add_f32_avx2.c — km_residual_add_f32__avx2: contract residual_add.f32.v1.
  *
- * Op: y = a + b elementwise over f32 [M, N] (row-major; y may alias a or b). One IEEE f32 add per
- * element (round to nearest even), so every variant is bit-exact. Partition: the flat M*N range in
- * 16-element chunks (km_part over chunks); elementwise, so any nth gives the same bytes.
+ * An instantiation of the family body residual/residual_body.h (byte-identical to km_residual_add_f32__ref
+ * for every (ith, nth), and so to the other ISAs' instantiations) on the AVX2 + FMA + F16C lanes (8-lane
+ * ymm vectors).
  */
-#include <immintrin.h>
+#include "km_lanes_avx2.h"
 
-#include "km_common.h"
+#define KRS_UNROLL 4            /* vectors per copy step (residual_save) */
 
-/* Elementwise ops split the flat range [0, M*N) into 16-element chunks, km_part over chunks. */
-static void flat_slice(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
-    int64_t c0, c1;
-    km_part((n + 15) / 16, ith, nth, &c0, &c1);
-    *lo = c0 * 16;
-    *hi = c1 * 16 < n ? c1 * 16 : n;
-}
+#include "residual_body.h"
 
 void km_residual_add_f32__avx2(float *y, const float *a, const float *b, int64_t M, int64_t N, int ith, int nth) {
-    int64_t lo, hi;
-    flat_slice(M * N, ith, nth, &lo, &hi);
-    int64_t i = lo;
-    for (; i + 8 <= hi; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
-    for (; i < hi; i++) y[i] = a[i] + b[i];
+    kres_add(y, a, b, M, N, ith, nth);
 }

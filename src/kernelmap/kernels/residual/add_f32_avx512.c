@@ -1,26 +1,15 @@
-/* residual/add_f32_avx512.c — km_residual_add_f32__avx512: (AVX-512 F) byte-identical with ref under contract residual_add.f32.v1.
+/* residual/add_f32_avx512.c — km_residual_add_f32__avx512: contract residual_add.f32.v1.
  *
- * Op: y = a + b elementwise over f32 [M, N] (row-major; y may alias a or b). One IEEE f32 add per
- * element (round to nearest even), so every variant is bit-exact. Partition: the flat M*N range in
- * 16-element chunks (km_part over chunks); elementwise, so any nth gives the same bytes.
+ * An instantiation of the family body residual/residual_body.h (byte-identical to km_residual_add_f32__ref
+ * for every (ith, nth), and so to the other ISAs' instantiations) on the AVX-512 F/BW/VL/DQ lanes (16-lane
+ * zmm vectors).
  */
-#include <immintrin.h>
+#include "km_lanes_avx512.h"
 
-#include "km_common.h"
+#define KRS_UNROLL 2            /* vectors per copy step (residual_save) */
 
-/* Elementwise ops split the flat range [0, M*N) into 16-element chunks, km_part over chunks. */
-static void flat_slice(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
-    int64_t c0, c1;
-    km_part((n + 15) / 16, ith, nth, &c0, &c1);
-    *lo = c0 * 16;
-    *hi = c1 * 16 < n ? c1 * 16 : n;
-}
+#include "residual_body.h"
 
 void km_residual_add_f32__avx512(float *y, const float *a, const float *b, int64_t M, int64_t N, int ith, int nth) {
-    int64_t lo, hi;
-    flat_slice(M * N, ith, nth, &lo, &hi);
-    for (int64_t i = lo; i < hi; i += 16) {
-        const __mmask16 k = (hi - i >= 16) ? (__mmask16)0xFFFF : (__mmask16)((1u << (hi - i)) - 1u);
-        _mm512_mask_storeu_ps(y + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, a + i), _mm512_maskz_loadu_ps(k, b + i)));
-    }
+    kres_add(y, a, b, M, N, ith, nth);
 }

@@ -4,8 +4,8 @@
  * silu(x) = x / (1 + exp(-x)) in f32 (llama.cpp's scalar ggml_silu_f32 times up). ref uses libm
  * expf. SIMD variants use the vector exp below with IEEE division, so they are within the map's
  * tolerance of ref (rtol 1e-6 plus a tiny atol) and byte-identical with each other.
- * Vector exp (identical op sequence in avx2 and avx512, FMA used as written): x = min(89, x);
- * lanes with x < -86.5 give +0.0; x = max(-86.5, x); n = nearest-even(x * 1.44269504f);
+ * Vector exp (common/km_vexp.h: the same op sequence in every SIMD variant, FMA used as written):
+ * x = min(89, x); lanes with x < -86.5 give +0.0; x = max(-86.5, x); n = nearest-even(x * 1.44269504f);
  * r = fma(-n, 0.693359375f, x); r = fma(-n, -2.12194440e-4f, r); p = Horner-FMA polynomial
  * (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
  * 5.0000001201e-1) in r; e = (fma(p, r*r, r) + 1) * 2^(n-1) * 2. Within 2 ulp of expf on the range used.

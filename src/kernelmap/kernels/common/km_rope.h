@@ -1,0 +1,80 @@
+/* km_rope.h — the rotary-embedding arithmetic of rope.neox.f32.v1 and rope.normal.f32.v1, written once
+ * against the lanes interface (km_lanes.h), and shared by the family bodies that state it:
+ * rope/rope_body.h and fused/qk_norm_rope_body.h.
+ *
+ * Numerics (exactly rope/neox_f32_ref.c and rope/normal_f32_ref.c, ggml rope with ext_factor 0,
+ * attn_factor 1, no freq factors): theta_scale = powf(freq_base, -2.0f / D); for the row at position p,
+ * theta starts at (float)p and is multiplied by theta_scale (f32) after each pair; pair i uses
+ * t = freq_scale * theta, c = cosf(t), s = sinf(t) (libm, scalar); the pair (x0, x1) becomes
+ * y0 = fma(x0, c, -(x1 * s)), y1 = fma(x0, s, x1 * c) — the product rounded first, then one fused
+ * multiply-add. NeoX pairs element i with i + D/2; normal pairs 2i with 2i + 1 (there the tables are laid
+ * out interleaved, (c, s) and (-s, c) per pair, so one lane computes fma(x_even, c|s, x_odd * -s|c):
+ * x1 * -s is -(x1 * s) exactly). D even, D <= KRP_DMAX.
+ */
+#ifndef KM_ROPE_H
+#define KM_ROPE_H
+
+#include <math.h>
+
+#include "km_eltwise.h"
+#include "km_lanes.h"
+
+#define KRP_DMAX 512
+
+/* One row's rotation tables: neox: a = cos, b = sin, [D/2] each; normal: a = (c, s), b = (-s, c), [D]. */
+typedef struct {
+    float a[KRP_DMAX], b[KRP_DMAX];
+} krp_tables;
+
+KL_INLINE float krp_theta_scale(float freq_base, int64_t D) { return powf(freq_base, -2.0f / (float)D); }
+
+/* The tables of the row at position pos_f (the ref's scalar loop); interleaved for the normal style. */
+KL_INLINE void krp_cache(krp_tables *t, float pos_f, float freq_scale, float theta_scale, int64_t half,
+                         const int normal) {
+    float theta = pos_f;
+    for (int64_t i = 0; i < half; i++) {
+        const float f = freq_scale * theta;
+        const float c = cosf(f), s = sinf(f);
+        if (normal) {
+            t->a[2 * i] = c;
+            t->a[2 * i + 1] = s;
+            t->b[2 * i] = -s;
+            t->b[2 * i + 1] = c;
+        } else {
+            t->a[i] = c;
+            t->b[i] = s;
+        }
+        theta *= theta_scale;
+    }
+}
+
+/* NeoX: n (<= KL_FV_LANES) pairs (i + l, i + l + half) of one head; y may alias x. */
+KL_INLINE void krp_neox_at(float *y, const float *x, int64_t half, const krp_tables *t, int64_t i, const int n) {
+    const kl_fv x0 = kel_load(x + i, n), x1 = kel_load(x + i + half, n);
+    const kl_fv c = kel_load(t->a + i, n), s = kel_load(t->b + i, n);
+    kel_store(y + i, kl_fv_fms(x0, c, kl_fv_mul(x1, s)), n);
+    kel_store(y + i + half, kl_fv_fma(x0, s, kl_fv_mul(x1, c)), n);
+}
+
+/* Normal: the n (<= KL_FV_LANES, even) values from i of one head; y may alias x. */
+KL_INLINE void krp_normal_at(float *y, const float *x, const krp_tables *t, int64_t i, const int n) {
+    const kl_fv v = kel_load(x + i, n);
+    const kl_fv odd = kl_fv_mul(kl_fv_dup_odd(v), kel_load(t->b + i, n));
+    kel_store(y + i, kl_fv_fma(kl_fv_dup_even(v), kel_load(t->a + i, n), odd), n);
+}
+
+/* One head of D values (pairs per the style); y may alias x. */
+KL_INLINE void krp_rotate(float *y, const float *x, int64_t D, const krp_tables *t, const int normal) {
+    const int64_t len = normal ? D : D / 2;
+    int64_t i = 0;
+    for (; i + KL_FV_LANES <= len; i += KL_FV_LANES) {
+        if (normal) krp_normal_at(y, x, t, i, KL_FV_LANES);
+        else krp_neox_at(y, x, D / 2, t, i, KL_FV_LANES);
+    }
+    if (i < len) {
+        if (normal) krp_normal_at(y, x, t, i, (int)(len - i));
+        else krp_neox_at(y, x, D / 2, t, i, (int)(len - i));
+    }
+}
+
+#endif /* KM_ROPE_H */

@@ -1,0 +1,13 @@
+/* fused/qk_norm_rope_neox_f32_neon.c — km_qk_norm_rope_neox_f32__neon: contract qk_norm_rope.neox.f32.v1.
+ *
+ * An instantiation of the family body fused/qk_norm_rope_body.h (byte-identical to
+ * km_qk_norm_rope_neox_f32__ref for every (ith, nth), and so to the other ISAs' instantiations, libm's
+ * cosf/sinf being the same) on the AArch64 AdvSIMD lanes (4-lane q registers).
+ */
+#include "km_lanes_neon.h"
+#include "qk_norm_rope_body.h"
+
+void km_qk_norm_rope_neox_f32__neon(float *y, const float *x, const float *w, int64_t M, int64_t H, int64_t D,
+                                    int64_t pos, float eps, float freq_base, float freq_scale, int ith, int nth) {
+    kqnr_qk_norm_rope_neox(y, x, w, M, H, D, pos, eps, freq_base, freq_scale, ith, nth);
+}
