@@ -1,9 +1,12 @@
 """The compile pipeline: GGUF -> circuit -> graph -> schedule -> resolve -> plan -> C -> shared library.
 
-Input: a GGUF path and options (policy, extra map dirs, target ISA, prefill batch, profiling). Output:
-a build directory holding `model.c`, `km_kernels.h`, `selection_trace.json`, the packed weights and
-their manifest, `build.json`, and the path of the compiled shared library (content-addressed in the
-cache). Every stage is delegated to its module; this file only wires them in pipeline order.
+Input: a GGUF path and options (policy, extra map dirs, target ISA, prefill batch, profiling,
+evidence). Output: a build directory holding `model.c`, `km_kernels.h`, `selection_trace.json`, the
+weights manifest (and the packed weights of tensors that need repacking), `build.json`, and the paths
+of the model's shared library and of the kernel library it links (both content-addressed in the
+cache). The kernel library holds every variant this policy can select on this CPU and is built once
+and shared by every model (`build/kernel_lib.py`); a model compiles only its generated `model.c`.
+Every stage is delegated to its module; this file only wires them in pipeline order.
 
 The cache key covers every input that can change the program or library: the GGUF bytes, the
 circuit, interfaces, policy and maps, every file of the kernelmap package (its Python, kernel
@@ -20,6 +23,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,11 +40,12 @@ from kernelmap.build.driver import (
     sanitize_enabled,
 )
 from kernelmap.build.inputs import source_digest
+from kernelmap.build.kernel_lib import build_kernel_library
 from kernelmap.circuits.graph import Graph
 from kernelmap.circuits.hydrate import hydrate, read_config, row_bytes
 from kernelmap.circuits.loader import circuit_for, load_interfaces
 from kernelmap.codegen.bind import prototype
-from kernelmap.codegen.emit import PhasePlan, emit_model
+from kernelmap.codegen.emit import GGUFCheck, PhasePlan, emit_model, gguf_checksum
 from kernelmap.errors import BuildError, ModelError
 from kernelmap.gguf.reader import GGUFFile, open_gguf
 from kernelmap.isa_flags import variant_features
@@ -53,9 +58,9 @@ from kernelmap.plan.schedule import schedule
 from kernelmap.resolve import SelectionTrace
 from kernelmap.target import arch_of, host_arch, host_class, target_features
 
-__all__ = ["CompileOptions", "CompiledModel", "compile_model", "model_key", "BUILD_SCHEMA"]
+__all__ = ["BUILD_SCHEMA", "CompileOptions", "CompiledModel", "Counter", "compile_model", "model_key"]
 
-BUILD_SCHEMA = "kernelmap.build/2"
+BUILD_SCHEMA = "kernelmap.build/3"
 RUNTIME_DIR = KERNEL_ROOT / "runtime"
 
 
@@ -72,6 +77,7 @@ class CompileOptions:
     allow_candidates: bool = False
     fusion: bool = True
     batch_rows: int = 0
+    evidence: str = "class"  # variant ranking: "class" (the committed evidence of the CPU class), "none", or a file
 
 
 @dataclass(frozen=True)
@@ -82,9 +88,16 @@ class CompiledModel:
     library: Path
     weights: Path
     info: dict[str, Any]
+    gguf: Path | None = None  # the model file as given now (its tensors are mapped from it at run time)
+
+    @property
+    def kernel_library(self) -> Path:
+        """The shared kernel library the model library links (the boot check probes its exports)."""
+        return Path(self.info["kernel_library"])
 
 
 Progress = Callable[[str], None]
+Counter = Callable[[str, int, int], None]  # (step, done, total): a long step's counts, for a progress bar
 
 
 def _phase_buffers(graph: Graph, scratch: dict[str, int]) -> list[Buffer]:
@@ -145,6 +158,7 @@ class _Inputs:
     registry: Any
     isa: frozenset[str]
     cpu_class: str
+    evidence: Any
     key: str
 
 
@@ -163,12 +177,27 @@ def _load_inputs(gguf_path: str | os.PathLike[str], options: CompileOptions, say
     registry = load_registry(options.maps)
     isa = frozenset(options.isa) if options.isa is not None else target_features()
     cpu_class = host_class(isa)
+    evidence = _load_evidence(options.evidence, cpu_class)
     key = _key(BUILD_SCHEMA, gguf.sha256(), circuit.sha256, interfaces.sha256, policy.hash, registry.hash,
                ",".join(sorted(isa)), str(options.max_rows), str(options.profile), str(options.allow_candidates),
                str(options.fusion), rules_digest(cpu_class) if options.fusion else "", compiler_identity(),
                f"batch_rows={options.batch_rows}",
-               f"sanitize={sanitize_enabled()}", source_digest())
-    return _Inputs(path, gguf, arch, circuit, interfaces, policy, registry, isa, cpu_class, key)
+               f"sanitize={sanitize_enabled()}", source_digest(),
+               "evidence=" + (json.dumps(sorted(evidence.points.items())) if evidence is not None else "none"))
+    return _Inputs(path, gguf, arch, circuit, interfaces, policy, registry, isa, cpu_class, evidence, key)
+
+
+def _load_evidence(choice: str, cpu_class: str) -> Any:
+    """The variant evidence a build ranks with: the class's committed file, none, or a given file."""
+    from kernelmap.lkb.evidence import load_variant_evidence
+
+    if choice == "none":
+        return None
+    if choice == "class":
+        return load_variant_evidence(cpu_class)
+    if not Path(choice).is_file():
+        raise ModelError("evidence file not found", path=choice, hint='pass a measurements.toml, "class" or "none"')
+    return load_variant_evidence(cpu_class, choice)
 
 
 def model_key(gguf_path: str | os.PathLike[str], options: CompileOptions = CompileOptions()) -> str:
@@ -177,13 +206,18 @@ def model_key(gguf_path: str | os.PathLike[str], options: CompileOptions = Compi
 
 
 def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = CompileOptions(),
-                  *, progress: Progress | None = None, out_dir: Path | None = None) -> CompiledModel:
-    """Compile a GGUF model into a shared library; reuse a finished build with the same inputs."""
+                  *, progress: Progress | None = None, out_dir: Path | None = None,
+                  counter: Counter | None = None) -> CompiledModel:
+    """Compile a GGUF model into a shared library; reuse a finished build with the same inputs.
+
+    `progress(message)` names each step as it starts; `counter(step, done, total)` counts the long ones
+    (kernel units compiled, tensors packed)."""
     say = progress or (lambda _msg: None)
+    count = counter or (lambda _step, _done, _total: None)
     inputs = _load_inputs(gguf_path, options, say)
     key = inputs.key
     build_dir = Path(out_dir) if out_dir is not None else cache_dir() / "models" / key
-    found = _cached(build_dir, key)
+    found = _cached(build_dir, key, inputs.path)
     if found is not None:
         say("using cached build")
         return found
@@ -193,7 +227,7 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
         raise BuildError(f"cannot create the build directory: {exc.strerror}", path=build_dir.parent,
                          hint="check permissions and free space, or set KERNELMAP_CACHE") from None
     with file_lock(_lock_path(build_dir), waiting=lambda: say("waiting for another process building this model")):
-        found = _cached(build_dir, key)
+        found = _cached(build_dir, key, inputs.path)
         if found is not None:  # built by the process we waited for
             say("using cached build")
             return found
@@ -201,12 +235,12 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
         _check_replaceable(build_dir)
         tmp = Path(tempfile.mkdtemp(prefix=f".{build_dir.name}{_TEMP_MARK}", dir=build_dir.parent))
         try:
-            info = _build(tmp, inputs, options, say)
+            info = _build(tmp, inputs, options, say, count)
             _install(tmp, build_dir)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-    return CompiledModel(build_dir, Path(info["library"]), build_dir / "weights.bin", info)
+    return CompiledModel(build_dir, Path(info["library"]), build_dir / "weights.bin", info, inputs.path)
 
 
 _TEMP_MARK = ".tmp-"
@@ -218,20 +252,22 @@ def _lock_path(build_dir: Path) -> Path:
     return build_dir.with_name(f".{build_dir.name}.lock")
 
 
-def _cached(build_dir: Path, key: str) -> CompiledModel | None:
-    """The finished build in `build_dir` if it was made from exactly `key`, else None."""
+def _cached(build_dir: Path, key: str, gguf: Path) -> CompiledModel | None:
+    """The finished build in `build_dir` if it was made from exactly `key` and its libraries are still
+    in the cache, else None."""
     try:
         info = json.loads((build_dir / "build.json").read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(info, dict) or info.get("key") != key or not isinstance(info.get("library"), str):
+    if (not isinstance(info, dict) or info.get("key") != key
+            or not all(isinstance(info.get(k), str) for k in ("library", "kernel_library"))):
         return None
     lib = Path(info["library"])
     weights = build_dir / "weights.bin"
-    host_lib = info["library"] == "" or lib.is_file()  # "": another architecture's build (no host library)
+    host_lib = info["library"] == "" or (lib.is_file() and Path(info["kernel_library"]).is_file())
     if not (host_lib and weights.is_file() and (build_dir / "weights.json").is_file()):
         return None
-    return CompiledModel(build_dir, lib, weights, info)
+    return CompiledModel(build_dir, lib, weights, info, gguf)
 
 
 def _sweep_temps(build_dir: Path, *, all_keys: bool) -> None:
@@ -288,7 +324,8 @@ def _fsync_path(path: Path) -> None:
         os.close(fd)
 
 
-def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progress) -> dict[str, Any]:
+def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progress,
+           count: Counter) -> dict[str, Any]:
     """Every stage after the cache check, writing into `build_dir` (a fresh temp dir); returns build.json's content."""
     path, gguf, arch, circuit, interfaces = inputs.path, inputs.gguf, inputs.arch, inputs.circuit, inputs.interfaces
     policy, registry, isa, cpu_class, key = inputs.policy, inputs.registry, inputs.isa, inputs.cpu_class, inputs.key
@@ -298,6 +335,11 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
     trace = SelectionTrace(hashes={"maps": registry.hash, "circuit": circuit.sha256, "policy": policy.hash,
                                    "interfaces": interfaces.sha256, "gguf": gguf_id})
     allow = frozenset({"production", "candidate"}) if options.allow_candidates else frozenset({"production"})
+    cross = arch_of(isa) not in (None, host_arch())  # another machine's build: only its bundle's make compiles it
+    # The kernel library depends on none of the model: build (or find) it while the model is planned.
+    kernels = None if cross else _Background(lambda: build_kernel_library(
+        registry, policy, isa, cpu_class, allow, inputs.evidence,
+        progress=lambda done, total: count("compiling kernel units", done, total)))
     plans: dict[str, PhasePlan] = {}
     mem: dict[str, MemoryPlan] = {}
     say("resolving kernels")
@@ -313,7 +355,7 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
             if options.fusion:  # scheduled-stage rules, matching the contracts the policy chose
                 fusions += [{**r, "phase": phase} for r in fuse_for_target(graph, registry, isa, cpu_class=cpu_class,
                                                                           contracts=contracts)]
-            resolve_graph(graph, contracts, interfaces, registry, isa, trace, allow)
+            resolve_graph(graph, contracts, interfaces, registry, isa, trace, allow, evidence=inputs.evidence)
             mem[phase] = plan_memory(_phase_buffers(graph, _scratch_sizes(graph, registry)))
             plans[phase] = PhasePlan(graph, mem[phase].offsets)
     finally:
@@ -328,8 +370,16 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
             for ref in op.weights.values():
                 layout = "ggml_blocks" if ref.dtype not in ("f32", "f16") else "row_major"
                 needs.setdefault(ref.cname, WeightNeed(ref.cname, ref.tensor, ref.dtype, layout, rows=ref.rows))
-    manifest = pack_weights(gguf, [needs[k] for k in sorted(needs)], build_dir)
-    weight_offsets = {e.name: e.offset for e in manifest.entries}
+    manifest = pack_weights(gguf, [needs[k] for k in sorted(needs)], build_dir,
+                            progress=lambda done, total: count("packing weights", done, total))
+    # Tensors in the GGUF layout stay in the model file (the program maps it); the rest are in weights.bin.
+    weight_offsets: dict[str, Any] = {e.name: ("G", e.offset) if e.file == "gguf" else e.offset
+                                      for e in manifest.entries}
+    gguf_check = None
+    if any(e.file == "gguf" for e in manifest.entries):
+        with open(path, "rb") as fh:
+            head = fh.read(gguf.data_offset)
+        gguf_check = GGUFCheck(gguf.size, gguf.data_offset, gguf_checksum(head))
     state = list(plans["prefill"].graph.state.values())
     features: set[str] = set()
     units: dict[tuple[str, tuple[str, ...]], CompileUnit] = {}
@@ -353,29 +403,44 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
                                     weight_offsets=weight_offsets, weights_bytes=manifest.total_size,
                                     state=state, arena_bytes=arena, n_vocab=int(config["vocab"]),
                                     ctx_train=int(config["ctx_train"]), hashes=hashes, features=features,
-                                    batch=plans.get("batch"), extra_protos=called)
+                                    batch=plans.get("batch"), extra_protos=called, gguf_check=gguf_check)
     gen_dir = build_dir / "gen"
     gen_dir.mkdir(exist_ok=True)
     _write_atomic(gen_dir / "model.c", model_c)
     _write_atomic(gen_dir / "km_kernels.h", kernels_h)
     for name in ("km_runtime.h", "km_model.h"):
         _write_atomic(gen_dir / name, (RUNTIME_DIR / name).read_text())
-    say("compiling C")
-    # By name, found on the include path: no build-dir path enters the flags, so the library's
-    # content key is the same whichever temp dir generated the header.
-    include = ("-include", "km_kernels.h")
-    kernel_units = [CompileUnit(u.source, (*u.cflags, *include)) for _, u in sorted(units.items())]
+    # the selected kernels and the kernels they call (a batch wrapper's callee: same variant name)
+    selected = sorted({(pair[0].id, pair[1]) for plan in plans.values() for op in plan.graph.ops
+                       for pair in [(registry.providers[op.provider], op.variant),
+                                    *callees(registry.providers[op.provider], registry, op.variant)]})
+    lib = kernel_lib = Path()
+    lib_variants: list[tuple[str, str]] = []
     profile = ("-DKM_PROFILE",) if options.profile else ()
-    all_units = [*kernel_units, CompileUnit(RUNTIME_DIR / "km_runtime.c"),
-                 CompileUnit(gen_dir / "model.c", profile)]
-    cross = arch_of(isa) not in (None, host_arch())  # another machine's build: only its bundle's make compiles it
-    lib = Path() if cross else build_shared(all_units, name="kmmodel", include_dirs=[gen_dir],
-                                            link_flags=["-lpthread"], target=",".join(sorted(isa)))
+    if kernels is not None:
+        say("compiling the kernel library")
+        kernel_lib, lib_variants = kernels.result()
+        if not set(selected) <= set(lib_variants):  # a selection the library did not foresee: add it
+            kernel_lib, lib_variants = build_kernel_library(
+                registry, policy, isa, cpu_class, allow, inputs.evidence, selected=selected,
+                progress=lambda done, total: count("compiling kernel units", done, total))
+        say("compiling the model")
+        # The model links the kernel library by its absolute path (DT_NEEDED names it), and every symbol
+        # it calls must resolve there at link time (-z defs; not under ASan, whose runtime is preloaded).
+        link = [str(kernel_lib), *(() if sanitize_enabled() else ("-Wl,-z,defs",)), "-lpthread"]
+        lib = build_shared([CompileUnit(gen_dir / "model.c", profile)], name="kmmodel", include_dirs=[gen_dir],
+                           link_flags=link, target=",".join(sorted(isa)),
+                           progress=lambda done, total: count("compiling the model", done, total))
     info = {
-        "schema": BUILD_SCHEMA, "key": key, "library": "" if cross else str(lib), "gguf": str(path), "gguf_sha256": gguf_id,
+        "schema": BUILD_SCHEMA, "key": key, "library": "" if cross else str(lib),
+        "kernel_library": "" if cross else str(kernel_lib),
+        "kernel_library_variants": [list(p) for p in lib_variants], "gguf": str(path), "gguf_sha256": gguf_id,
         "architecture": arch, "config": config, "policy": policy.name, "isa": sorted(isa),
         "features": sorted(features), "max_rows": options.max_rows, "profile": options.profile,
         "batch_rows": options.batch_rows,
+        "weights": {"packed_bytes": manifest.total_size,
+                    "mapped_from_gguf": sum(e.size for e in manifest.entries if e.file == "gguf"),
+                    "gguf_size": gguf.size},
         "memory": {phase: {"arena": m.size, "naive": m.naive_size, "summary": m.summary()} for phase, m in mem.items()},
         "ops": {phase: [op.label for op in plan.graph.ops] for phase, plan in plans.items()},
         "units": [{"source": str(u.source.relative_to(KERNEL_ROOT)), "cflags": list(u.cflags)}
@@ -390,6 +455,29 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
     }
     _write_atomic(build_dir / "build.json", json.dumps(info, indent=1, sort_keys=True))
     return info
+
+
+class _Background:
+    """Run `fn` in a daemon thread; `result()` joins it and returns its value or raises its exception.
+    (Daemon: a build that fails before it needs the result does not wait for it at exit.)"""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True, name="kernel-library")
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], Any]) -> None:
+        try:
+            self._value = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller of result()
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _write_atomic(path: Path, text: str) -> None:

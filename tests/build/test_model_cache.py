@@ -41,6 +41,7 @@ m = Model(compiled, n_ctx=32, threads=1)
 logits = m.logits([2, 270, 271, 272, 273])
 m.close()
 print(json.dumps({"package": kernelmap.__file__, "key": compiled.info["key"], "build_dir": str(compiled.build_dir),
+                  "kernel_library": compiled.info["kernel_library"],
                   "library": str(compiled.library), "units": [u["source"] for u in compiled.info["units"]],
                   "messages": msgs, "logits": [float(x) for x in logits]}))
 """
@@ -264,3 +265,64 @@ def test_model_cache_build_killed_in_gcc_leaves_nothing_under_the_final_name_and
     if match:  # the same build with the plain compiler (another key) computes the same logits
         plain = _run(synth, _env(tmp_path), tmp_path)
         assert plain["key"] != second["key"] and plain["logits"] == second["logits"]
+
+
+# A compiler wrapper that appends the source of each compile (-c: the last argument) to $KM_TEST_LOG.
+LOGGING_CC = """#!/bin/sh
+case " $* " in *" -c "*)
+  for last in "$@"; do :; done
+  echo "$last" >> "$KM_TEST_LOG";;
+esac
+exec gcc "$@"
+"""
+
+
+def _compiled(log: Path) -> list[str]:
+    """Sources compiled since the log was last cleared (as paths relative to the package or gen dir)."""
+    if not log.exists():
+        return []
+    lines = [line.strip() for line in log.read_text().splitlines() if line.strip()]
+    log.unlink()
+    return sorted(line.split("/kernelmap/kernels/")[-1] if "/kernelmap/kernels/" in line
+                  else "gen/" + Path(line).name for line in lines)
+
+
+def test_kernel_library_is_shared_a_new_model_compiles_only_its_model_c_and_an_edited_kernel_one_unit(
+        tmp_path, synth):
+    """Issue 16 item 4: the kernel library (every variant the policy can select on this ISA) is built once;
+    a model never seen before compiles its generated model.c alone; an edited kernel source rebuilds the
+    library by recompiling that one unit (every other object is reused), and the model runs the new code."""
+    pkg = tmp_path / "pkg"
+    shutil.copytree(PACKAGE, pkg / "kernelmap", ignore=shutil.ignore_patterns("__pycache__"))
+    cc = tmp_path / "logcc"
+    cc.write_text(LOGGING_CC)
+    cc.chmod(0o755)
+    log = tmp_path / "compiles.log"
+    env = _env(tmp_path, PYTHONPATH=str(pkg), CC=str(cc), KM_TEST_LOG=str(log))
+    other = write_synth_model(tmp_path / "other.gguf", weight_type="q8_0", seed=7)
+
+    first = _run(synth, env, tmp_path)
+    built = _compiled(log)
+    assert "gen/model.c" in built and "runtime/km_runtime.c" in built
+    assert "linear/q4_0_q8_0_ref.c" in built, "the library holds every kernel the policy can select"
+    assert "linear/q4_0_q8_0_ref.c" not in first["units"]
+
+    second = _run(other, env, tmp_path)
+    assert second["key"] != first["key"] and "using cached build" not in second["messages"]
+    assert _compiled(log) == ["gen/model.c"], "a new model recompiled kernel units"
+    assert second["kernel_library"] == first["kernel_library"]
+    assert "linear/q8_0_q8_0_ggml_ref.c" in second["units"]
+    assert second["logits"] != first["logits"]
+
+    src = pkg / "kernelmap" / "kernels" / "linear" / "f32_f32_ref.c"
+    anchor = "y[m * N + n] = km_tree16(p);"
+    text = src.read_text()
+    assert text.count(anchor) == 1, f"edit anchor {anchor!r} not found in {src}: update this test"
+    src.write_text(text.replace(anchor, "y[m * N + n] = 2.0f * km_tree16(p);"))
+    edited = _run(synth, env, tmp_path)
+    # model.c is the same text (so its object is reused); only the edited kernel unit compiles again
+    assert _compiled(log) == ["linear/f32_f32_ref.c"]
+    assert edited["kernel_library"] != first["kernel_library"] and Path(first["kernel_library"]).is_file()
+    assert edited["logits"] != first["logits"], "the rebuilt library does not run the edited kernel"
+    again = _run(other, env, tmp_path)  # the other model relinks against the new library, compiling nothing
+    assert _compiled(log) == [] and again["kernel_library"] == edited["kernel_library"]

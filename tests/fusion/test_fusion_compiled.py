@@ -84,7 +84,7 @@ def test_fused_program_logits_bit_identical_to_unfused(synth, weights, isa_name)
     _assert_plans_differ(plain, fused, isa)
     assert any(op.startswith("blk.0.attn_residual") for op in fused.info["ops"]["decode"])
     for built in (plain, fused):
-        check_library(built.library, selection_from_trace(built.build_dir / "selection_trace.json"))
+        check_library(built.kernel_library, selection_from_trace(built.build_dir / "selection_trace.json"))
     want, got = _logits(plain), _logits(fused)
     assert np.array_equal(want.view(np.uint32), got.view(np.uint32)), (
         f"fused logits differ: max abs error {float(np.max(np.abs(want - got)))}")

@@ -30,15 +30,22 @@
 #define KM_N_VOCAB INT64_C(320)
 #define KM_CTX_TRAIN INT64_C(256)
 #define KM_ARENA_BYTES UINT64_C(14336)
-#define KM_WEIGHTS_BYTES UINT64_C(319488)
+#define KM_WEIGHTS_BYTES UINT64_C(0)
 #define KM_N_BATCH_OPS 0
 #define KM_MAX_BATCH INT64_C(0)
+/* Tensors in the GGUF layout are read from the model file itself (mapped, never copied): its size and
+ * the checksum of its head (metadata and tensor records) must be the ones this program was built from. */
+#define KM_GGUF_BYTES UINT64_C(329216)
+#define KM_GGUF_HEAD_BYTES UINT64_C(9728)
+#define KM_GGUF_CHECKSUM UINT64_C(3883617251231682159)
 
 struct km_model {
     km_pool *pool;
     uint8_t *arena;
     const uint8_t *weights;
     size_t weights_len;
+    const uint8_t *gguf;
+    size_t gguf_len;
     void *state[KM_N_STATE > 0 ? KM_N_STATE : 1];
     int64_t n_ctx;
     int64_t n_tokens;
@@ -165,14 +172,15 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_model *m = (km_model *)arg;
     uint8_t *A = m->arena;
     const uint8_t *W = m->weights;
+    const uint8_t *G = m->gguf;
     const int64_t n_tokens = m->n_tokens;
     const int64_t pos = m->pos;
-    (void)A; (void)W; (void)n_tokens; (void)pos; (void)nth;
+    (void)A; (void)W; (void)G; (void)n_tokens; (void)pos; (void)nth;
     if (ith == 0) m->prof_t = km_now();
     /* [0] embed: embedding_q8_0 (avx2) weights: token_embd.weight */
     km_embedding_q8_0__avx2(
         (float *)(A + 6144u),
-        (const void *)(W + UINT64_C(297728)),
+        (const void *)(G + UINT64_C(9728)),
         (const int32_t *)(A + 0u),
         n_tokens,
         INT64_C(320),
@@ -185,7 +193,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 6144u),
-        (const float *)(W + UINT64_C(8320)),
+        (const float *)(G + UINT64_C(31744)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -195,7 +203,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [2] blk.0.attn_q: linear_f32_f32 (avx2) weights: blk.0.attn_q.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 2048u),
-        (const float *)(W + UINT64_C(24960)),
+        (const float *)(G + UINT64_C(33024)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(64),
@@ -206,7 +214,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [3] blk.0.attn_k: linear_f32_f32 (avx2) weights: blk.0.attn_k.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 8192u),
-        (const float *)(W + UINT64_C(0)),
+        (const float *)(G + UINT64_C(49408)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(32),
@@ -217,7 +225,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [4] blk.0.attn_v: linear_f32_f32 (avx2) weights: blk.0.attn_v.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 9216u),
-        (const float *)(W + UINT64_C(41472)),
+        (const float *)(G + UINT64_C(57600)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(32),
@@ -229,7 +237,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 4096u),
         (const float *)(A + 2048u),
-        (const float *)(W + UINT64_C(41344)),
+        (const float *)(G + UINT64_C(32768)),
         n_tokens,
         INT64_C(2),
         INT64_C(32),
@@ -244,7 +252,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 8192u),
-        (const float *)(W + UINT64_C(8192)),
+        (const float *)(G + UINT64_C(32896)),
         n_tokens,
         INT64_C(1),
         INT64_C(32),
@@ -299,7 +307,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [10] blk.0.attn_out: linear_f32_f32 (avx2) weights: blk.0.attn_output.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 2048u),
-        (const float *)(W + UINT64_C(8576)),
+        (const float *)(G + UINT64_C(65792)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(64),
@@ -311,7 +319,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 2048u),
-        (const float *)(W + UINT64_C(148224)),
+        (const float *)(G + UINT64_C(32000)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -324,7 +332,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         (float *)(A + 4096u),
         (const float *)(A + 0u),
         (const float *)(A + 6144u),
-        (const float *)(W + UINT64_C(115200)),
+        (const float *)(G + UINT64_C(32256)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -334,7 +342,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [13] blk.0.ffn_gate: linear_f32_f32 (avx2) weights: blk.0.ffn_gate.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(82432)),
+        (const float *)(G + UINT64_C(82176)),
         (const float *)(A + 4096u),
         n_tokens,
         INT64_C(128),
@@ -345,7 +353,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [14] blk.0.ffn_up: linear_f32_f32 (avx2) weights: blk.0.ffn_up.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 8192u),
-        (const float *)(W + UINT64_C(115456)),
+        (const float *)(G + UINT64_C(114944)),
         (const float *)(A + 4096u),
         n_tokens,
         INT64_C(128),
@@ -366,7 +374,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [16] blk.0.ffn_down: linear_f32_f32 (avx2) weights: blk.0.ffn_down.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(49664)),
+        (const float *)(G + UINT64_C(147712)),
         (const float *)(A + 4096u),
         n_tokens,
         INT64_C(64),
@@ -378,7 +386,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 2048u),
         (const float *)(A + 0u),
-        (const float *)(W + UINT64_C(148480)),
+        (const float *)(G + UINT64_C(32512)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -391,7 +399,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         (float *)(A + 0u),
         (const float *)(A + 2048u),
         (const float *)(A + 12288u),
-        (const float *)(W + UINT64_C(157056)),
+        (const float *)(G + UINT64_C(180480)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -401,7 +409,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [19] blk.1.attn_q: linear_f32_f32 (avx2) weights: blk.1.attn_q.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 2048u),
-        (const float *)(W + UINT64_C(173696)),
+        (const float *)(G + UINT64_C(181760)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(64),
@@ -412,7 +420,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [20] blk.1.attn_k: linear_f32_f32 (avx2) weights: blk.1.attn_k.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 8192u),
-        (const float *)(W + UINT64_C(148736)),
+        (const float *)(G + UINT64_C(198144)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(32),
@@ -423,7 +431,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [21] blk.1.attn_v: linear_f32_f32 (avx2) weights: blk.1.attn_v.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 9216u),
-        (const float *)(W + UINT64_C(190208)),
+        (const float *)(G + UINT64_C(206336)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(32),
@@ -435,7 +443,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 4096u),
         (const float *)(A + 2048u),
-        (const float *)(W + UINT64_C(190080)),
+        (const float *)(G + UINT64_C(181504)),
         n_tokens,
         INT64_C(2),
         INT64_C(32),
@@ -450,7 +458,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 8192u),
-        (const float *)(W + UINT64_C(156928)),
+        (const float *)(G + UINT64_C(181632)),
         n_tokens,
         INT64_C(1),
         INT64_C(32),
@@ -505,7 +513,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [27] blk.1.attn_out: linear_f32_f32 (avx2) weights: blk.1.attn_output.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 2048u),
-        (const float *)(W + UINT64_C(157312)),
+        (const float *)(G + UINT64_C(214528)),
         (const float *)(A + 0u),
         n_tokens,
         INT64_C(64),
@@ -517,7 +525,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 2048u),
-        (const float *)(W + UINT64_C(296960)),
+        (const float *)(G + UINT64_C(180736)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -530,7 +538,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         (float *)(A + 4096u),
         (const float *)(A + 0u),
         (const float *)(A + 6144u),
-        (const float *)(W + UINT64_C(263936)),
+        (const float *)(G + UINT64_C(180992)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -540,7 +548,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [30] blk.1.ffn_gate: linear_f32_f32 (avx2) weights: blk.1.ffn_gate.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(231168)),
+        (const float *)(G + UINT64_C(230912)),
         (const float *)(A + 4096u),
         n_tokens,
         INT64_C(128),
@@ -551,7 +559,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [31] blk.1.ffn_up: linear_f32_f32 (avx2) weights: blk.1.ffn_up.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 8192u),
-        (const float *)(W + UINT64_C(264192)),
+        (const float *)(G + UINT64_C(263680)),
         (const float *)(A + 4096u),
         n_tokens,
         INT64_C(128),
@@ -572,7 +580,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [33] blk.1.ffn_down: linear_f32_f32 (avx2) weights: blk.1.ffn_down.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(198400)),
+        (const float *)(G + UINT64_C(296448)),
         (const float *)(A + 4096u),
         n_tokens,
         INT64_C(64),
@@ -584,7 +592,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 2048u),
         (const float *)(A + 0u),
-        (const float *)(W + UINT64_C(297216)),
+        (const float *)(G + UINT64_C(181248)),
         n_tokens,
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -605,7 +613,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 2048u),
         (const float *)(A + 0u + (size_t)(n_tokens - 1) * 256u),
-        (const float *)(W + UINT64_C(297472)),
+        (const float *)(G + UINT64_C(31488)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -624,7 +632,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
     /* [38] logits: linear_q8_0_q8_0_ggml (avx2) weights: token_embd.weight */
     km_linear_q8_0_q8_0_ggml__avx2(
         (float *)(A + 0u),
-        (const void *)(W + UINT64_C(297728)),
+        (const void *)(G + UINT64_C(9728)),
         (const void *)(A + 1280u),
         INT64_C(1),
         INT64_C(320),
@@ -638,14 +646,15 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_model *m = (km_model *)arg;
     uint8_t *A = m->arena;
     const uint8_t *W = m->weights;
+    const uint8_t *G = m->gguf;
     const int64_t n_tokens = m->n_tokens;
     const int64_t pos = m->pos;
-    (void)A; (void)W; (void)n_tokens; (void)pos; (void)nth;
+    (void)A; (void)W; (void)G; (void)n_tokens; (void)pos; (void)nth;
     if (ith == 0) m->prof_t = km_now();
     /* [0] embed: embedding_q8_0 (avx2) weights: token_embd.weight */
     km_embedding_q8_0__avx2(
         (float *)(A + 768u),
-        (const void *)(W + UINT64_C(297728)),
+        (const void *)(G + UINT64_C(9728)),
         (const int32_t *)(A + 0u),
         INT64_C(1),
         INT64_C(320),
@@ -658,7 +667,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 768u),
-        (const float *)(W + UINT64_C(8320)),
+        (const float *)(G + UINT64_C(31744)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -668,7 +677,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [2] blk.0.attn_q: linear_f32_f32 (avx2) weights: blk.0.attn_q.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 256u),
-        (const float *)(W + UINT64_C(24960)),
+        (const float *)(G + UINT64_C(33024)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
@@ -679,7 +688,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [3] blk.0.attn_k: linear_f32_f32 (avx2) weights: blk.0.attn_k.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 1024u),
-        (const float *)(W + UINT64_C(0)),
+        (const float *)(G + UINT64_C(49408)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
@@ -690,7 +699,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [4] blk.0.attn_v: linear_f32_f32 (avx2) weights: blk.0.attn_v.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 1152u),
-        (const float *)(W + UINT64_C(41472)),
+        (const float *)(G + UINT64_C(57600)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
@@ -702,7 +711,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 512u),
         (const float *)(A + 256u),
-        (const float *)(W + UINT64_C(41344)),
+        (const float *)(G + UINT64_C(32768)),
         INT64_C(1),
         INT64_C(2),
         INT64_C(32),
@@ -717,7 +726,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 1024u),
-        (const float *)(W + UINT64_C(8192)),
+        (const float *)(G + UINT64_C(32896)),
         INT64_C(1),
         INT64_C(1),
         INT64_C(32),
@@ -772,7 +781,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [10] blk.0.attn_out: linear_f32_f32 (avx2) weights: blk.0.attn_output.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 256u),
-        (const float *)(W + UINT64_C(8576)),
+        (const float *)(G + UINT64_C(65792)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
@@ -784,7 +793,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 256u),
-        (const float *)(W + UINT64_C(148224)),
+        (const float *)(G + UINT64_C(32000)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -797,7 +806,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         (float *)(A + 512u),
         (const float *)(A + 0u),
         (const float *)(A + 768u),
-        (const float *)(W + UINT64_C(115200)),
+        (const float *)(G + UINT64_C(32256)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -807,7 +816,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [13] blk.0.ffn_gate: linear_f32_f32 (avx2) weights: blk.0.ffn_gate.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(82432)),
+        (const float *)(G + UINT64_C(82176)),
         (const float *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
@@ -818,7 +827,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [14] blk.0.ffn_up: linear_f32_f32 (avx2) weights: blk.0.ffn_up.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 1024u),
-        (const float *)(W + UINT64_C(115456)),
+        (const float *)(G + UINT64_C(114944)),
         (const float *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
@@ -839,7 +848,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [16] blk.0.ffn_down: linear_f32_f32 (avx2) weights: blk.0.ffn_down.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(49664)),
+        (const float *)(G + UINT64_C(147712)),
         (const float *)(A + 512u),
         INT64_C(1),
         INT64_C(64),
@@ -851,7 +860,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 256u),
         (const float *)(A + 0u),
-        (const float *)(W + UINT64_C(148480)),
+        (const float *)(G + UINT64_C(32512)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -864,7 +873,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         (float *)(A + 0u),
         (const float *)(A + 256u),
         (const float *)(A + 1536u),
-        (const float *)(W + UINT64_C(157056)),
+        (const float *)(G + UINT64_C(180480)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -874,7 +883,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [19] blk.1.attn_q: linear_f32_f32 (avx2) weights: blk.1.attn_q.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 256u),
-        (const float *)(W + UINT64_C(173696)),
+        (const float *)(G + UINT64_C(181760)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
@@ -885,7 +894,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [20] blk.1.attn_k: linear_f32_f32 (avx2) weights: blk.1.attn_k.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 1024u),
-        (const float *)(W + UINT64_C(148736)),
+        (const float *)(G + UINT64_C(198144)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
@@ -896,7 +905,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [21] blk.1.attn_v: linear_f32_f32 (avx2) weights: blk.1.attn_v.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 1152u),
-        (const float *)(W + UINT64_C(190208)),
+        (const float *)(G + UINT64_C(206336)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
@@ -908,7 +917,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 512u),
         (const float *)(A + 256u),
-        (const float *)(W + UINT64_C(190080)),
+        (const float *)(G + UINT64_C(181504)),
         INT64_C(1),
         INT64_C(2),
         INT64_C(32),
@@ -923,7 +932,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 1024u),
-        (const float *)(W + UINT64_C(156928)),
+        (const float *)(G + UINT64_C(181632)),
         INT64_C(1),
         INT64_C(1),
         INT64_C(32),
@@ -978,7 +987,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [27] blk.1.attn_out: linear_f32_f32 (avx2) weights: blk.1.attn_output.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 256u),
-        (const float *)(W + UINT64_C(157312)),
+        (const float *)(G + UINT64_C(214528)),
         (const float *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
@@ -990,7 +999,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 0u),
         (const float *)(A + 256u),
-        (const float *)(W + UINT64_C(296960)),
+        (const float *)(G + UINT64_C(180736)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -1003,7 +1012,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         (float *)(A + 512u),
         (const float *)(A + 0u),
         (const float *)(A + 768u),
-        (const float *)(W + UINT64_C(263936)),
+        (const float *)(G + UINT64_C(180992)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -1013,7 +1022,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [30] blk.1.ffn_gate: linear_f32_f32 (avx2) weights: blk.1.ffn_gate.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(231168)),
+        (const float *)(G + UINT64_C(230912)),
         (const float *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
@@ -1024,7 +1033,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [31] blk.1.ffn_up: linear_f32_f32 (avx2) weights: blk.1.ffn_up.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 1024u),
-        (const float *)(W + UINT64_C(264192)),
+        (const float *)(G + UINT64_C(263680)),
         (const float *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
@@ -1045,7 +1054,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [33] blk.1.ffn_down: linear_f32_f32 (avx2) weights: blk.1.ffn_down.weight */
     km_linear_f32_f32__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(198400)),
+        (const float *)(G + UINT64_C(296448)),
         (const float *)(A + 512u),
         INT64_C(1),
         INT64_C(64),
@@ -1057,7 +1066,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 256u),
         (const float *)(A + 0u),
-        (const float *)(W + UINT64_C(297216)),
+        (const float *)(G + UINT64_C(181248)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -1078,7 +1087,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     km_rmsnorm_f32__avx2(
         (float *)(A + 256u),
         (const float *)(A + 0u),
-        (const float *)(W + UINT64_C(297472)),
+        (const float *)(G + UINT64_C(31488)),
         INT64_C(1),
         INT64_C(64),
         0x1.0c6f7a0000000p-20f,
@@ -1097,7 +1106,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
     /* [38] logits: linear_q8_0_q8_0_ggml (avx2) weights: token_embd.weight */
     km_linear_q8_0_q8_0_ggml__avx2(
         (float *)(A + 0u),
-        (const void *)(W + UINT64_C(297728)),
+        (const void *)(G + UINT64_C(9728)),
         (const void *)(A + 1280u),
         INT64_C(1),
         INT64_C(320),
@@ -1111,10 +1120,11 @@ static void km_batch_body(void *arg, int ith, int nth) {
     km_model *m = (km_model *)arg;
     uint8_t *A = m->arena;
     const uint8_t *W = m->weights;
+    const uint8_t *G = m->gguf;
     const int64_t n_tokens = m->n_tokens; /* rows: one per sequence */
     const int64_t *positions = m->positions;
     const int64_t *slots = m->slots;
-    (void)A; (void)W; (void)n_tokens; (void)positions; (void)slots; (void)nth;
+    (void)A; (void)W; (void)G; (void)n_tokens; (void)positions; (void)slots; (void)nth;
     if (ith == 0) m->prof_t = km_now();
 
 }
@@ -1172,7 +1182,62 @@ static int km_check_cpu(char *err, size_t errlen) {
     return 0;
 }
 
-km_model *km_model_create(const char *weights_path, int64_t n_ctx, int n_threads, char *err, size_t errlen) {
+/* Map `path` read-only; it must hold exactly `want` bytes (a zero-byte file maps to nothing). */
+static int km_map_file(const char *path, uint64_t want, const char *what, const uint8_t **out, size_t *len,
+                       char *err, size_t errlen) {
+    *out = NULL;
+    *len = 0;
+    if (!path && want == 0) return 0;
+    if (!path) {
+        km_set_err(err, errlen, what, "no path given");
+        return -1;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        km_set_err(err, errlen, what, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != want) {
+        km_set_err(err, errlen, what, "wrong size for this model");
+        close(fd);
+        return -1;
+    }
+    if (want == 0) {
+        close(fd);
+        return 0;
+    }
+    void *p = mmap(NULL, (size_t)want, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        km_set_err(err, errlen, what, strerror(errno));
+        return -1;
+    }
+    *out = (const uint8_t *)p;
+    *len = (size_t)want;
+    return 0;
+}
+
+/* Sum of little-endian 64-bit words w_i (zero-padded) times (2i + 1), modulo 2^64. */
+static uint64_t km_gguf_checksum(const uint8_t *p, uint64_t n) {
+    uint64_t sum = 0, i = 0;
+    for (; (i + 1) * 8 <= n; i++) {
+        uint64_t w;
+        memcpy(&w, p + i * 8, 8);
+        sum += w * (2 * i + 1);
+    }
+    if (i * 8 < n) {
+        uint8_t tail[8] = {0};
+        memcpy(tail, p + i * 8, (size_t)(n - i * 8));
+        uint64_t w;
+        memcpy(&w, tail, 8);
+        sum += w * (2 * i + 1);
+    }
+    return sum;
+}
+
+km_model *km_model_create(const char *weights_path, const char *gguf_path, int64_t n_ctx, int n_threads,
+                          char *err, size_t errlen) {
     if (km_check_cpu(err, errlen) != 0) return NULL;
     if (n_ctx < 1 || n_ctx > KM_CTX_TRAIN) {
         km_set_err(err, errlen, "context length out of range (1 .. trained context)", NULL);
@@ -1185,28 +1250,23 @@ km_model *km_model_create(const char *weights_path, int64_t n_ctx, int n_threads
         return NULL;
     }
     m->n_ctx = n_ctx;
-    int fd = open(weights_path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        km_set_err(err, errlen, "cannot open weights file", strerror(errno));
+    if (km_map_file(weights_path, KM_WEIGHTS_BYTES, "cannot map the packed weights file", &m->weights,
+                    &m->weights_len, err, errlen) != 0) {
         free(m);
         return NULL;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != KM_WEIGHTS_BYTES) {
-        km_set_err(err, errlen, "weights file has the wrong size for this model", weights_path);
-        close(fd);
-        free(m);
-        return NULL;
+    if (KM_GGUF_BYTES > 0) {
+        if (km_map_file(gguf_path, KM_GGUF_BYTES, "cannot map the model file", &m->gguf, &m->gguf_len, err,
+                        errlen) != 0) {
+            km_model_free(m);
+            return NULL;
+        }
+        if (km_gguf_checksum(m->gguf, KM_GGUF_HEAD_BYTES) != KM_GGUF_CHECKSUM) {
+            km_set_err(err, errlen, "the model file is not the one this program was built from", gguf_path);
+            km_model_free(m);
+            return NULL;
+        }
     }
-    void *w = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (w == MAP_FAILED) {
-        km_set_err(err, errlen, "cannot map weights file", strerror(errno));
-        free(m);
-        return NULL;
-    }
-    m->weights = (const uint8_t *)w;
-    m->weights_len = (size_t)st.st_size;
     m->arena = aligned_alloc(64, (size_t)KM_ARENA_BYTES);
     int ok = m->arena != NULL;
     for (int i = 0; ok && i < KM_N_STATE; i++) {
@@ -1232,6 +1292,7 @@ void km_model_free(km_model *m) {
     for (int i = 0; i < KM_N_STATE; i++) free(m->state[i]);
     free(m->arena);
     if (m->weights) munmap((void *)m->weights, m->weights_len);
+    if (m->gguf) munmap((void *)m->gguf, m->gguf_len);
     free(m);
 }
 

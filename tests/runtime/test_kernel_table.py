@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, build_shared
-from kernelmap.compiler import RUNTIME_DIR, CompileOptions, compile_model
+from kernelmap.compiler import CompileOptions, compile_model
 from kernelmap.errors import ModelError
 from kernelmap.maps.registry import load_registry
 from kernelmap.resolve import SelectionTrace
@@ -78,16 +78,18 @@ def test_selection_from_trace_reads_phase_op_and_selected_symbol(tmp_path):
         Selected("decode", "blk.0.ffn_norm", "rmsnorm_f32", "avx2", "km_rmsnorm_f32__avx2")]
 
 
-def test_full_library_units_cover_every_runnable_variant_of_every_map():
+def test_probe_library_units_hold_the_best_runnable_variant_of_every_map():
     registry = load_registry()
     isa = target_features()
     units, absent = _runnable_units(registry, isa, None)
     built = {u.source.relative_to(KERNEL_ROOT).as_posix() for u in units}
     for provider in registry.providers.values():
-        for v in provider.variants:
-            if set(v.requires) <= isa:
-                assert v.source in built or v.source in absent, f"{provider.id}::{v.name} missing from the full library"
-    assert "fused/residual_add_rmsnorm_f32_ref.c" in built
+        runnable = [v for v in provider.ranked_variants if set(v.requires) <= isa and v.source not in absent]
+        if runnable:
+            assert runnable[0].source in built, f"{provider.id}::{runnable[0].name} missing from the probe library"
+            assert not any(v.source in built for v in runnable[1:]), f"{provider.id}: more than one variant"
+    scalar, _ = _runnable_units(registry, frozenset(), None)
+    assert "fused/residual_add_rmsnorm_f32_ref.c" in {u.source.relative_to(KERNEL_ROOT).as_posix() for u in scalar}
 
 
 def test_available_kernels_probe_finds_exported_variants_only(tmp_path):
@@ -100,20 +102,22 @@ def test_available_kernels_probe_finds_exported_variants_only(tmp_path):
 
 
 def test_check_library_refuses_synthetic_model_library_missing_one_kernel_unit(tmp_path):
-    """Relink a compiled synthetic model without its rmsnorm unit: boot refuses it before any token."""
+    """Relink a compiled synthetic model's kernel library without its rmsnorm unit: boot refuses it
+    before any token."""
     from synth_model import write_synth_model
+
+    from kernelmap.build.kernel_lib import kernel_library_units
+    from kernelmap.maps.registry import load_registry
 
     gguf = write_synth_model(tmp_path / "synth.gguf")
     built = compile_model(gguf, CompileOptions(max_rows=8, allow_candidates=True), out_dir=tmp_path / "build")
     selection = selection_from_trace(built.build_dir / "selection_trace.json")
-    assert check_build(built.build_dir, built.library).handles  # the real build passes
-    gen = built.build_dir / "gen"
-    include = ("-include", str(gen / "km_kernels.h"))
-    kept = [u for u in built.info["units"] if not u["source"].startswith("rmsnorm/")]
-    assert len(kept) == len(built.info["units"]) - 1
-    units = [CompileUnit(KERNEL_ROOT / u["source"], (*u["cflags"], *include)) for u in kept]
-    units += [CompileUnit(RUNTIME_DIR / "km_runtime.c"), CompileUnit(gen / "model.c")]
-    broken = build_shared(units, name="kmmodel_broken", include_dirs=[gen], link_flags=["-lpthread"])
+    assert check_build(built.build_dir, built.kernel_library).handles  # the real build passes
+    held = [tuple(p) for p in built.info["kernel_library_variants"]]
+    kept = [p for p in held if p[0] != "rmsnorm_f32"]
+    assert len(kept) == len(held) - 1
+    broken = build_shared(kernel_library_units(load_registry(()), kept), name="kmkernels_broken",
+                          link_flags=["-lpthread"])
     with pytest.raises(ModelError) as info:
         check_library(broken, selection)
     first_norm = next(s for s in selection if s.map_id == "rmsnorm_f32")

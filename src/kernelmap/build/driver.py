@@ -12,6 +12,7 @@ library (the runtime does).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import fcntl
 import functools
@@ -21,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,7 @@ __all__ = [
     "BASE_CFLAGS",
     "CompileUnit",
     "KERNEL_ROOT",
+    "build_jobs",
     "build_shared",
     "cache_dir",
     "compiler_identity",
@@ -54,6 +57,7 @@ class CompileUnit:
 
     source: Path
     cflags: tuple[str, ...] = field(default_factory=tuple)
+    prelude: str = ""  # C text force-included before the source (a unit's own prototypes), or ""
 
 
 def compiler() -> str:
@@ -234,30 +238,45 @@ def _headers(include_dirs: Iterable[Path]) -> list[tuple[int, str, Path]]:
     return found
 
 
-def _key(units: Sequence[CompileUnit], include_dirs: Sequence[Path], extra: Sequence[str],
-         link_flags: Sequence[str], target: str, cc: str) -> str:
-    h = hashlib.sha256()
-    h.update(b"kernelmap-build-v2\0")
-    h.update(compiler_identity(cc).encode() + b"\0" + target.encode() + b"\0")
-    for flag in (*BASE_CFLAGS, *extra, "|", *link_flags):
-        h.update(flag.encode() + b"\0")
-    for unit in units:
-        h.update(b"unit\0" + unit.source.name.encode() + b"\0")
-        h.update(hashlib.sha256(unit.source.read_bytes()).digest())
-        for flag in unit.cflags:
-            h.update(flag.encode() + b"\0")
-    # Headers on the include path, those beside each source (quoted includes search there first) and
-    # every header of the kernel tree (a source may include one by a relative path).
-    dirs = list(dict.fromkeys([*include_dirs, *(unit.source.parent for unit in units), KERNEL_ROOT]))
+def _headers_digest(dirs: Sequence[Path]) -> bytes:
+    """sha256 over (dir index, relative path, content hash) of every header under `dirs`."""
+    h = hashlib.sha256(b"headers\0")
     for i, rel, header in _headers(dirs):
         h.update(f"hdr\0{i}\0{rel}\0".encode() + hashlib.sha256(header.read_bytes()).digest())
+    return h.digest()
+
+
+PRELUDE_NAME = "km_unit_prototypes.h"  # a unit's `prelude` is force-included under this name
+
+
+def _unit_key(unit: CompileUnit, headers: bytes, extra: Sequence[str], target: str, ident: str) -> str:
+    """The object cache key of one unit: its source bytes, prelude, flags, every header it could
+    include (`headers`), the compiler's identity and the target."""
+    h = hashlib.sha256(b"kernelmap-obj-v1\0")
+    h.update(ident.encode() + b"\0" + target.encode() + b"\0")
+    for flag in (*BASE_CFLAGS, *extra, "|", *unit.cflags):
+        h.update(flag.encode() + b"\0")
+    h.update(b"unit\0" + unit.source.name.encode() + b"\0")
+    h.update(hashlib.sha256(unit.source.read_bytes()).digest())
+    h.update(b"prelude\0" + hashlib.sha256(unit.prelude.encode()).digest())
+    h.update(headers)
+    return h.hexdigest()[:32]
+
+
+def _lib_key(unit_keys: Sequence[str], link_flags: Sequence[str], sanitize: bool, ident: str) -> str:
+    h = hashlib.sha256(b"kernelmap-build-v3\0")
+    h.update(ident.encode() + b"\0" + f"sanitize={sanitize}".encode() + b"\0")
+    for flag in link_flags:
+        h.update(b"link\0" + flag.encode() + b"\0")
+    for key in unit_keys:
+        h.update(b"obj\0" + key.encode() + b"\0")
     return h.hexdigest()[:24]
 
 
 _MAX_MESSAGE_LINES = 30
 
 
-def _run(cmd: list[str], what: str, cwd: Path | None = None) -> None:
+def _run(cmd: list[str], what: str, cwd: Path | None = None, path: Path | str | None = None) -> None:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     except OSError as exc:
@@ -268,8 +287,164 @@ def _run(cmd: list[str], what: str, cwd: Path | None = None) -> None:
         if len(lines) > _MAX_MESSAGE_LINES:
             lines = [*lines[:_MAX_MESSAGE_LINES], f"... ({len(lines) - _MAX_MESSAGE_LINES} more lines)"]
         msg = " | ".join(line.rstrip() for line in lines if line.strip())
-        raise BuildError(f"{what} failed: {msg}", path=cmd[-1] if what == "compile" else None,
+        raise BuildError(f"{what} failed: {msg}", path=path if path is not None else (cmd[-1] if what == "compile" else None),
                          hint=f"command: {' '.join(cmd)}; nothing was installed in the cache")
+
+
+def build_jobs() -> int:
+    """Compiler processes to run at once: $KERNELMAP_JOBS, else the CPUs this process may run on."""
+    env = os.environ.get("KERNELMAP_JOBS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _cost(unit: CompileUnit) -> int:
+    """A rough compile-cost estimate (bytes of the source and the quoted headers beside it that it
+    includes) so the biggest units start first and the parallel build ends sooner."""
+    try:
+        text = unit.source.read_text(errors="replace")
+    except OSError:
+        return 0
+    size = len(text)
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("#include \""):
+            header = unit.source.parent / line.split('"')[1]
+            if header.is_file():
+                size += header.stat().st_size
+    return size
+
+
+Counter = Callable[[int, int], None]  # (units done, units in all)
+
+# Builds in one process may run at once (the compiler builds the kernel library while it plans the
+# model): they share `build_jobs()` compiler slots, and one object is compiled by one thread at a time.
+_SLOTS_LOCK = threading.Lock()
+_SLOTS: threading.BoundedSemaphore | None = None
+_INFLIGHT: dict[Path, threading.Lock] = {}
+
+
+@contextlib.contextmanager
+def _compiler_slot() -> Iterator[None]:
+    global _SLOTS
+    with _SLOTS_LOCK:
+        if _SLOTS is None:
+            _SLOTS = threading.BoundedSemaphore(build_jobs())
+        slots = _SLOTS
+    with slots:
+        yield
+
+
+@contextlib.contextmanager
+def _claim(obj: Path) -> Iterator[bool]:
+    """Hold the in-process claim on compiling `obj`; yields False if it exists once the claim is held."""
+    with _SLOTS_LOCK:
+        lock = _INFLIGHT.setdefault(obj, threading.Lock())
+    with lock:
+        yield not obj.is_file()
+
+
+def _remove_dead_temps(obj_dir: Path) -> None:
+    """Delete object temp files of compilers whose process is gone (the pid is part of the name)."""
+    for tmp in obj_dir.glob(".*.tmp.o"):
+        try:
+            pid = int(tmp.name.split(".")[2])
+        except (ValueError, IndexError):
+            continue
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        except OSError:
+            pass
+
+
+def _object_keys(units: Sequence[CompileUnit], include_dirs: Sequence[Path], extra: Sequence[str], target: str,
+                 ident: str) -> list[str]:
+    """The object key of each unit (see `_unit_key`); `include_dirs` already holds the common dir."""
+    digests: dict[tuple[Path, ...], bytes] = {}
+    keys = []
+    for unit in units:
+        if not unit.source.is_file():
+            raise BuildError("source file not found", path=unit.source)
+        # Headers on the include path, those beside the source (quoted includes search there first)
+        # and every header of the kernel tree (a source may include one by a relative path).
+        dirs = tuple(dict.fromkeys([*include_dirs, unit.source.parent, KERNEL_ROOT]))
+        if dirs not in digests:
+            digests[dirs] = _headers_digest(dirs)
+        keys.append(_unit_key(unit, digests[dirs], extra, target, ident))
+    return keys
+
+
+def _compile_objects(cc: str, units: Sequence[CompileUnit], keys: Sequence[str], include_dirs: Sequence[Path],
+                     extra: Sequence[str], obj_dir: Path, progress: Counter | None) -> list[Path]:
+    """Compile each unit to `obj_dir/<key>.o` unless it exists, biggest first, `build_jobs()` at a time.
+
+    An object is compiled to a temp file beside its final name and renamed into place, so concurrent
+    builders of one unit agree and a killed compile leaves no file under a final name. The first
+    failing unit (in unit order) raises BuildError after the running compiles finish.
+    """
+    objs = [obj_dir / f"{key}.o" for key in keys]
+    todo = sorted((i for i in range(len(units)) if not objs[i].is_file()), key=lambda i: -_cost(units[i]))
+    total = len(units)
+    done = total - len(todo)
+    if progress is not None:
+        progress(done, total)
+    if not todo:
+        return objs
+    try:
+        obj_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BuildError(f"cannot write the build cache: {exc.strerror}", path=obj_dir,
+                         hint="check permissions and free space, or set KERNELMAP_CACHE") from None
+    _remove_dead_temps(obj_dir)
+    incs = [f"-I{p}" for p in include_dirs]
+
+    def one(i: int) -> None:
+        unit = units[i]
+        with _claim(objs[i]) as mine:
+            if not mine:  # another thread of this process compiled it while we waited
+                return
+            tmp = obj_dir / f".{keys[i]}.{os.getpid()}.{threading.get_ident()}.tmp.o"
+            try:
+                with tempfile.TemporaryDirectory(prefix="km-cc-") as cwd, _compiler_slot():
+                    flags = list(unit.cflags)
+                    if unit.prelude:
+                        (Path(cwd) / PRELUDE_NAME).write_text(unit.prelude)
+                        flags += ["-include", PRELUDE_NAME]
+                    # cwd is a fresh temp dir: `-include NAME` searches the working directory first.
+                    _run([cc, *BASE_CFLAGS, *extra, *flags, *incs, "-c", "-o", str(tmp), str(unit.source)],
+                         "compile", cwd=Path(cwd), path=unit.source)
+                os.replace(tmp, objs[i])
+            finally:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+
+    errors: dict[int, BaseException] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(build_jobs(), len(todo))) as pool:
+        futures = {pool.submit(one, i): i for i in todo}
+        for fut in concurrent.futures.as_completed(futures):
+            if fut.cancelled():
+                continue
+            exc = fut.exception()
+            if exc is not None:
+                errors[futures[fut]] = exc
+                for other in futures:  # start no further unit; the running ones finish
+                    other.cancel()
+            else:
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+    if errors:
+        raise errors[min(errors)]
+    return objs
 
 
 def build_shared(
@@ -282,43 +457,46 @@ def build_shared(
     target: str = "",
     sanitize: bool | None = None,
     out_dir: Path | None = None,
+    progress: Counter | None = None,
 ) -> Path:
-    """Compile `units` into `<cache>/lib/<hash>/lib<name>.so` (or reuse it) and return its path."""
+    """Compile `units` (objects cached per unit) and link them into `<cache>/lib/<hash>/lib<name>.so`
+    (or reuse it); return its path. `progress(done, total)` is told of each unit compiled or reused."""
     if not units:
         raise BuildError("nothing to build: no compile units", path=name)
     for unit in units:
         if not unit.source.is_file():
             raise BuildError("source file not found", path=unit.source)
-    include_dirs = [KERNEL_ROOT / "common", *include_dirs]
     if sanitize is None:
         sanitize = sanitize_enabled()
-    extra = [*extra_cflags, *(SANITIZE_CFLAGS if sanitize else ())]
+    lib_root = out_dir or cache_dir() / "lib"
+    obj_dir = lib_root.parent / "obj"
     cc = compiler()
-    key = _key(units, include_dirs, extra, link_flags, target, cc)
-    final_dir = (out_dir or cache_dir() / "lib") / key
+    ident = compiler_identity(cc)
+    includes = [KERNEL_ROOT / "common", *include_dirs]
+    extra = [*extra_cflags, *(SANITIZE_CFLAGS if sanitize else ())]
+    unit_keys = _object_keys(units, includes, extra, target, ident)
+    key = _lib_key(unit_keys, link_flags, sanitize, ident)
+    final_dir = lib_root / key
     final = final_dir / f"lib{name}.so"
     if final.is_file():
+        if progress is not None:
+            progress(len(units), len(units))
         return final
-    incs = [f"-I{p}" for p in include_dirs]
     try:
         final_dir.parent.mkdir(parents=True, exist_ok=True)
         # The lock sits beside the key dir (never inside it, never deleted), so removing a failed
         # build's empty dir cannot race with a process waiting for the lock.
         with file_lock(final_dir.with_name(key + LOCK_SUFFIX)):
             if final.is_file():  # another process built it while we waited
+                if progress is not None:
+                    progress(len(units), len(units))
                 return final
             final_dir.mkdir(exist_ok=True)
             _sweep_stale(final_dir)
             with tempfile.TemporaryDirectory(prefix="km-build-", dir=final_dir) as tmp:
-                objs = []
-                for i, unit in enumerate(units):
-                    obj = Path(tmp) / f"u{i}_{unit.source.stem}.o"
-                    # cwd is the empty temp dir: `-include NAME` searches the working directory first.
-                    _run([cc, *BASE_CFLAGS, *extra, *unit.cflags, *incs, "-c", "-o", str(obj),
-                          str(unit.source)], "compile", cwd=Path(tmp))
-                    objs.append(str(obj))
+                objs = _compile_objects(cc, units, unit_keys, includes, extra, obj_dir, progress)
                 tmp_so = Path(tmp) / final.name
-                _run([cc, "-shared", *(SANITIZE_CFLAGS if sanitize else ()), "-o", str(tmp_so), *objs,
+                _run([cc, "-shared", *(SANITIZE_CFLAGS if sanitize else ()), "-o", str(tmp_so), *map(str, objs),
                       *link_flags, "-lm"], "link", cwd=Path(tmp))
                 # The rename is the only step that creates the final name: atomic on one filesystem.
                 os.chmod(tmp_so, 0o755)
@@ -328,7 +506,7 @@ def build_shared(
         raise
     except OSError as exc:
         _remove_if_empty(final_dir)
-        raise BuildError(f"cannot write the build cache: {exc}", path=final_dir,
+        raise BuildError(f"cannot write the build cache: {exc.strerror}", path=final_dir,
                          hint="check permissions and free space, or set KERNELMAP_CACHE") from exc
     return final
 

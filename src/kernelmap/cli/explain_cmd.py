@@ -99,8 +99,10 @@ def render_trace(trace: SelectionTrace, op: str | None = None, provider: str | N
             sel = e.get("selected") or {}
             prov_rows = [r for r in e["rows"] if "variant" not in r or r["stage"] == "rank"]
             rejected = sum(1 for r in prov_rows if r["decision"] == "rejected")
+            by = next((r.get("variant_by") for r in e["rows"] if r["decision"] == "selected"), None)
+            variant = sel.get("variant", "") + (" (by evidence)" if by == "evidence" else "")
             table.add_row(e["label"], e["request"]["op"], e["request"]["phase"],
-                          sel.get("provider", "FAILED"), sel.get("variant", ""), str(len(prov_rows)),
+                          sel.get("provider", "FAILED"), variant, str(len(prov_rows)),
                           str(rejected), style=None if sel else "bold red")
         con = _console(out)
         con.print(table)

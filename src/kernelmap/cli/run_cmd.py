@@ -1,7 +1,8 @@
 """CLI commands that compile and run models: `run`, `chat` and `compile` (standalone C bundle).
 
 They parse flags in llama.cpp's habits (-m -p -n -t -c, --temp --top-k --top-p --min-p --seed), show
-progress on stderr while compiling, stream generated text to stdout and print speed on stderr.
+progress on stderr while compiling (a bar with counts per long step), stream generated text to stdout
+and print speed on stderr.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,36 +34,72 @@ def _options(policy: str, maps: tuple[str, ...], isa: str | None, batch: int, pr
     return CompileOptions(policy=policy, maps=tuple(maps), isa=features, max_rows=batch, profile=profile)
 
 
-def _progress(quiet: bool) -> tuple[Callable[[str], None], Callable[[], None]]:
-    """A rich status spinner on stderr naming the current compile step."""
-    if quiet:
-        return (lambda _m: None), (lambda: None)
-    from rich.console import Console
+class _Progress:
+    """Compile progress on stderr (rich): a spinner naming the current step and, for each long step, a
+    bar with counts (kernel units compiled or reused, the model unit, tensors packed). When something
+    was built, one summary line stays: what was counted and how long it took."""
 
-    console = Console(stderr=True)
-    status = console.status("starting", spinner="dots")
-    status.start()
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.tasks: dict[str, Any] = {}
+        if quiet:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+                        Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
-    def say(msg: str) -> None:
-        status.update(f"[bold]compiling[/bold]: {msg}")
+        self.console = Console(stderr=True)
+        self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                            TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), console=self.console,
+                            transient=True)
+        self.status = self.bar.add_task("starting", total=None, counts="")
+        self.t0 = time.perf_counter()
+        self.bar.start()
 
-    return say, status.stop
+    def say(self, msg: str) -> None:
+        """A step starts."""
+        if not self.quiet:
+            self.bar.update(self.status, description=f"[bold]compiling[/bold]: {msg}")
+
+    def count(self, step: str, done: int, total: int) -> None:
+        """Counts of a long step (a bar per step)."""
+        if self.quiet or total <= 0:
+            return
+        task = self.tasks.get(step)
+        if task is None:
+            task = self.tasks[step] = self.bar.add_task(step, total=total, counts="")
+        self.bar.update(task, completed=done, total=total, counts=f"{done}/{total}")
+
+    def stop(self) -> None:
+        if self.quiet:
+            return
+        self.bar.stop()
+        built = [(step, self.bar.tasks[task]) for step, task in self.tasks.items()]
+        if any(t.completed for _, t in built):
+            parts = ", ".join(f"{step} {int(t.completed)}/{int(t.total or 0)}" for step, t in built)
+            self.console.print(f"built in {time.perf_counter() - self.t0:.1f} s: {parts}", highlight=False)
 
 
 def _load(model: str | None, threads: int | None, ctx: int, options: CompileOptions, quiet: bool) -> Any:
     from kernelmap.runtime import load
 
-    say, stop = _progress(quiet)
+    progress = _Progress(quiet)
     try:
-        return load(model, threads=threads, n_ctx=ctx, options=options, progress=say)
+        return load(model, threads=threads, n_ctx=ctx, options=options, progress=progress.say,
+                    counter=progress.count)
     finally:
-        stop()
+        progress.stop()
 
 
 _model_opt = click.option("-m", "--model", type=click.Path(dir_okay=False), default=None,
                           help="GGUF model file (default: the default model package).")
 _common = [
-    click.option("-t", "--threads", type=int, default=None, help="Threads (default: cores, at most 4)."),
+    click.option("-t", "--threads", type=int, default=None, help="Threads (default: the physical cores this process may use)."),
     click.option("-c", "--ctx", "ctx", type=int, default=4096, show_default=True, help="KV cache capacity in tokens."),
     click.option("--policy", default="llama-cpu", show_default=True, help="Numerics policy name or file."),
     click.option("--maps", multiple=True, type=click.Path(file_okay=False), help="Extra kernel-map directory."),
@@ -219,14 +257,14 @@ def compile_command(model: str | None, out_dir: str, policy: str, maps: tuple[st
     if target is not None:
         options = dataclasses.replace(options, isa=target.features)
     gguf = Path(model) if model else default_model_path()
-    say, stop = _progress(quiet)
+    progress = _Progress(quiet)
     try:
         with target.compiler_env() if target is not None else contextlib.nullcontext():
-            compiled = compile_model(gguf, options, progress=say)
-        say("writing bundle")
+            compiled = compile_model(gguf, options, progress=progress.say, counter=progress.count)
+        progress.say("writing bundle")
         path = write_bundle(compiled, Path(out_dir))
     finally:
-        stop()
+        progress.stop()
     if target is not None and not quiet:
         print(f"target {target.spec}: class {target.cls}, compiler {target.cc}", file=sys.stderr)
     mem = compiled.info["memory"]

@@ -44,18 +44,18 @@ def serve_command(model: str | None, host: str, port: int, parallel: int, ctx: i
                          hint="pip install 'kernelmap[serve]'")
     if not 1 <= port <= 65535:
         raise ModelError("port out of range", pointer="--port", value=port, expected="1..65535")
-    from kernelmap.cli.run_cmd import _options, _progress
+    from kernelmap.cli.run_cmd import _options, _Progress
     from kernelmap.runtime import default_model_path
     from kernelmap.serve import ServeOptions, build_state, run
 
     path = model or str(default_model_path())
     options = ServeOptions(parallel=parallel, ctx=ctx, threads=threads, queue=queue, grace=grace,
                            compile=_options(policy, (), None, batch), model_id=alias)
-    say, stop = _progress(quiet)
+    progress = _Progress(quiet)
     try:
-        state = build_state(path, options, progress=say)
+        state = build_state(path, options, progress=progress.say)
     finally:
-        stop()
+        progress.stop()
     run(state, host=host, port=port, grace=grace)
 
 

@@ -19,7 +19,7 @@ from kernelmap.circuits.hydrate import row_bytes
 from kernelmap.errors import PlanError
 
 __all__ = ["C_KEYWORDS", "BoundCall", "bind_call", "c_type_of", "c_comment", "check_ident", "check_param_name",
-           "float_literal", "prototype"]
+           "float_literal", "prototype", "weight_location"]
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _LABEL = re.compile(r"^[A-Za-z0-9_.]{1,128}$")
@@ -126,17 +126,28 @@ class BoundCall:
     prototype: str
 
 
+WEIGHT_BASES = {"W": "weights.bin", "G": "the GGUF file"}  # the generated program's two weight mappings
+
+
+def weight_location(value: int | tuple[str, int]) -> tuple[str, int]:
+    """(base pointer, byte offset) of a weight: an int is an offset in weights.bin (W); ("G", n) is the
+    absolute offset n of a tensor mapped from the GGUF file itself."""
+    base, off = ("W", value) if isinstance(value, int) else value
+    if base not in WEIGHT_BASES or isinstance(off, bool) or not isinstance(off, int) or off < 0:
+        raise PlanError("weight location is not (W|G, offset >= 0)", value=repr(value))
+    return base, off
+
+
 def _row_offset(graph: Graph, tname: str) -> str:
     t = graph.tensors[tname]
     return f" + (size_t)(n_tokens - 1) * {row_bytes(t.dtype, t.shape[-1])}u"
 
 
 def bind_call(op: OpNode, spec: dict[str, Any], symbol: str, graph: Graph, offsets: dict[str, int],
-              weight_offsets: dict[str, int], state_index: dict[str, int]) -> BoundCall:
+              weight_offsets: dict[str, Any], state_index: dict[str, int]) -> BoundCall:
     """Resolve every call_abi source of `spec` for `op` into a C expression."""
-    check_ident(symbol)
+    proto = prototype(spec, symbol)
     args: list[str] = []
-    types: list[str] = []
     for i, entry in enumerate(spec["call_abi"]["params"]):
         ctype = c_type_of(entry, spec)
         kind, _, name = entry["source"].partition(":")
@@ -161,7 +172,8 @@ def bind_call(op: OpNode, spec: dict[str, Any], symbol: str, graph: Graph, offse
                 else:
                     raise PlanError(f"{where}: op has no weight port '{name}'", value=entry["source"])
             else:
-                expr = f"{ptr_cast}(W + UINT64_C({weight_offsets[ref.cname]}))"
+                base, off = weight_location(weight_offsets[ref.cname])
+                expr = f"{ptr_cast}({base} + UINT64_C({off}))"
         elif kind == "state":
             sname = op.state.get(name)
             if sname is None:
@@ -193,6 +205,4 @@ def bind_call(op: OpNode, spec: dict[str, Any], symbol: str, graph: Graph, offse
         else:
             raise PlanError(f"{where}: unknown source kind", value=entry["source"])
         args.append(expr)
-        types.append(f"{ctype}{'' if ctype.endswith('*') else ' '}{check_param_name(entry['name'])}")
-    proto = f"void {symbol}({', '.join(types) if types else 'void'});"
     return BoundCall(symbol, tuple(args), proto)

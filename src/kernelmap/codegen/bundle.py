@@ -1,7 +1,8 @@
 """Standalone bundle: copy a finished build into a directory that builds with plain `make`.
 
 Input: a `CompiledModel`. Output: `DIR/` with the generated C, the selected kernel sources and their
-headers, the runtime, a driver `main.c`, the packed weights and manifest, the selection trace and a
+headers, the runtime, a driver `main.c`, the packed weights and manifest, the model file itself as
+`model.gguf` (hard-linked when it can be: tensors in the GGUF layout are read from it), the selection trace and a
 Makefile that compiles every kernel with its variant's flags into `libkmmodel.so` and `model`. Files
 are written to a temporary sibling directory and renamed into place, so a failure leaves no
 half-written bundle. Flags in the Makefile come from the allow-listed variant cflags only.
@@ -98,10 +99,12 @@ def write_bundle(model: CompiledModel, out: Path) -> Path:
         for name in ("weights.json", "selection_trace.json", "build.json"):
             if (model.build_dir / name).is_file():
                 shutil.copy2(model.build_dir / name, tmp / name)
-        try:
-            os.link(model.weights, tmp / "weights.bin")
-        except OSError:
-            shutil.copy2(model.weights, tmp / "weights.bin")
+        gguf = model.gguf if model.gguf is not None else Path(model.info["gguf"])
+        for src, name in ((model.weights, "weights.bin"), (gguf, "model.gguf")):
+            try:
+                os.link(src, tmp / name)
+            except OSError:
+                shutil.copy2(src, tmp / name)
         if out.exists():
             old = parent / f".{out.name}.old.{os.getpid()}"
             os.replace(out, old)

@@ -21,7 +21,8 @@ from kernelmap.errors import CodegenError
 from kernelmap.isa_flags import CPU_SUPPORTS
 from kernelmap.maps.registry import Registry
 
-__all__ = ["GCC_FEATURES", "HWCAP_FEATURES", "TEMPLATE_DIR", "PhasePlan", "cpu_checks", "emit_model", "kernels_header"]
+__all__ = ["GCC_FEATURES", "HWCAP_FEATURES", "TEMPLATE_DIR", "GGUFCheck", "PhasePlan", "cpu_checks", "emit_model",
+           "gguf_checksum", "kernels_header"]
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -41,6 +42,29 @@ HWCAP_FEATURES = {
     "bf16": ("AT_HWCAP2", "HWCAP2_BF16", 14),
 }
 _STATE_DTYPES = ("f16", "bf16", "f32")  # element types a KV state buffer may hold
+
+
+@dataclass(frozen=True)
+class GGUFCheck:
+    """What the generated program checks before it maps the GGUF: its size, and a checksum of its first
+    `head` bytes (metadata and tensor records: types, shapes and offsets), see `gguf_checksum`."""
+
+    size: int
+    head: int
+    checksum: int
+
+
+def gguf_checksum(data: Any) -> int:
+    """The program's start-up checksum of the GGUF's head bytes: sum over little-endian 64-bit words w_i
+    (zero-padded) of w_i * (2i + 1), modulo 2^64 (km_gguf_checksum in model.c computes the same)."""
+    import numpy as np
+
+    raw = bytes(data)
+    raw += bytes(-len(raw) % 8)
+    words = np.frombuffer(raw, dtype="<u8")
+    weights = np.arange(len(words), dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    with np.errstate(over="ignore"):
+        return int(np.sum(words * weights, dtype=np.uint64))
 
 
 def cpu_checks(features: set[str] | frozenset[str]) -> str:
@@ -91,7 +115,7 @@ class PhasePlan:
     offsets: dict[str, int]
 
 
-def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[str, int],
+def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[str, Any],
           state_index: dict[str, int], protos: dict[str, str]) -> list[str]:
     lines: list[str] = []
     for i, op in enumerate(plan.graph.ops):
@@ -112,12 +136,14 @@ def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[
     return lines
 
 
-def emit_model(prefill: PhasePlan, decode: PhasePlan, *, registry: Registry, weight_offsets: dict[str, int],
+def emit_model(prefill: PhasePlan, decode: PhasePlan, *, registry: Registry, weight_offsets: dict[str, Any],
                weights_bytes: int, state: list[StateBuf], arena_bytes: int, n_vocab: int, ctx_train: int,
                hashes: dict[str, str], features: set[str], batch: PhasePlan | None = None,
-               extra_protos: dict[str, str] | None = None) -> tuple[str, str]:
+               extra_protos: dict[str, str] | None = None, gguf_check: GGUFCheck | None = None) -> tuple[str, str]:
     """Return (model.c, km_kernels.h). `batch` adds the batched decode entry's body; `extra_protos`
-    declares kernels the selected ones call (a batch wrapper's callee) in km_kernels.h."""
+    declares kernels the selected ones call (a batch wrapper's callee) in km_kernels.h. `weight_offsets`
+    maps each weight to its offset in weights.bin or to ("G", absolute offset) in the GGUF file;
+    `gguf_check` identifies that file (when any weight is there)."""
     state_index = {s.cname: i for i, s in enumerate(state)}
     protos: dict[str, str] = dict(extra_protos or {})
     prefill_body = _body(prefill, "prefill", registry, weight_offsets, state_index, protos)
@@ -144,6 +170,9 @@ def emit_model(prefill: PhasePlan, decode: PhasePlan, *, registry: Registry, wei
         "CTX_TRAIN": ctx_train,
         "ARENA_BYTES": arena_bytes,
         "WEIGHTS_BYTES": weights_bytes,
+        "GGUF_BYTES": gguf_check.size if gguf_check else 0,
+        "GGUF_HEAD_BYTES": gguf_check.head if gguf_check else 0,
+        "GGUF_CHECKSUM": gguf_check.checksum if gguf_check else 0,
         "SELECTION": "\n".join(selection),
         "STATE_ELEM": ", ".join(str(row_bytes(s.dtype, 1)) for s in state) or "0",
         "STATE_HEADS": ", ".join(str(int(s.shape[0])) for s in state) or "0",

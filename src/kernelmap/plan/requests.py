@@ -9,6 +9,8 @@ the range of values it takes (`runtime_dims`), so constraints and scratch sizes 
 
 from __future__ import annotations
 
+from typing import Any
+
 from kernelmap.circuits.graph import Graph, OpNode
 from kernelmap.circuits.hydrate import weight_layout
 from kernelmap.circuits.loader import Interfaces
@@ -45,13 +47,14 @@ def request_for(op: OpNode, graph: Graph, contract: str, interfaces: Interfaces,
 
 def resolve_graph(graph: Graph, contracts: dict[str, str], interfaces: Interfaces, registry: Registry,
                   isa: frozenset[str], trace: SelectionTrace,
-                  allow_status: frozenset[str] = frozenset({"production"})) -> None:
-    """Resolve every op of `graph`; record all outcomes in `trace`; raise the first failure."""
+                  allow_status: frozenset[str] = frozenset({"production"}), evidence: Any = None) -> None:
+    """Resolve every op of `graph`; record all outcomes in `trace`; raise the first failure. `evidence`
+    (the CPU class's VariantEvidence) ranks variants inside a provider (see resolve.rank)."""
     first_error: ResolutionError | None = None
     for op in graph.ops:
         req = request_for(op, graph, contracts[op.label], interfaces, isa, allow_status)
         try:
-            res = resolve(req, registry)
+            res = resolve(req, registry, evidence)
         except ResolutionError as exc:
             trace.add(req.label, req, exc)
             first_error = first_error or exc

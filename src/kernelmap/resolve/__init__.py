@@ -49,16 +49,18 @@ def _gather(request: Request, registry: Registry) -> tuple[tuple[dict[str, Any],
     return hit
 
 
-def resolve(request: Request, registry: Registry) -> Resolution:
+def resolve(request: Request, registry: Registry, evidence: Any = None) -> Resolution:
     """Resolve one request; raises ResolutionError (with `.trace_entry`) when nothing or too much survives.
 
     Trace rows come in a fixed order: status/phase/interface/contract rejections, then the other
     rejections, then the ranked survivors, each group in provider-id order. Rows are read-only dicts.
+    `evidence` (a `kernelmap.lkb.evidence.VariantEvidence`) ranks the winner's variants where it shows
+    a difference beyond noise; without it, variant priority decides.
     """
     pre_rows, providers = _gather(request, registry)
     survivors, rows = filter_providers(request, providers, pre_rows)
     try:
-        provider, variant, rows = rank(request, survivors, rows, registry.providers)
+        provider, variant, rows = rank(request, survivors, rows, registry.providers, evidence)
     except ResolutionError as exc:
         exc.trace_entry = {"label": request.label, "request": request.to_dict(), "rows": rows,
                            "selected": None, "error": exc.line()}

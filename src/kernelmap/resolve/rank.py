@@ -1,20 +1,27 @@
 """Resolve stage, steps 3-4: rank the survivors of the filter and fail closed.
 
-Input: survivors (sorted by id) and the rejection rows. Output: the chosen provider and variant plus
-ranked rows, or a ResolutionError. Order: lifecycle (production first), then priority (only inside
-one equivalence group: survivors spanning groups are a fault whatever their priorities), then the
-best eligible variant by variant priority. Any tie is a fault; file order never decides.
+Input: survivors (sorted by id), the rejection rows and optionally the CPU class's evidence. Output:
+the chosen provider and variant plus ranked rows, or a ResolutionError. Order: lifecycle (production
+first), then priority (only inside one equivalence group: survivors spanning groups are a fault
+whatever their priorities), then the best eligible variant: the one the class's evidence shows faster
+than every other beyond noise at this shape and row count (variants of one provider compute the same
+bits, so this only changes speed), else by variant priority. The selected row records which decided
+(`variant_by`: evidence | priority, with the measured ranges or why evidence did not decide). Any tie
+is a fault; file order never decides.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelmap.errors import ResolutionError
 from kernelmap.maps.provider import Provider, Variant
 from kernelmap.resolve.filter import STAGE_INDEX, Survivor, failed_checks, row
 from kernelmap.resolve.request import Request
+
+if TYPE_CHECKING:
+    from kernelmap.lkb.evidence import VariantChoice, VariantEvidence
 
 __all__ = ["rank"]
 
@@ -33,8 +40,28 @@ def _hint(req: Request) -> str:
     return f"run `kernelmap explain --op {req.label}` to see every candidate and why it was rejected"
 
 
+def _rows_of(req: Request) -> int:
+    """The row count a request runs at: M itself, or the top of its run-time range (a full prefill chunk)."""
+    m = req.dims.get("M", 1)
+    return int(m[1]) if isinstance(m, tuple) else int(m)
+
+
+def _evidence_choice(req: Request, provider: Provider, variants: Sequence[Variant],
+                     evidence: VariantEvidence) -> VariantChoice:
+    from kernelmap.lkb.evidence import VariantChoice, bench_shape
+
+    if provider.id not in evidence.providers:
+        return VariantChoice(None, f"no evidence ({evidence.source} has fewer than two measured variants of "
+                                   f"{provider.id})")
+    dims = {k: v for k, v in req.dims.items() if not isinstance(v, tuple)}
+    weight = next((req.ports[p.name][0] for p in provider.weights if p.name in req.ports), None)
+    shape = bench_shape(provider.interface, dims, weight)
+    return evidence.choose(provider.id, [v.name for v in variants], shape, _rows_of(req))
+
+
 def rank(req: Request, survivors: Sequence[Survivor], rows: list[dict[str, Any]],
-         providers: Mapping[str, Provider]) -> tuple[Provider, Variant, list[dict[str, Any]]]:
+         providers: Mapping[str, Provider], evidence: VariantEvidence | None = None
+         ) -> tuple[Provider, Variant, list[dict[str, Any]]]:
     """Choose one survivor and its variant; append ranked rows; raise ResolutionError on any fault."""
     if not survivors:
         raise ResolutionError(_no_survivor_message(req, rows, providers), path=req.label, hint=_hint(req))
@@ -66,18 +93,33 @@ def rank(req: Request, survivors: Sequence[Survivor], rows: list[dict[str, Any]]
                 f"{_others(rows)}",
                 path=req.label, hint="give them distinct priorities; " + _hint(req))
     winner = ordered[0]
-    variants = winner.variants
+    variants = tuple(winner.variants)
     if len(variants) > 1 and variants[0].priority == variants[1].priority:
         raise ResolutionError(
             f"provider {top.id}: variants {variants[0].name} and {variants[1].name} tie at priority "
             f"{variants[0].priority}", path=req.label, hint="give variants distinct priorities")
+    choice = None
+    if evidence is not None and len(variants) > 1:
+        choice = _evidence_choice(req, top, variants, evidence)
+    by_evidence = choice is not None and choice.winner is not None
+    if by_evidence:
+        variants = (*(v for v in variants if v.name == choice.winner),
+                    *(v for v in variants if v.name != choice.winner))
     for i, s in enumerate(ordered):
-        detail = ("unchecked: " + ", ".join(s.unchecked)) if s.unchecked else None
-        rows.append(row(s.provider, "selected" if i == 0 else "ranked", "rank", rank=i,
-                        variant=s.variants[0].name, detail=detail))
+        notes = [("unchecked: " + ", ".join(s.unchecked))] if s.unchecked else []
+        extra: dict[str, str] = {}
+        if i == 0 and choice is not None:
+            extra["variant_by"] = "evidence" if by_evidence else "priority"
+            extra["evidence"] = choice.reason
+            notes.append(f"variant by {extra['variant_by']}: {choice.reason}")
+        r = row(s.provider, "selected" if i == 0 else "ranked", "rank", rank=i,
+                variant=variants[0].name if i == 0 else s.variants[0].name,
+                detail="; ".join(notes) if notes else None)
+        rows.append({**r, **extra})
     for j, v in enumerate(variants[1:], start=1):
-        rows.append(row(top, "ranked", "variant_rank", rank=j, variant=v.name,
-                        detail=f"variant priority {v.priority} < {variants[0].priority}"))
+        why = ("slower by evidence" if by_evidence
+               else f"variant priority {v.priority} < {variants[0].priority}")
+        rows.append(row(top, "ranked", "variant_rank", rank=j, variant=v.name, detail=why))
     return top, variants[0], rows
 
 

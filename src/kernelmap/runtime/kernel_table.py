@@ -142,29 +142,40 @@ def selection_from_graphs(graphs: Mapping[str, Any], registry: Any) -> list[Sele
 
 def _runnable_units(registry: Any, isa: frozenset[str], only: Iterable[str] | None
                     ) -> tuple[list[CompileUnit], list[str]]:
-    """Units of every variant `isa` can run, and the sources maps name that do not exist (left out)."""
+    """Units of the best variant (by priority) `isa` can run of every map whose source exists, and the
+    sources maps name that do not exist (left out).
+
+    Each unit carries its variant's prototypes as in the model's kernel library (same objects, so the
+    object cache compiles a variant once for both)."""
+    from kernelmap.build.kernel_lib import kernel_library_units
+
     wanted = None if only is None else set(only)
-    units: dict[tuple[str, tuple[str, ...]], CompileUnit] = {}
+    pairs: list[tuple[str, str]] = []
     absent: set[str] = set()
     for pid, provider in sorted(registry.providers.items()):
         if wanted is not None and pid not in wanted:
             continue
-        for v in provider.variants:
+        chosen = None
+        for v in provider.ranked_variants:
             if not set(v.requires) <= isa:
                 continue
             if not (KERNEL_ROOT / v.source).is_file():
                 absent.add(v.source)
-                continue
-            units.setdefault((v.source, tuple(v.cflags)), CompileUnit(KERNEL_ROOT / v.source, tuple(v.cflags)))
-    return [units[k] for k in sorted(units)], sorted(absent)
+            elif chosen is None:
+                chosen = v
+        if chosen is not None:
+            pairs.append((pid, chosen.name))
+    return kernel_library_units(registry, pairs, runtime=False), sorted(absent)
 
 
 def build_kernel_library(registry: Any, isa: frozenset[str], *, only: Iterable[str] | None = None) -> Path:
-    """Build (or reuse, by content hash) one library of every map's variants this ISA can run.
+    """Build (or reuse, by content hash) the probe library: one variant of every map this ISA can run.
 
     `only` restricts it to some map ids (tests). This is the library the fuser probes, so a fused
-    kernel that exists is visible whether or not some plan launches it. A variant whose source file
-    does not exist is left out, so the probe reports it absent (the binary, not the map, decides).
+    kernel that exists is visible whether or not some plan launches it; whether a map has a kernel on
+    this ISA is what the probe asks, so the best runnable variant of each map answers it (the model's
+    kernel library holds the same objects). A variant whose source file does not exist is left out, so
+    the probe reports it absent (the binary, not the map, decides).
     """
     units, _absent = _runnable_units(registry, frozenset(isa), only)
     return build_shared(units, name="kmall", target=",".join(sorted(isa)))

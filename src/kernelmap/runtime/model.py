@@ -25,6 +25,7 @@ from kernelmap.errors import ModelError
 from kernelmap.gguf.reader import open_gguf
 from kernelmap.runtime.kernel_table import check_library
 from kernelmap.runtime.sampler import Sampler, SamplerConfig
+from kernelmap.runtime.topology import physical_cores
 
 __all__ = ["Model", "GenerationStats", "load", "default_model_path"]
 
@@ -84,7 +85,8 @@ class _Lib:
     def __init__(self, path: Path) -> None:
         lib = ctypes.CDLL(str(path))
         lib.km_model_create.restype = ctypes.c_void_p
-        lib.km_model_create.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+        lib.km_model_create.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int, ctypes.c_char_p,
+                                        ctypes.c_size_t]
         lib.km_model_free.argtypes = [ctypes.c_void_p]
         lib.km_model_prefill.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.c_int64, ctypes.c_int64]
         lib.km_model_decode.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64]
@@ -109,6 +111,8 @@ class Model:
     def __init__(self, compiled: CompiledModel, *, n_ctx: int = 4096, threads: int | None = None) -> None:
         self.compiled = compiled
         self.info = compiled.info
+        # the model file as given now (a cached build may have been made from a copy elsewhere)
+        self.gguf_path = Path(compiled.gguf if compiled.gguf is not None else self.info["gguf"])
         cfg = self.info["config"]
         self.n_ctx = int(n_ctx)
         ctx_train = int(cfg["ctx_train"])
@@ -116,23 +120,25 @@ class Model:
             raise ModelError("context length out of range", pointer="--ctx", value=self.n_ctx,
                              expected=f"1..{ctx_train} (the trained context)")
         self._check_memory()
-        self.threads = int(threads or min(os.cpu_count() or 1, 4))
+        self.threads = int(threads) if threads is not None else physical_cores()
         if self.threads < 1:
             raise ModelError("thread count must be at least 1", pointer="--threads", value=self.threads)
         # boot-time kernel table: every kernel the plan selects must be exported by the library
-        self.kernel_table = check_library(compiled.library, [tuple(sel) for sel in self.info["selection"]])
+        self.kernel_table = check_library(compiled.kernel_library, [tuple(sel) for sel in self.info["selection"]])
         self._lib = _Lib(compiled.library).lib
         err = ctypes.create_string_buffer(512)
-        handle = self._lib.km_model_create(str(compiled.weights).encode(), self.n_ctx, self.threads, err, len(err))
+        handle = self._lib.km_model_create(str(compiled.weights).encode(), str(self.gguf_path).encode(), self.n_ctx,
+                                           self.threads, err, len(err))
         if not handle:
-            raise ModelError(err.value.decode(errors="replace") or "model creation failed", path=compiled.library)
+            raise ModelError(err.value.decode(errors="replace") or "model creation failed", path=compiled.library,
+                             hint="recompile the model (the cached build does not match its files)")
         self._handle = ctypes.c_void_p(handle)
         self.n_vocab = int(self._lib.km_model_n_vocab())
-        gguf = open_gguf(self.info["gguf"])
+        gguf = open_gguf(self.gguf_path)
         from kernelmap.errors import TokenizerError
         from kernelmap.tokenizer import Tokenizer, template_for_metadata
 
-        self.tokenizer = Tokenizer.from_metadata(gguf.metadata, source=self.info["gguf"])
+        self.tokenizer = Tokenizer.from_metadata(gguf.metadata, source=str(self.gguf_path))
         try:
             self.chat_template = template_for_metadata(self.tokenizer)
         except TokenizerError:  # a model without a known chat template still runs plain prompts
@@ -142,7 +148,7 @@ class Model:
     def _check_memory(self) -> None:
         kv_bytes = sum(row_bytes(s["dtype"], s["dim"]) * s["heads"] * self.n_ctx for s in self.info["state"])
         arena = max(v["arena"] for v in self.info["memory"].values())
-        weights = self.compiled.weights.stat().st_size
+        weights = self.compiled.weights.stat().st_size + int(self.info.get("weights", {}).get("mapped_from_gguf", 0))
         avail = _mem_available()
         need = kv_bytes + arena
         if avail is not None and need > avail:
@@ -327,8 +333,10 @@ class Model:
 
 
 def load(path: str | os.PathLike[str] | None = None, *, threads: int | None = None, n_ctx: int = 4096,
-         options: CompileOptions = CompileOptions(), progress: Callable[[str], None] | None = None) -> Model:
-    """Compile (or reuse the cached build of) a GGUF model and load it; the default model when `path` is None."""
+         options: CompileOptions = CompileOptions(), progress: Callable[[str], None] | None = None,
+         counter: Callable[[str, int, int], None] | None = None) -> Model:
+    """Compile (or reuse the cached build of) a GGUF model and load it; the default model when `path` is None.
+    `progress` and `counter` are compile_model's (step messages; counts of the long steps)."""
     gguf = Path(path) if path is not None else default_model_path()
-    compiled = compile_model(gguf, options, progress=progress)
+    compiled = compile_model(gguf, options, progress=progress, counter=counter)
     return Model(compiled, n_ctx=n_ctx, threads=threads)

@@ -1,8 +1,11 @@
-"""Packed-weights manifest (schema "kernelmap.weights_manifest/1"): weights.json <-> `Manifest`, and checks.
+"""Weights manifest (schema "kernelmap.weights_manifest/2"): weights.json <-> `Manifest`, and checks.
 
-`load_manifest` validates the sidecar (schema, names, alignment, extents, sizes vs dtype and shape,
-the data file's size); `check_manifest` refuses a manifest whose entries disagree with what the
-selected providers need. It reads and checks; writing is `pack.py`'s job.
+Each entry says where one tensor's bytes are: `file` "gguf" (the model file's own bytes, at their
+absolute offset: the selected layout is the GGUF layout, so the program maps the GGUF) or
+"weights.bin" (bytes the packer wrote, 64-byte aligned). `load_manifest` validates the sidecar
+(schema, names, alignment, extents per file, sizes vs dtype and shape, the data file's size);
+`check_manifest` refuses a manifest whose entries disagree with what the selected providers need.
+It reads and checks; writing is `pack.py`'s job.
 """
 
 from __future__ import annotations
@@ -22,15 +25,18 @@ import numpy as np
 from kernelmap.errors import ModelError
 from kernelmap.gguf.types import by_name, tensor_nbytes
 
-__all__ = ["SCHEMA", "ALIGNMENT", "LAYOUTS", "WeightNeed", "ManifestEntry", "Manifest", "load_manifest",
-           "check_manifest", "map_weights", "layout_error"]
+__all__ = ["SCHEMA", "ALIGNMENT", "FILES", "GGUF_ALIGNMENT", "LAYOUTS", "WeightNeed", "ManifestEntry", "Manifest",
+           "load_manifest", "check_manifest", "map_weights", "layout_error", "native_layout"]
 
-SCHEMA = "kernelmap.weights_manifest/1"
+SCHEMA = "kernelmap.weights_manifest/2"
 ALIGNMENT = 64
+GGUF_ALIGNMENT = 4  # kernels rely on no more than 4-byte alignment of weight rows (KERNEL_ABI.md)
+FILES = ("weights.bin", "gguf")
 DATA_FILE = "weights.bin"
 MANIFEST_FILE = "weights.json"
 # layout -> dtypes it may hold; both are the native GGUF bytes (repacked layouts do not exist yet)
 LAYOUTS: dict[str, frozenset[str] | None] = {"ggml_blocks": None, "row_major": frozenset({"f32", "f16"})}
+NATIVE_LAYOUTS = frozenset({"ggml_blocks", "row_major"})  # layouts whose bytes are the GGUF tensor's own
 C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
@@ -51,9 +57,16 @@ class WeightNeed:
     rows: tuple[int, int] | None = None
 
 
+def native_layout(layout: str) -> bool:
+    """True when a layout's bytes are the GGUF tensor's own (no repacking), so they can be mapped."""
+    return layout in NATIVE_LAYOUTS
+
+
 @dataclass(frozen=True)
 class ManifestEntry:
-    """One packed tensor (or row slice of one): where it lives in weights.bin and what it is (shape in GGUF order)."""
+    """One tensor (or row slice of one, `rows`): in which file (`gguf` or `weights.bin`) and where its
+    bytes are, and what it is (shape in GGUF order). `sha256` is of the bytes; None for a GGUF entry
+    (the file's hash covers it)."""
 
     name: str
     tensor: str
@@ -62,12 +75,15 @@ class ManifestEntry:
     layout: str
     offset: int
     size: int
-    sha256: str
+    sha256: str | None
+    file: str = DATA_FILE
     rows: tuple[int, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         doc = {"name": self.name, "tensor": self.tensor, "dtype": self.dtype, "shape": list(self.shape),
-               "layout": self.layout, "offset": self.offset, "size": self.size, "sha256": self.sha256}
+               "layout": self.layout, "file": self.file, "offset": self.offset, "size": self.size}
+        if self.sha256 is not None:
+            doc["sha256"] = self.sha256
         if self.rows is not None:
             doc["rows"] = list(self.rows)
         return doc
@@ -131,11 +147,11 @@ def _manifest_from_doc(doc: Any, path: Path) -> Manifest:
         raise ModelError(f"manifest does not match {SCHEMA}: {err.message}", path=path, pointer=pointer)
     entries = []
     names: set[str] = set()
-    extents = []
+    extents: dict[str, list[tuple[int, int, int]]] = {f: [] for f in FILES}
     for i, raw in enumerate(doc["entries"]):
         rows = tuple(raw["rows"]) if "rows" in raw else None
         e = ManifestEntry(raw["name"], raw["tensor"], raw["dtype"], tuple(raw["shape"]), raw["layout"],
-                          raw["offset"], raw["size"], raw["sha256"], rows)
+                          raw["offset"], raw["size"], raw.get("sha256"), raw["file"], rows)
         base = f"/entries/{i}"
         if e.name in names:
             raise ModelError("duplicate entry name", path=path, pointer=base + "/name", value=e.name)
@@ -149,19 +165,26 @@ def _manifest_from_doc(doc: Any, path: Path) -> Manifest:
         if e.shape[0] % ggml.block_size or tensor_nbytes(ggml, e.shape) != e.size:
             raise ModelError(f"entry {e.name!r} size does not match its dtype and shape", path=path,
                              pointer=base + "/size", value=e.size, expected=tensor_nbytes(ggml, e.shape))
-        if e.offset % ALIGNMENT:
-            raise ModelError(f"entry {e.name!r} offset is not {ALIGNMENT}-byte aligned", path=path,
+        in_gguf = e.file == "gguf"
+        if in_gguf and not native_layout(e.layout):
+            raise ModelError(f"entry {e.name!r} is mapped from the GGUF but its layout is repacked", path=path,
+                             pointer=base + "/file", value=e.layout, expected=sorted(NATIVE_LAYOUTS))
+        align = GGUF_ALIGNMENT if in_gguf else ALIGNMENT
+        if e.offset % align:
+            raise ModelError(f"entry {e.name!r} offset is not {align}-byte aligned", path=path,
                              pointer=base + "/offset", value=e.offset)
-        if e.offset + e.size > doc["total_size"]:
-            raise ModelError(f"entry {e.name!r} runs past total_size", path=path, pointer=base + "/offset",
-                             value=e.offset + e.size, expected=f"<= {doc['total_size']}")
-        extents.append((e.offset, e.offset + e.size, i))
+        end, end_name = (doc["source"]["size"], "the source size") if in_gguf else (doc["total_size"], "total_size")
+        if e.offset + e.size > end:
+            raise ModelError(f"entry {e.name!r} runs past {end_name}", path=path, pointer=base + "/offset",
+                             value=e.offset + e.size, expected=f"<= {end}")
+        extents[e.file].append((e.offset, e.offset + e.size, i))
         entries.append(e)
-    extents.sort()
-    for (_, end0, _), (start1, _, i1) in zip(extents, extents[1:], strict=False):
-        if start1 < end0:
-            raise ModelError("entry overlaps another entry", path=path, pointer=f"/entries/{i1}/offset",
-                             value=start1, expected=f">= {end0}")
+    for spans in extents.values():
+        spans.sort()
+        for (_, end0, _), (start1, _, i1) in zip(spans, spans[1:], strict=False):
+            if start1 < end0:
+                raise ModelError("entry overlaps another entry", path=path, pointer=f"/entries/{i1}/offset",
+                                 value=start1, expected=f">= {end0}")
     return Manifest(doc["key"], dict(doc["source"]), doc["total_size"], tuple(entries), path)
 
 
@@ -208,15 +231,27 @@ def check_manifest(manifest: Manifest, expected: Sequence[WeightNeed]) -> None:
                                  hint="pack the weights again for this plan")
 
 
-def map_weights(manifest: Manifest) -> dict[str, np.ndarray]:
-    """Memory-map weights.bin read-only; return each entry's bytes as a zero-copy uint8 view."""
-    data = manifest.data_path
-    with open(data, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size != manifest.total_size:
-            raise ModelError("data file size does not match the manifest", path=data, pointer="",
-                             value=size, expected=manifest.total_size)
-        if size == 0:
-            return {e.name: np.zeros(0, np.uint8) for e in manifest.entries}
-        mm = mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ)
-    return {e.name: np.frombuffer(mm, dtype=np.uint8, count=e.size, offset=e.offset) for e in manifest.entries}
+def _map_file(path: Path, size: int, what: str) -> Any:
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise ModelError(f"cannot open the {what}: {exc.strerror}", path=path, pointer="") from None
+    with fh:
+        found = os.fstat(fh.fileno()).st_size
+        if found != size:
+            raise ModelError(f"{what} size does not match the manifest", path=path, pointer="",
+                             value=found, expected=size)
+        return mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) if size else b""
+
+
+def map_weights(manifest: Manifest, gguf_path: str | os.PathLike[str] | None = None) -> dict[str, np.ndarray]:
+    """Memory-map weights.bin (and the GGUF, at `gguf_path` or the manifest's source path) read-only;
+    return each entry's bytes as a zero-copy uint8 view."""
+    maps: dict[str, Any] = {}
+    if any(e.file == DATA_FILE for e in manifest.entries) or manifest.total_size:
+        maps[DATA_FILE] = _map_file(manifest.data_path, manifest.total_size, "data file")
+    if any(e.file == "gguf" for e in manifest.entries):
+        source = Path(gguf_path) if gguf_path is not None else Path(manifest.source["path"])
+        maps["gguf"] = _map_file(source, int(manifest.source["size"]), "model file")
+    return {e.name: np.frombuffer(maps[e.file], dtype=np.uint8, count=e.size, offset=e.offset)
+            for e in manifest.entries}

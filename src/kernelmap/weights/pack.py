@@ -1,8 +1,11 @@
-"""Weight packing (after resolution): GGUF tensors the selected providers need -> weights.bin + weights.json.
+"""Weight packing (after resolution): GGUF tensors the selected providers need -> weights.json (+ weights.bin).
 
-Both layouts that exist today ("ggml_blocks", and "row_major" for f32/f16) are the tensor's native
-GGUF bytes, copied as is, each at a 64-byte aligned offset; repacked layouts are not implemented
-and an unknown layout is an error. Output is cached by a content key (source hash + needs) and
+A tensor whose selected layout is the GGUF layout ("ggml_blocks", and "row_major" for f32/f16: both
+layouts that exist today) is not copied: its manifest entry points at its bytes in the GGUF file,
+which the generated program memory-maps (a tensor at an offset the kernels cannot take is copied).
+Only tensors that need other bytes go into weights.bin, each at a 64-byte aligned offset (with
+`self_contained`, every tensor is copied there, as is). Repacked layouts are not implemented yet and
+an unknown layout is an error. Output is cached by a content key (source hash + needs + mode) and
 published atomically: temp files, fsync, rename the data file, then the manifest last.
 """
 
@@ -14,7 +17,7 @@ import hashlib
 import json
 import os
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -24,6 +27,7 @@ from kernelmap.weights.manifest import (
     ALIGNMENT,
     C_NAME,
     DATA_FILE,
+    GGUF_ALIGNMENT,
     MANIFEST_FILE,
     SCHEMA,
     Manifest,
@@ -31,11 +35,12 @@ from kernelmap.weights.manifest import (
     WeightNeed,
     layout_error,
     load_manifest,
+    native_layout,
 )
 
 __all__ = ["pack_weights", "pack_key"]
 
-_PACK_FORMAT = 1  # bump when the bytes written for the same needs change
+_PACK_FORMAT = 2  # bump when the bytes written for the same needs change
 _LOCK_FILE = ".weights.lock"
 
 
@@ -85,6 +90,16 @@ def _slice_shape(gguf: GGUFFile, need: WeightNeed) -> tuple[int, ...]:
     return (*info.shape[:-1], hi - lo)
 
 
+def _slice_extent(gguf: GGUFFile, need: WeightNeed) -> tuple[int, int]:
+    """(absolute offset in the GGUF file, size) of the bytes `need` packs: the tensor or its row slice."""
+    info = gguf.tensors[need.tensor]
+    if need.rows is None:
+        return info.offset, info.n_bytes
+    row = info.n_bytes // info.shape[-1]
+    lo, hi = need.rows
+    return info.offset + lo * row, (hi - lo) * row
+
+
 def _slice_bytes(gguf: GGUFFile, need: WeightNeed) -> Any:
     """The bytes `need` packs: the whole tensor, or the contiguous byte range of its row slice."""
     data = gguf.tensor_data(need.tensor)
@@ -96,11 +111,12 @@ def _slice_bytes(gguf: GGUFFile, need: WeightNeed) -> Any:
     return memoryview(data)[lo * row:hi * row]
 
 
-def pack_key(source_sha256: str, needs: Sequence[WeightNeed]) -> str:
-    """The content key: same source bytes + same needs (in order) -> same key -> reuse."""
+def pack_key(source_sha256: str, needs: Sequence[WeightNeed], self_contained: bool = False) -> str:
+    """The content key: same source bytes + same needs (in order) + same mode -> same key -> reuse."""
     doc = {"schema": SCHEMA, "format": _PACK_FORMAT, "alignment": ALIGNMENT, "source": source_sha256,
+           "self_contained": self_contained,
            "needs": [[n.name, n.tensor, n.dtype, n.layout, list(n.shape) if n.shape else None]
-                  + ([list(n.rows)] if n.rows is not None else []) for n in needs]}
+                     + ([list(n.rows)] if n.rows is not None else []) for n in needs]}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -174,12 +190,19 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def pack_weights(gguf: GGUFFile, needs: Sequence[WeightNeed], out_dir: Path) -> Manifest:
-    """Write out_dir/weights.bin and out_dir/weights.json for `needs`, or reuse them if the key matches."""
+Progress = Callable[[int, int], None]  # (tensors done, tensors in all)
+
+
+def pack_weights(gguf: GGUFFile, needs: Sequence[WeightNeed], out_dir: Path, *, self_contained: bool = False,
+                 progress: Progress | None = None) -> Manifest:
+    """Write out_dir/weights.json (and weights.bin) for `needs`, or reuse them if the key matches.
+
+    Tensors in the GGUF layout are mapped from the GGUF, unless `self_contained` asks for every byte
+    in weights.bin. `progress(done, total)` counts tensors."""
     _check_needs(gguf, needs)
     out_dir = Path(out_dir)
     source = {"path": str(gguf.path), "size": gguf.size, "sha256": gguf.sha256()}
-    key = pack_key(source["sha256"], needs)
+    key = pack_key(source["sha256"], needs, self_contained)
     found = _reusable(out_dir, key)
     if found is not None:
         return found
@@ -192,11 +215,11 @@ def pack_weights(gguf: GGUFFile, needs: Sequence[WeightNeed], out_dir: Path) -> 
         if found is not None:
             return found
         _remove_stale_temps(out_dir)
-        return _write(gguf, needs, out_dir, key, source)
+        return _write(gguf, needs, out_dir, key, source, self_contained, progress or (lambda _d, _t: None))
 
 
 def _write(gguf: GGUFFile, needs: Sequence[WeightNeed], out_dir: Path, key: str,
-           source: dict[str, Any]) -> Manifest:
+           source: dict[str, Any], self_contained: bool, progress: Progress) -> Manifest:
     temps: list[Path] = []
     try:
         bin_tmp, fh = _temp(out_dir, DATA_FILE)
@@ -204,16 +227,23 @@ def _write(gguf: GGUFFile, needs: Sequence[WeightNeed], out_dir: Path, key: str,
         entries = []
         with fh:
             pos = 0
-            for need in needs:
+            progress(0, len(needs))
+            for done, need in enumerate(needs, start=1):
+                shape = _slice_shape(gguf, need)
+                start, size = _slice_extent(gguf, need)
+                if not self_contained and native_layout(need.layout) and start % GGUF_ALIGNMENT == 0:
+                    entries.append(ManifestEntry(need.name, need.tensor, need.dtype, shape, need.layout,
+                                                 start, size, None, "gguf", need.rows))
+                    progress(done, len(needs))
+                    continue
                 pad = (-pos) % ALIGNMENT
                 fh.write(bytes(pad))
                 pos += pad
-                data = _slice_bytes(gguf, need)
-                size = memoryview(data).nbytes
-                digest = _write_entry(fh, data)
-                entries.append(ManifestEntry(need.name, need.tensor, need.dtype, _slice_shape(gguf, need),
-                                             need.layout, pos, size, digest, need.rows))
+                digest = _write_entry(fh, _slice_bytes(gguf, need))
+                entries.append(ManifestEntry(need.name, need.tensor, need.dtype, shape, need.layout, pos, size,
+                                             digest, rows=need.rows))
                 pos += size
+                progress(done, len(needs))
             fh.flush()
             os.fsync(fh.fileno())
         manifest = Manifest(key, source, pos, tuple(entries), out_dir / MANIFEST_FILE)

@@ -1,5 +1,6 @@
 /* main.c — standalone driver for a Kernelmap-generated model (no Python needed).
  *
+ * Maps the packed weights (-w) and the model file (-g: tensors in the GGUF layout are read from it).
  * Reads whitespace-separated token ids from stdin, prefills them, then greedily decodes -n tokens
  * (argmax, ties to the lowest id) and prints the generated ids on one line; with --logits it prints
  * the logits of the last prompt position instead, one per line (--logits-hex: their IEEE bits as 8 hex
@@ -14,7 +15,7 @@
 
 static void usage(const char *argv0) {
     fprintf(stderr,
-            "usage: %s [-w weights.bin] [-t threads] [-c ctx] [-n n_predict] [--logits | --logits-hex] < token_ids.txt\n"
+            "usage: %s [-w weights.bin] [-g model.gguf] [-t threads] [-c ctx] [-n n_predict] [--logits | --logits-hex] < token_ids.txt\n"
             "example: echo 2 818 5279 | %s -n 16\n",
             argv0, argv0);
 }
@@ -28,11 +29,13 @@ static int64_t argmax(const float *x, int64_t n) {
 
 int main(int argc, char **argv) {
     const char *weights = "weights.bin";
+    const char *gguf = "model.gguf";
     int threads = 2;
     long long ctx = 4096, n_predict = 32;
     int want_logits = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-w") && i + 1 < argc) weights = argv[++i];
+        else if (!strcmp(argv[i], "-g") && i + 1 < argc) gguf = argv[++i];
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-c") && i + 1 < argc) ctx = atoll(argv[++i]);
         else if (!strcmp(argv[i], "-n") && i + 1 < argc) n_predict = atoll(argv[++i]);
@@ -60,7 +63,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     char err[512] = {0};
-    km_model *m = km_model_create(weights, ctx, threads, err, sizeof err);
+    km_model *m = km_model_create(weights, gguf, ctx, threads, err, sizeof err);
     if (!m) {
         fprintf(stderr, "error: %s: %s\n", weights, err);
         return 1;

@@ -1,5 +1,5 @@
 /* km_model.h — the C API every generated model exports (the Python runtime and the standalone
- * executable both use it). A model is created from its weights file, then fed with prefill (many
+ * executable both use it). A model is created from its weights files, then fed with prefill (many
  * tokens) and decode (one token) calls; logits of the last processed row stay valid until the next call.
  */
 #ifndef KM_MODEL_H
@@ -26,7 +26,10 @@ typedef struct {
 extern const km_selection_row km_selection[];
 extern const int km_selection_count;
 
-km_model *km_model_create(const char *weights_path, int64_t n_ctx, int n_threads, char *err, size_t errlen);
+/* weights_path: the packed weights (weights.bin); gguf_path: the model file, whose tensors in the GGUF
+ * layout are mapped from it directly (may be NULL when the model reads none). */
+km_model *km_model_create(const char *weights_path, const char *gguf_path, int64_t n_ctx, int n_threads,
+                          char *err, size_t errlen);
 void km_model_free(km_model *m);
 int km_model_prefill(km_model *m, const int32_t *tokens, int64_t n, int64_t pos);
 int km_model_decode(km_model *m, int32_t token, int64_t pos);

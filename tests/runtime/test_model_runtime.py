@@ -1,0 +1,102 @@
+"""The runtime on the synthetic model: thread counts never change bits, the default thread count is the
+physical cores, and tensors mapped from the GGUF are checked against the file the build was made from."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from synth_model import write_synth_model
+
+from kernelmap.compiler import CompileOptions, compile_model
+from kernelmap.errors import ModelError
+from kernelmap.runtime.model import Model
+from kernelmap.runtime.topology import physical_cores
+
+PROMPT = [2, *range(270, 290)]  # 21 tokens: three prefill chunks of at most 8 rows
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    d = tmp_path_factory.mktemp("runtime_synth")
+    return {"f32": write_synth_model(d / "f32.gguf"), "q8_0": write_synth_model(d / "q8.gguf", weight_type="q8_0"),
+            "dir": d}
+
+
+def _trajectory(compiled, threads: int) -> list[np.ndarray]:
+    """Logits of a chunked prefill and of 6 decode steps (greedy), all copied."""
+    m = Model(compiled, n_ctx=64, threads=threads)
+    try:
+        out = [m.prefill(PROMPT).copy()]
+        for _ in range(6):
+            out.append(m.decode(int(np.argmax(out[-1]))).copy())
+        return out
+    finally:
+        m.close()
+
+
+@pytest.mark.parametrize("weights", ["f32", "q8_0"])
+def test_synth_logits_bitwise_identical_for_1_2_3_4_threads(synth, weights):
+    compiled = compile_model(synth[weights], CompileOptions(max_rows=8))
+    base = _trajectory(compiled, 1)
+    for threads in (2, 3, 4):
+        got = _trajectory(compiled, threads)
+        for step, (a, b) in enumerate(zip(base, got, strict=True)):
+            diff = np.flatnonzero(a.view(np.uint32) != b.view(np.uint32))
+            assert diff.size == 0, (f"{weights}: {threads} threads differ from 1 at step {step} (0 = prefill), "
+                                    f"first logits {diff[:5].tolist()}: {a[diff[:5]]} vs {b[diff[:5]]}")
+
+
+def test_model_default_threads_are_the_physical_cores(synth):
+    m = Model(compile_model(synth["f32"], CompileOptions(max_rows=8)), n_ctx=32)
+    try:
+        assert m.threads == physical_cores() >= 1
+    finally:
+        m.close()
+
+
+def test_model_maps_tensors_from_the_gguf_it_is_given_now(synth, tmp_path):
+    """A cached build found through another copy of the same file maps that copy (the first may be gone)."""
+    a, b = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    shutil.copyfile(synth["q8_0"], a)
+    shutil.copyfile(synth["q8_0"], b)
+    first = compile_model(a, CompileOptions(max_rows=8))
+    assert first.info["weights"]["packed_bytes"] == 0
+    assert first.info["weights"]["mapped_from_gguf"] > 0
+    want = _trajectory(first, 2)
+    a.unlink()
+    second = compile_model(b, CompileOptions(max_rows=8))
+    assert second.build_dir == first.build_dir and second.gguf == b
+    for x, y in zip(want, _trajectory(second, 2), strict=True):
+        assert np.array_equal(x, y)
+
+
+def test_model_refuses_a_gguf_whose_head_differs_from_the_one_it_was_built_from(synth, tmp_path):
+    compiled = compile_model(synth["q8_0"], CompileOptions(max_rows=8))
+    data = bytearray(synth["q8_0"].read_bytes())
+    at = bytes(data).index(b"synthetic")
+    data[at:at + 9] = b"synthetiX"  # same size, other metadata
+    other = tmp_path / "other.gguf"
+    other.write_bytes(bytes(data))
+    from dataclasses import replace
+
+    with pytest.raises(ModelError, match="not the one this program was built from"):
+        Model(replace(compiled, gguf=other), n_ctx=32, threads=1)
+    other.write_bytes(bytes(data[:-64]))
+    with pytest.raises(ModelError, match="cannot map the model file: wrong size"):
+        Model(replace(compiled, gguf=other), n_ctx=32, threads=1)
+
+
+def test_physical_cores_counts_each_core_once_over_its_smt_siblings(tmp_path):
+    # 6 CPUs: package 0 cores 0 and 1 with two threads each, package 1 core 0 with two threads
+    layout = {0: (0, 0), 1: (0, 1), 2: (0, 0), 3: (0, 1), 4: (1, 0), 5: (1, 0)}
+    for cpu, (package, core) in layout.items():
+        topo = tmp_path / f"cpu{cpu}" / "topology"
+        topo.mkdir(parents=True)
+        (topo / "physical_package_id").write_text(f"{package}\n")
+        (topo / "core_id").write_text(f"{core}\n")
+    assert physical_cores(range(6), sysfs=tmp_path) == 3
+    assert physical_cores([0, 2], sysfs=tmp_path) == 1  # the two threads of one core
+    assert physical_cores([0, 1, 4], sysfs=tmp_path) == 3
+    assert physical_cores([0, 7], sysfs=tmp_path) == 2  # no topology for cpu7: count CPUs
