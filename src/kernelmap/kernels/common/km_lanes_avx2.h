@@ -1,10 +1,11 @@
 /* km_lanes_avx2.h — the lanes interface (km_lanes.h) on AVX2 + FMA + F16C.
  *
  * kl_f8 is one ymm; a row pair kl_f8x2 is two ymm (A, B). 32-element dots use vpmaddubsw/vpmaddwd:
- * q8_0 weights by the abs/sign trick (|w| * sign(x, w): int16 pair sums <= 2 * 127 * 128, exact), q5_0
- * as unsigned codes u = w + 16 against signed x with the activation-side seed 0x4B400000 - 16 * xs4
- * (xs4[l] = sum of lane l's four activation quants), which also turns the int32 lane into its float
- * by one subtract. Every integer step is exact, so the lanes equal the contract's exact sums.
+ * q8_0 weights by the abs/sign trick (|w| * sign(x, w): int16 pair sums <= 2 * 127 * 128, exact), the
+ * nibble formats as unsigned codes u = w + off (q4_0 off 8, q5_0 off 16, q4_1 / q5_1 off 0) against signed
+ * x with the activation-side seed 0x4B400000 - off * xs4 (xs4[l] = sum of lane l's four activation
+ * quants), which also turns the int32 lane into its float by one subtract. Every integer step is exact
+ * (int16 pair sums <= 2 * 31 * 128), so the lanes equal the contract's exact sums.
  */
 #ifndef KM_LANES_AVX2_H
 #define KM_LANES_AVX2_H
@@ -49,19 +50,18 @@ typedef struct {
     __m256i seed; /* 0x4B400000 - off * xs4 (off = the format's code offset) */
 } kl_q32xb;
 
-KL_INLINE void kl_q32xb_prep(kl_q32xb *p, const km_block_q8_0 *x, const int fmt) {
-    p->q = _mm256_loadu_si256((const __m256i *)x->qs);
+KL_INLINE void kl_q32xb_prep(kl_q32xb *p, const int8_t *qs, const int fmt) {
+    p->q = _mm256_loadu_si256((const __m256i *)qs);
     p->seed = kl_x86_seed8(p->q, KL_Q32_OFF(fmt));
 }
 
-typedef __m256i kl_q32w; /* q8_0: the signed weights; q5_0: the unsigned codes */
+typedef __m256i kl_q32w; /* q8_0: the signed weights; nibble formats: the unsigned codes */
 
 KL_INLINE kl_q32w kl_q32w_load(const uint8_t *blk, const int fmt) {
-    return fmt == KL_Q32_Q8_0 ? _mm256_loadu_si256((const __m256i *)(blk + 2)) : kl_x86_u_q5_0(blk);
+    return fmt == KL_Q32_Q8_0 ? _mm256_loadu_si256((const __m256i *)(blk + 2)) : kl_x86_u_q32(blk, fmt);
 }
 
-KL_INLINE kl_f8 kl_q32_dot(kl_q32w w, const kl_q32xb *p, const km_block_q8_0 *x, const int fmt) {
-    (void)x;
+KL_INLINE kl_f8 kl_q32_dot(kl_q32w w, const kl_q32xb *p, const int fmt) {
     const __m256i one = _mm256_set1_epi16(1);
     if (fmt == KL_Q32_Q8_0)
         return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w),
@@ -78,8 +78,8 @@ KL_INLINE kl_q32w2 kl_q32w2_load(const uint8_t *a, const uint8_t *b, const int f
     return (kl_q32w2){kl_q32w_load(a, fmt), kl_q32w_load(b, fmt)};
 }
 
-KL_INLINE kl_f8x2 kl_q32_dot2(kl_q32w2 w, const kl_q32xb *p, const km_block_q8_0 *x, const int fmt) {
-    return (kl_f8x2){kl_q32_dot(w.a, p, x, fmt), kl_q32_dot(w.b, p, x, fmt)};
+KL_INLINE kl_f8x2 kl_q32_dot2(kl_q32w2 w, const kl_q32xb *p, const int fmt) {
+    return (kl_f8x2){kl_q32_dot(w.a, p, fmt), kl_q32_dot(w.b, p, fmt)};
 }
 
 #endif /* KM_LANES_AVX2_H */
