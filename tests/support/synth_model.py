@@ -76,6 +76,11 @@ def write_synth_model(path: Path, *, n_layers: int = 2, d: int = 64, n_heads: in
         if kind == "q8_0":
             q = gguf.quants.quantize(data, gguf.GGMLQuantizationType.Q8_0)
             w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        elif kind != "f32":  # any other GGML type by name: random block bytes (for refusal tests)
+            qtype = gguf.GGMLQuantizationType[kind.upper()]
+            block, size = gguf.GGML_QUANT_SIZES[qtype]
+            raw = rng.integers(0, 256, size=(rows, cols // block * size), dtype=np.uint8)
+            w.add_tensor(name, raw, raw_dtype=qtype)
         else:
             w.add_tensor(name, data)
 
