@@ -40,6 +40,8 @@
  *   kl_q32w2 kl_q32w2_load(a, b, fmt); kl_q32_dot2(w, p, fmt) -> kl_f8x2: the same for rows A, B
  *   kl_f8_sum8(v)                  lane c = the sum of the eight lanes of v[c] (c < 8), for vectors whose
  *                                  lanes are integers with every partial sum below 2^24 (so exact)
+ *   kl_q32_dot8(rows, off, p, fmt) lane c = (float) the exact int32 sum of all 32 products of the weight block at
+ *                                  rows[c] + off (c < 8) against prepared activation block p (|sum| < 2^20)
  *   kl_q32_values8(blk, fmt, j)    lanes l = the integers of elements 8j + l of the block as f32 (exact)
  * Memory hints: kl_prefetch_l1(p), kl_prefetch_l2(p).
  *

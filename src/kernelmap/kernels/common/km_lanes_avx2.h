@@ -46,13 +46,16 @@ KL_INLINE void kl_f8x2_fold(kl_f8x2 v, float *a, float *b) {
 /* ---- 32-element blocks ---- */
 
 typedef struct {
-    __m256i q;    /* the 32 activation quants */
-    __m256i seed; /* 0x4B400000 - off * xs4 (off = the format's code offset) */
+    __m256i q;        /* the 32 activation quants */
+    __m256i seed;     /* 0x4B400000 - off * xs4 (off = the format's code offset) */
+    __m256i lo2, hi2; /* quants 0-15 and 16-31, each in both 128-bit halves (kl_q32_dot8) */
+    int32_t xsum;     /* the sum of the 32 quants (kl_q32_dot8 of a format with an offset) */
 } kl_q32xb;
 
 KL_INLINE void kl_q32xb_prep(kl_q32xb *p, const int8_t *qs, const int fmt) {
     p->q = _mm256_loadu_si256((const __m256i *)qs);
     p->seed = kl_x86_seed8(p->q, KL_Q32_OFF(fmt));
+    kl_x86_prep_dot8(&p->lo2, &p->hi2, &p->xsum, qs, fmt);
 }
 
 typedef __m256i kl_q32w; /* q8_0: the signed weights; nibble formats: the unsigned codes */
@@ -80,6 +83,15 @@ KL_INLINE kl_q32w2 kl_q32w2_load(const uint8_t *a, const uint8_t *b, const int f
 
 KL_INLINE kl_f8x2 kl_q32_dot2(kl_q32w2 w, const kl_q32xb *p, const int fmt) {
     return (kl_f8x2){kl_q32_dot(w.a, p, fmt), kl_q32_dot(w.b, p, fmt)};
+}
+
+KL_INLINE kl_f8 kl_q32_dot8(const uint8_t *const *rows, int64_t off, const kl_q32xb *p, const int fmt) {
+    if (KL_Q32_QH(fmt) >= 0 || fmt == KL_Q32_Q8_0) {
+        kl_f8 f[8];
+        for (int c = 0; c < 8; c++) f[c] = kl_q32_dot(kl_q32w_load(rows[c] + off, fmt), p, fmt);
+        return kl_f8_sum8(f);
+    }
+    return kl_x86_dot8_nibbles(rows, off + KL_Q32_QS(fmt), p->lo2, p->hi2, p->xsum, KL_Q32_OFF(fmt));
 }
 
 #endif /* KM_LANES_AVX2_H */

@@ -75,10 +75,12 @@ KL_INLINE void kl_f8x2_fold(kl_f8x2 v, float *a, float *b) {
 /* ---- 32-element blocks ---- */
 
 typedef struct {
-    __m512i q2;    /* the 32 quants, every 4-byte group doubled (x ^ 0x80 with VNNI) */
-    __m512i seed2; /* without VNNI: 0x4B400000 - off * xs4, doubled (nibble-format pairs) */
-    __m256i q;     /* the 32 quants */
-    __m256i seed;  /* single rows: 0x4B400000 - off1 * xs4 (off1: the code offset; 128 for q8_0 with VNNI) */
+    __m512i q2;       /* the 32 quants, every 4-byte group doubled (x ^ 0x80 with VNNI) */
+    __m512i seed2;    /* without VNNI: 0x4B400000 - off * xs4, doubled (nibble-format pairs) */
+    __m256i q;        /* the 32 quants */
+    __m256i seed;     /* single rows: 0x4B400000 - off1 * xs4 (off1: the code offset; 128 for q8_0 with VNNI) */
+    __m256i lo2, hi2; /* quants 0-15 and 16-31, each in both 128-bit halves (kl_q32_dot8) */
+    int32_t xsum;     /* the sum of the 32 quants (kl_q32_dot8 of a format with an offset) */
 } kl_q32xb;
 
 KL_INLINE void kl_q32xb_prep(kl_q32xb *p, const int8_t *qs, const int fmt) {
@@ -90,6 +92,7 @@ KL_INLINE void kl_q32xb_prep(kl_q32xb *p, const int8_t *qs, const int fmt) {
     p->seed2 = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(seed));
     const __m256i qp = KL_VNNI ? _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80)) : q;
     p->q2 = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(qp));
+    kl_x86_prep_dot8(&p->lo2, &p->hi2, &p->xsum, qs, fmt);
 }
 
 typedef __m256i kl_q32w; /* single rows: q8_0 signed (unsigned w ^ 0x80 with VNNI); nibble formats unsigned codes */
@@ -178,6 +181,15 @@ KL_INLINE kl_f8x2 kl_q32_dot2(kl_q32w2 w, const kl_q32xb *p, const int fmt) {
     const __m512i s = _mm512_madd_epi16(_mm512_maddubs_epi16(w.w, p->q2), one);
     return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_add_epi32(s, p->seed2)), magic);
 #endif
+}
+
+KL_INLINE kl_f8 kl_q32_dot8(const uint8_t *const *rows, int64_t off, const kl_q32xb *p, const int fmt) {
+    if (KL_Q32_QH(fmt) >= 0 || fmt == KL_Q32_Q8_0) {
+        kl_f8 f[8];
+        for (int c = 0; c < 8; c++) f[c] = kl_q32_dot(kl_q32w_load(rows[c] + off, fmt), p, fmt);
+        return kl_f8_sum8(f);
+    }
+    return kl_x86_dot8_nibbles(rows, off + KL_Q32_QS(fmt), p->lo2, p->hi2, p->xsum, KL_Q32_OFF(fmt));
 }
 
 #endif /* KM_LANES_AVX512_H */

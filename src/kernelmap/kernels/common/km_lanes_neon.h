@@ -160,6 +160,13 @@ KL_INLINE kl_f8 kl_f8_sum8(const kl_f8 v[8]) {
                    vpaddq_f32(vpaddq_f32(t[4], t[5]), vpaddq_f32(t[6], t[7]))};
 }
 
+/* Lane c = the whole-block dot of rows[c] + off against the activation block (exact). */
+KL_INLINE kl_f8 kl_q32_dot8(const uint8_t *const *rows, int64_t off, const kl_q32xb *p, const int fmt) {
+    kl_f8 f[8];
+    for (int c = 0; c < 8; c++) f[c] = kl_q32_dot(kl_q32w_load(rows[c] + off, fmt), p, fmt);
+    return kl_f8_sum8(f);
+}
+
 /* Elements 8j .. 8j + 7 of a 32-element block as their integers in f32 (exact). */
 KL_INLINE kl_f8 kl_q32_values8(const uint8_t *blk, const int fmt, const int j) {
     const kl_q32w w = kl_q32w_load(blk, fmt);

@@ -80,6 +80,45 @@ KL_INLINE __m256i kl_x86_seed8(__m256i q, const int off) {
     return _mm256_sub_epi32(magic, _mm256_slli_epi32(s, __builtin_ctz((unsigned)off))); /* off = 2^k */
 }
 
+/* kl_q32_dot8's activation layout: quants 0-15 (lo2) and 16-31 (hi2) in both 128-bit halves, and their sum
+ * (exact) when the format has a code offset. */
+KL_INLINE void kl_x86_prep_dot8(__m256i *lo2, __m256i *hi2, int32_t *xsum, const int8_t *qs, const int fmt) {
+    *lo2 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    *hi2 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(qs + 16)));
+    *xsum = 0;
+    if (KL_Q32_OFF(fmt)) {
+        const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)qs)),
+                                            _mm256_set1_epi16(1));
+        const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        const __m128i g = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
+        *xsum = _mm_cvtsi128_si32(_mm_add_epi32(g, _mm_shuffle_epi32(g, 1)));
+    }
+}
+
+/* The whole-block dots of 8 nibble rows without fifth bits (q4_0, q4_1): the 16 quant bytes of two rows per
+ * ymm, low nibbles against quants 0-15 and high nibbles against 16-31 (int16 sums <= 4 * 15 * 127, or VNNI
+ * int32), per row four int32 partials folded exactly by vphaddd; minus off * xsum; lane c = row c (exact). */
+KL_INLINE kl_f8 kl_x86_dot8_nibbles(const uint8_t *const *rows, int64_t off, __m256i lo2, __m256i hi2, int32_t xsum,
+                                    const int code_off) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i s[4];
+    for (int j = 0; j < 4; j++) {
+        const __m256i v = _mm256_loadu2_m128i((const __m128i *)(rows[2 * j + 1] + off), (const __m128i *)(rows[2 * j] + off));
+        const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+        s[j] = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, lo2), hi, hi2);
+#else
+        s[j] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo, lo2), _mm256_maddubs_epi16(hi, hi2)),
+                                 _mm256_set1_epi16(1));
+#endif
+    }
+    /* s[j] = (row 2j: 4 partials | row 2j+1: 4 partials) -> (rows 0, 2, 4, 6 | rows 1, 3, 5, 7) -> rows 0..7 */
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+    __m256i t = _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    if (code_off) t = _mm256_sub_epi32(t, _mm256_set1_epi32(code_off * xsum));
+    return _mm256_cvtepi32_ps(t);
+}
+
 /* Lane c = the sum of the eight lanes of v[c] (exact for integer lanes with partial sums below 2^24). */
 KL_INLINE kl_f8 kl_f8_sum8(const kl_f8 v[8]) {
     const __m256 h0123 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));

@@ -34,13 +34,9 @@ KL_INLINE void kqc_group(float *y, int64_t ystride, const uint8_t *w, int64_t wr
         if ((b & 3) == 0)
             for (int c = 0; c < n; c++) kl_prefetch_l2(rows[c] + b * wblk + KQ32_PF);
         const kl_f8 dw = kl_f8_f16s(w + b * wblk, wrow, n);
-        kl_q32w wv[8];
-        for (int c = 0; c < 8; c++) wv[c] = kl_q32w_load(rows[c] + b * wblk, fmt);
-        for (int t = 0; t < T; t++) {
-            kl_f8 f[8];
-            for (int c = 0; c < 8; c++) f[c] = kl_q32_dot(wv[c], &xr[t].xb[b], fmt);
-            acc[t] = kl_f8_fma(kl_f8_sum8(f), kl_f8_mul(dw, kl_f8_set1(xr[t].dx[b])), acc[t]);
-        }
+        for (int t = 0; t < T; t++)
+            acc[t] = kl_f8_fma(kl_q32_dot8(rows, b * wblk, &xr[t].xb[b], fmt), kl_f8_mul(dw, kl_f8_set1(xr[t].dx[b])),
+                               acc[t]);
     }
     for (int t = 0; t < T; t++) {
         kl_f8_storeu(park + 8 * t, acc[t]);
