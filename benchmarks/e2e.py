@@ -3,7 +3,9 @@
 For each thread count, alternates our run and the peer's run `--repeats` times on the same prompt
 token ids (a 256-token prompt, 128 greedy decode steps by default) and prints the medians and the
 ratios (ours / llama.cpp) as a table and, with --json, one JSON object. The peer runs in the peer venv
-(`make parity` builds it) through benchmarks/peer_llama.py. Never used as a test: numbers only.
+(`make peer` builds it) through benchmarks/peer_llama.py, in a subprocess: a peer that crashes (a llama.cpp
+built for AMX segfaults on batches of 2+ rows on some CPUs) is reported as "peer crashed: signal N" with
+exit 1, checked once with a short batch before anything is timed. Never used as a test: numbers only.
 
     .venv/bin/python benchmarks/e2e.py --threads 1,2 --repeats 3
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import subprocess
 import sys
@@ -42,14 +45,36 @@ def _ours(model, prompt: list[int], n_decode: int) -> dict:
     return {"prefill_tps": len(prompt) / (t1 - t0), "decode_tps": n_decode / (t2 - t1), "tokens": toks}
 
 
-def _peer(gguf: str, prompt: list[int], n_decode: int, threads: int, flash_attn: bool) -> dict:
+class PeerError(Exception):
+    """The peer run failed or crashed; the message is one line."""
+
+
+def _peer(gguf: str, prompt: list[int], n_decode: int, threads: int, flash_attn: bool,
+          peer_py: Path = PEER_PY) -> dict:
     req = {"model": gguf, "tokens": prompt, "n_decode": n_decode, "threads": threads,
            "n_ctx": len(prompt) + n_decode + 16, "flash_attn": flash_attn, "repeats": 1}
-    proc = subprocess.run([str(PEER_PY), "-P", str(ROOT / "benchmarks" / "peer_llama.py")], input=json.dumps(req),
+    proc = subprocess.run([str(peer_py), "-P", str(ROOT / "benchmarks" / "peer_llama.py")], input=json.dumps(req),
                           capture_output=True, text=True, check=False)
+    where = f"llama.cpp ({peer_py}, {threads} thread{'s' if threads != 1 else ''}, {len(prompt)}-token batch)"
+    if proc.returncode < 0:
+        sig = -proc.returncode
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = "unknown signal"
+        raise PeerError(f"peer crashed: signal {sig} ({name}) in {where}")
     if proc.returncode != 0:
-        raise SystemExit(f"error: peer run failed: {proc.stderr.strip()[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])[0]
+        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        raise PeerError(f"peer failed (exit {proc.returncode}) in {where}: {last[:300]}")
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])[0]
+    except (IndexError, json.JSONDecodeError, KeyError):
+        raise PeerError(f"peer printed no result in {where}: {proc.stdout.strip()[-200:]!r}") from None
+
+
+def _fail(message: str, hint: str) -> None:
+    print(f"error: {message}\nhint: {hint}", file=sys.stderr)
+    raise SystemExit(1)
 
 
 def main() -> None:
@@ -63,14 +88,34 @@ def main() -> None:
     ap.add_argument("--fusion-compare", action="store_true",
                     help="also time our program built without fusion rules, in the same run, and print the ratio")
     ap.add_argument("--policy", default=None, help="numerics policy to compile ours with (default: the compiler's)")
+    ap.add_argument("--peer-python", type=Path, default=PEER_PY,
+                    help="Python of the peer venv (default: .venv-peer/bin/python, built by `make peer`)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    if not PEER_PY.exists():
-        raise SystemExit("error: .venv-peer is missing: run `make parity` (builds llama-cpp-python) first")
-    from kernelmap.compiler import CompileOptions
-    from kernelmap.runtime import default_model_path, load
+    if not args.peer_python.exists():
+        _fail(f"{args.peer_python}: peer Python not found", "run `make peer` (builds llama-cpp-python) first")
+    from kernelmap.gguf import open_gguf
+    from kernelmap.runtime import default_model_path
+    from kernelmap.tokenizer import Tokenizer
 
     gguf = str(Path(args.model) if args.model else default_model_path())
+    probe = Tokenizer.from_metadata(open_gguf(gguf).metadata).encode(TEXT)[:16]
+    try:  # a short batch first: a broken peer build fails here, before anything is compiled or timed
+        _peer(gguf, probe, 1, max(int(t) for t in args.threads.split(",")), args.flash_attn, args.peer_python)
+    except PeerError as exc:
+        _fail(str(exc), "a llama.cpp built with native flags on a CPU with AMX crashes on batches of 2+ rows; "
+              "`make peer` builds it with explicit ISA flags and no AMX")
+    try:
+        results = _measure(args, gguf)
+    except PeerError as exc:
+        _fail(str(exc), "the peer ran the probe batch but failed while timing; run it alone to see its output")
+    _print(args, results)
+
+
+def _measure(args: argparse.Namespace, gguf: str) -> list[dict]:
+    from kernelmap.compiler import CompileOptions
+    from kernelmap.runtime import load
+
     results = []
     for threads in [int(t) for t in args.threads.split(",")]:
         base = CompileOptions() if args.policy is None else CompileOptions(policy=args.policy)
@@ -84,7 +129,7 @@ def main() -> None:
         same = True
         for _ in range(args.repeats):
             o = _ours(model, ids, args.decode_tokens)
-            p = _peer(gguf, ids, args.decode_tokens, threads, args.flash_attn)
+            p = _peer(gguf, ids, args.decode_tokens, threads, args.flash_attn, args.peer_python)
             if unfused is not None:
                 plain.append(_ours(unfused, ids, args.decode_tokens))
             same &= o["tokens"] == p["tokens"]
@@ -107,9 +152,16 @@ def main() -> None:
             row[f"ratio_{key.split('_')[0]}"] = round(a / b, 3) if b else None
         row["greedy_tokens_identical"] = same
         row["peer_version"] = peer[0]["version"]
+        row["peer_system_info"] = peer[0].get("system_info")
         results.append(row)
+    return results
+
+
+def _print(args: argparse.Namespace, results: list[dict]) -> None:
+    from kernelmap.compiler import CompileOptions
+
     out = {"prompt_tokens": args.prompt_tokens, "decode_tokens": args.decode_tokens, "repeats": args.repeats,
-           "policy": base.policy, "peer_flash_attn": args.flash_attn, "results": results}
+           "policy": args.policy or CompileOptions().policy, "peer_flash_attn": args.flash_attn, "results": results}
     if args.json:
         print(json.dumps(out))
         return

@@ -31,7 +31,8 @@ def main() -> None:
         perf = llama_cpp.llama_perf_context(llm.ctx)
         out.append({"prefill_tps": 1e3 * perf.n_p_eval / perf.t_p_eval_ms if perf.t_p_eval_ms else 0.0,
                      "decode_tps": 1e3 * perf.n_eval / perf.t_eval_ms if perf.t_eval_ms else 0.0,
-                     "tokens": toks, "version": llama_cpp.__version__})
+                     "tokens": toks, "version": llama_cpp.__version__,
+                     "system_info": llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip()})
     print(json.dumps(out))
 
 

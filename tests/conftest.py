@@ -1,20 +1,37 @@
-"""Suite-wide test setup: make tests/support importable and give builds an isolated cache.
+"""Suite-wide test setup: import paths, an isolated build cache, slow tests, the real model, the ISA line.
 
-The kernel and model build caches go to a per-session temporary directory unless KERNELMAP_CACHE
-is already set, so the suite never depends on (or pollutes) the user's cache.
+- tests/support (shared helpers) and tests/kernels (kernel_harness and its friends) are importable
+  from every test directory.
+- The kernel and model build caches go to a per-session temporary directory unless KERNELMAP_CACHE
+  is already set, so the suite never depends on (or pollutes) the user's cache.
+- Tests marked `slow` run only with KERNELMAP_SLOW=1 (`make test-slow`); `make test` skips them with
+  that reason.
+- `model_path` is the default model's GGUF (kernelmap.runtime.default_model_path()); a missing model
+  package is an error, not a skip (`make test` installs it).
+- At the end of the run one line names every kernel variant and ISA level the run could not check
+  because the CPU (or KERNELMAP_ISA) lacks features.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
+import pytest
+
+_TESTS = Path(__file__).resolve().parent
+for _sub in ("kernels", "support"):  # support first on sys.path
+    sys.path.insert(0, str(_TESTS / _sub))
 
 if "KERNELMAP_CACHE" not in os.environ:
     os.environ["KERNELMAP_CACHE"] = tempfile.mkdtemp(prefix="km-test-cache-")
+
+SLOW_ENV = "KERNELMAP_SLOW"
+# skip reasons of the form "<map> [<variant>]: host lacks <features>" (kernel_harness and older tests)
+_HOST_LACKS = re.compile(r"^(?P<map>\S+) \[(?P<variant>[^\]]+)\]: (?:host lacks )+(?P<missing>[\w, ]+)$")
 
 
 def pytest_addoption(parser):
@@ -27,3 +44,44 @@ def pytest_configure(config):
     from kernelmap.build.driver import reexec_under_sanitizer
 
     reexec_under_sanitizer()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `slow` are skipped unless KERNELMAP_SLOW=1 (`make test-slow` sets it)."""
+    if os.environ.get(SLOW_ENV, "") not in ("", "0"):
+        return
+    skip = pytest.mark.skip(reason=f"slow: runs in `make test-slow` ({SLOW_ENV}=1)")
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def model_path() -> str:
+    """The default model's GGUF path (the model package is a dependency: missing is an error)."""
+    from kernelmap.runtime import default_model_path
+
+    return str(default_model_path())
+
+
+def _skipped_for_isa(terminalreporter) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+        m = _HOST_LACKS.match(reason.removeprefix("Skipped: "))
+        if m:
+            what = f"{m['map']}[{m['variant']}]"
+            found.setdefault(what, set()).update(f.strip() for f in m["missing"].split(","))
+    return found
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One line naming the variants and ISA levels this run could not check for lack of CPU features."""
+    from isa_report import note_unchecked, summary_line
+
+    for what, missing in _skipped_for_isa(terminalreporter).items():
+        note_unchecked(what, missing)
+    line = summary_line()
+    if line:
+        terminalreporter.write_line(line, yellow=True, bold=True)

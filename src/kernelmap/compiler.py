@@ -117,14 +117,9 @@ def _phase_buffers(graph: Graph, scratch: dict[str, int]) -> list[Buffer]:
 
 
 def _scratch_sizes(graph: Graph, registry: Any) -> dict[str, int]:
-    from kernelmap.maps.expr import parse_expr  # the maps' expression grammar
+    from kernelmap.plan.requests import scratch_sizes  # over the run-time dims; a negative size is an error
 
-    sizes: dict[str, int] = {}
-    for op in graph.ops:
-        provider = registry.providers[op.provider]
-        for s in provider.raw.get("scratch", []):
-            sizes[f"{op.cname}__scratch_{s['name']}"] = int(parse_expr(s["size"]).evaluate(dict(op.dims)))
-    return sizes
+    return scratch_sizes(graph, registry)
 
 
 def _key(*parts: str) -> str:
@@ -327,7 +322,7 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
         for op in plan.graph.ops:
             for ref in op.weights.values():
                 layout = "ggml_blocks" if ref.dtype not in ("f32", "f16", "bf16") else "row_major"
-                needs.setdefault(ref.cname, WeightNeed(ref.cname, ref.tensor, ref.dtype, layout))
+                needs.setdefault(ref.cname, WeightNeed(ref.cname, ref.tensor, ref.dtype, layout, rows=ref.rows))
     manifest = pack_weights(gguf, [needs[k] for k in sorted(needs)], build_dir)
     weight_offsets = {e.name: e.offset for e in manifest.entries}
     state = list(plans["prefill"].graph.state.values())

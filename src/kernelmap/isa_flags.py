@@ -228,3 +228,10 @@ def variant_features(requires: Iterable[str], cflags: Iterable[str]) -> frozense
         if flag in FLAGS:
             out |= implied_by(flag)
     return frozenset(out)
+
+
+def flags_arch(cflags: Iterable[str]) -> str | None:
+    """The architecture the table's flags among `cflags` belong to (None when no table flag is given)."""
+    arches = {FLAGS[f].arch for f in cflags if f in FLAGS}
+    return arches.pop() if len(arches) == 1 else None
+

@@ -1,4 +1,4 @@
-"""Parity tiers: self-consistency (1), reference agreement (2) and an accuracy bar (3) for a compiled model.
+"""Parity tiers: self-consistency (1), agreement with llama.cpp and the reference (2), perplexity (3) of a model.
 
 Input: a loaded `Model` (and, for tiers 2 and 3, llama.cpp fixture files written by
 tests/fixtures/make_llama_fixtures.py and our NumPy reference). Output: a list of named checks, each
@@ -18,7 +18,7 @@ import numpy as np
 
 from kernelmap.errors import ModelError
 
-__all__ = ["Check", "tier1", "tier2", "tier3", "load_fixture", "log_softmax_at"]
+__all__ = ["Check", "fixture_config", "tier1", "tier2", "tier3", "load_fixture", "log_softmax_at"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def load_fixture(directory: Path, name: str) -> dict[str, Any]:
 
 
 def tier1(model: Any, tokens: list[int], split: int | None = None) -> list[Check]:
-    """Self-consistency on this machine: repeat runs and thread counts bit-exact; prefill vs decode rows."""
+    """Self-consistency on this machine: repeat runs, thread counts and prefill vs decode, all bit-identical."""
     from kernelmap.runtime.model import Model
 
     checks: list[Check] = []
@@ -68,10 +68,10 @@ def tier1(model: Any, tokens: list[int], split: int | None = None) -> list[Check
     model.prefill(tokens[:k])
     for tok in tokens[k:]:
         stepped = model.decode(tok)
-    diff = float(np.max(np.abs(stepped - runs[0])))
-    scale = float(np.max(np.abs(runs[0]))) or 1.0
-    checks.append(Check(1, f"prefill {len(tokens)} vs prefill {k} + decode {len(tokens) - k}: max |diff|",
-                        round(diff, 6), f"<= 1e-4 x max|logit| ({1e-4 * scale:.2e})", diff <= 1e-4 * scale))
+    same = bool(np.array_equal(stepped, runs[0]))
+    diff = float(np.max(np.abs(stepped.astype(np.float64) - runs[0])))
+    checks.append(Check(1, f"prefill {len(tokens)} vs prefill {k} + decode {len(tokens) - k} bit-identical",
+                        f"max |diff| {diff:.3g}", "bit-identical", same))
     return checks
 
 
@@ -82,20 +82,35 @@ def log_softmax_at(logits: np.ndarray, token: int) -> float:
     return float(x[token] - m - math.log(float(np.exp(x - m).sum())))
 
 
+def fixture_config(fixture: dict[str, Any]) -> str:
+    """The llama.cpp configuration a fixture was recorded with, in words (for check names and reports)."""
+    peer = fixture.get("peer", {})
+    threads = peer.get("n_threads", "?")
+    fa = "flash attention" if peer.get("flash_attn") else "no flash attention"
+    batch = "one token per eval" if peer.get("n_batch") == 1 else f"batches of {peer.get('n_batch', '?')}"
+    return f"llama.cpp {peer.get('llama_cpp_python', '?')}, {threads} thread{'s' if threads != 1 else ''}, {fa}, {batch}"
+
+
 def tier2(model: Any, fixtures: Path, *, reference: Any | None = None, n_greedy: int | None = None,
           teacher_tokens: int | None = None) -> list[Check]:
-    """Agreement with llama.cpp fixtures (greedy continuations, teacher-forced top-1) and the NumPy reference."""
+    """Agreement with llama.cpp fixtures and the NumPy reference, with the bars the README claims.
+
+    Greedy continuations identical for every prompt, teacher-forced top-1 equal at every position, and
+    llama.cpp's top-5 logits reproduced to the fixture's rounding (5 decimals: ours rounded the same way
+    equal theirs, |diff| <= 5e-6) at every position. The bars hold only against fixtures of the llama.cpp
+    configuration the policy reproduces (llama-cpu: 1 thread, flash attention, one token per eval).
+    """
     checks: list[Check] = []
     greedy = load_fixture(fixtures, "greedy.json")
+    config = fixture_config(greedy)
     prompts = greedy["prompts"]
     identical = 0
     for p in prompts:
         want = p["continuation"][: n_greedy or len(p["continuation"])]
         got = list(model.stream(p["tokens"], len(want), stop=()))
         identical += got == want
-    need = math.ceil(0.8 * len(prompts))
-    checks.append(Check(2, "greedy continuations identical to llama.cpp", f"{identical}/{len(prompts)}",
-                        f">= {need}/{len(prompts)}", identical >= need))
+    checks.append(Check(2, f"greedy continuations identical to {config}", f"{identical}/{len(prompts)}",
+                        f"{len(prompts)}/{len(prompts)}", identical == len(prompts)))
     teacher = load_fixture(fixtures, "teacher.json")
     toks = teacher["tokens"][: teacher_tokens or len(teacher["tokens"])]
     top1 = teacher["top1"]
@@ -103,21 +118,23 @@ def tier2(model: Any, fixtures: Path, *, reference: Any | None = None, n_greedy:
     model.reset()
     agree = 0
     worst = 0.0
+    rounded_equal = True
     logits = model.prefill(toks[:1])
     for i in range(len(toks) - 1):
         agree += int(np.argmax(logits)) == top1[i]
         if top_ids is not None and top_values is not None:
-            ours = np.asarray(logits, np.float64)[np.asarray(top_ids[i])]
-            worst = max(worst, float(np.max(np.abs(ours - np.asarray(top_values[i], np.float64)))))
+            ours = [float(x) for x in np.asarray(logits, np.float32)[np.asarray(top_ids[i])]]
+            want_v = [float(x) for x in top_values[i]]
+            worst = max(worst, max(abs(a - b) for a, b in zip(ours, want_v, strict=True)))
+            rounded_equal = rounded_equal and [round(a, 5) for a in ours] == want_v
         logits = model.decode(toks[i + 1])
-    rate = agree / max(len(toks) - 1, 1)
-    checks.append(Check(2, f"teacher-forced top-1 agreement over {len(toks) - 1} positions", round(rate, 4),
-                        ">= 0.99", rate >= 0.99))
+    n_pos = max(len(toks) - 1, 1)
+    checks.append(Check(2, f"teacher-forced top-1 agreement over {len(toks) - 1} positions", round(agree / n_pos, 4),
+                        "1.0 (every position)", agree == len(toks) - 1))
     if top_ids is not None and top_values is not None:
-        # Informational: the fixture stores llama.cpp's top-5 logits per position (rounded in JSON); the
-        # llama-cpu policy reproduces llama.cpp's arithmetic, so the gap is the JSON rounding only.
-        checks.append(Check(2, "teacher-forced top-5 logits vs llama.cpp: max |diff|", round(worst, 6),
-                            "reported", True))
+        checks.append(Check(2, "teacher-forced top-5 logits vs llama.cpp (fixture rounded to 5 decimals): max |diff|",
+                            round(worst, 7), "ours rounded to 5 decimals equal llama.cpp's at every position "
+                            "(|diff| <= 5e-6)", rounded_equal and worst <= 5e-6))
     if reference is not None:
         probe = prompts[0]["tokens"]
         ours = model.logits(probe)
@@ -131,8 +148,13 @@ def tier2(model: Any, fixtures: Path, *, reference: Any | None = None, n_greedy:
     return checks
 
 
-def tier3(model: Any, fixtures: Path, *, margin: float = 0.02, teacher_tokens: int | None = None) -> list[Check]:
-    """Accuracy bar: perplexity of the teacher text within `margin` (relative) of llama.cpp's, when recorded."""
+def tier3(model: Any, fixtures: Path, *, margin: float = 1e-9, teacher_tokens: int | None = None) -> list[Check]:
+    """Perplexity of the teacher text equal to llama.cpp's (relative `margin`: float64 summation order only).
+
+    The fixture's perplexity comes from llama.cpp's own logits; with bit-identical logits the two differ
+    only in how the float64 log-likelihoods are summed. Pass a larger margin to use a fixture of another
+    llama.cpp configuration as an accuracy bar.
+    """
     teacher = load_fixture(fixtures, "teacher.json")
     toks = teacher["tokens"][: teacher_tokens or len(teacher["tokens"])]
     model.reset()
@@ -148,5 +170,5 @@ def tier3(model: Any, fixtures: Path, *, margin: float = 0.02, teacher_tokens: i
         return [Check(3, "perplexity of the teacher text", round(ppl, 4), "llama.cpp value not in fixture "
                       "(run `make fixtures`)", False)]
     rel = abs(ppl - peer) / peer
-    return [Check(3, f"perplexity {ppl:.4f} vs llama.cpp {peer:.4f}", round(rel, 5), f"relative diff <= {margin}",
-                  rel <= margin)]
+    return [Check(3, f"perplexity {ppl:.4f} vs llama.cpp {peer:.4f}", f"relative diff {rel:.3g}",
+                  f"relative diff <= {margin:g}", rel <= margin)]

@@ -131,11 +131,19 @@ def test_generated_c_is_deterministic_and_matches_golden(synth, request):
 
 
 def test_hostile_metadata_never_reaches_generated_c(tmp_path):
-    gguf = write_synth_model(tmp_path / "hostile.gguf", hostile=True)
+    gguf = write_synth_model(tmp_path / "hostile.gguf", hostile=True, hostile_tensors=False)
     text = _generated_c(gguf, tmp_path / "build")
     for needle in ("evil", "#define x", "system(", "\u00e9", "??/", "int x;", "hostile.key"):
         assert needle not in text
     assert text.isascii()
+
+
+def test_hostile_tensor_names_are_refused_before_anything_is_written(tmp_path):
+    gguf = write_synth_model(tmp_path / "hostile.gguf", hostile=True)
+    with pytest.raises(ModelError, match="not read by the gemma3 circuit") as err:
+        compile_model(gguf, CompileOptions(max_rows=8), out_dir=tmp_path / "build")
+    assert "\n" not in err.value.line() and err.value.line().isascii()
+    assert not (tmp_path / "build").exists()
 
 
 def test_bundle_builds_with_make_and_matches_python_runtime(synth, model, tmp_path):

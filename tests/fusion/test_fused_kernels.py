@@ -7,20 +7,16 @@ guard bytes around both outputs, in place (y aliasing a) included.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernels"))
-from kernel_harness import (  # noqa: E402
+from kernel_harness import (
     assert_close_or_equal,
     bind,
     guarded,
-    host_can_run,
     load_map_library,
+    map_variants,
     ptr,
+    skip_unless_runnable,
 )
 
 MAP = "residual_add_rmsnorm_f32"
@@ -38,10 +34,6 @@ def _inputs(m: int, n: int, seed: int, big: bool = False) -> tuple[np.ndarray, n
         a[1] = 0.0
         b[1] = 0.0  # an all-zero row: mean 0, scale 1/sqrt(eps)
     return a, b, w
-
-
-def _variant(spec, name):
-    return next(v for v in spec["variants"] if v["name"] == name)
 
 
 def _unfused(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -71,13 +63,11 @@ def _numpy_contract(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> tuple[np.nda
     return y, h
 
 
-@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+@pytest.mark.parametrize("variant", map_variants(MAP))
 @pytest.mark.parametrize("shape", list(SHAPES.values()), ids=list(SHAPES))
 def test_residual_add_rmsnorm_variants_match_unfused_pair(variant, shape):
+    skip_unless_runnable(MAP, variant)
     lib, spec = load_map_library(MAP)
-    ok, why = host_can_run(_variant(spec, variant)["requires"])
-    if not ok:
-        pytest.skip(f"{MAP} [{variant}]: {why}")
     fn = bind(lib, spec, variant)
     m, n = shape
     for big in (False, True):
@@ -133,13 +123,11 @@ def _qk_unfused(x, w, m, h, d, pos, base):
     return y
 
 
-@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+@pytest.mark.parametrize("variant", map_variants(QK_MAP))
 @pytest.mark.parametrize("shape", list(QK_SHAPES.values()), ids=list(QK_SHAPES))
 def test_qk_norm_rope_variants_match_unfused_pair(variant, shape):
+    skip_unless_runnable(QK_MAP, variant)
     lib, spec = load_map_library(QK_MAP)
-    ok, why = host_can_run(_variant(spec, variant)["requires"])
-    if not ok:
-        pytest.skip(f"{QK_MAP} [{variant}]: {why}")
     fn = bind(lib, spec, variant)
     m, h, d = shape
     rng = np.random.default_rng(m * 100 + h * 10 + d)
@@ -168,13 +156,11 @@ RQ_MAP = "residual_add_rmsnorm_quantize_q8_0_rne"
 RQ_SHAPES = {"decode_1x640": (1, 640), "one_block": (1, 32), "odd_3x96": (3, 96), "prefill_9x640": (9, 640)}
 
 
-@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+@pytest.mark.parametrize("variant", map_variants(RQ_MAP))
 @pytest.mark.parametrize("shape", list(RQ_SHAPES.values()), ids=list(RQ_SHAPES))
 def test_residual_add_rmsnorm_quantize_q8_0_rne_variants_match_unfused_pair(variant, shape):
+    skip_unless_runnable(RQ_MAP, variant)
     lib, spec = load_map_library(RQ_MAP)
-    ok, why = host_can_run(_variant(spec, variant)["requires"])
-    if not ok:
-        pytest.skip(f"{RQ_MAP} [{variant}]: {why}")
     fn = bind(lib, spec, variant)
     qlib, qspec = load_map_library("quantize_act_q8_0_rne")
     quant = bind(qlib, qspec, "ref")
@@ -204,13 +190,11 @@ RK_MAP = "residual_add_rmsnorm_quantize_q8_k"
 RK_SHAPES = {"one_block": (1, 256), "decode_1x1024": (1, 1024), "prefill_5x512": (5, 512)}
 
 
-@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+@pytest.mark.parametrize("variant", map_variants(RK_MAP))
 @pytest.mark.parametrize("shape", list(RK_SHAPES.values()), ids=list(RK_SHAPES))
 def test_residual_add_rmsnorm_quantize_q8_k_variants_match_unfused_pair(variant, shape):
+    skip_unless_runnable(RK_MAP, variant)
     lib, spec = load_map_library(RK_MAP)
-    ok, why = host_can_run(_variant(spec, variant)["requires"])
-    if not ok:
-        pytest.skip(f"{RK_MAP} [{variant}]: {why}")
     fn = bind(lib, spec, variant)
     qlib, qspec = load_map_library("quantize_act_q8_k")
     quant = bind(qlib, qspec, "ref")

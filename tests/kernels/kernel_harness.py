@@ -1,11 +1,18 @@
 """Shared harness for the kernel differential tests: build a map's library, bind its symbols, guard buffers.
 
-Input: a map id (the JSON under src/kernelmap/kernel_maps/, read directly, no registry needed) ->
-a compiled ctypes library with argtypes taken from the map's call_abi, host-feature checks,
-canary-guarded NumPy buffers and a comparison that prints the first mismatches. It does not decide
-what a kernel should compute; each test module owns its oracle.
+Input: a map id (the JSON under src/kernelmap/kernel_maps/) -> a compiled ctypes library with
+argtypes taken from the map's call_abi, host-feature checks, canary-guarded NumPy buffers and a
+comparison that prints the first mismatches. It does not decide what a kernel should compute; each
+test module owns its oracle.
 
-Use from a test module in tests/kernels/: `from kernel_harness import load_map_library, ...`.
+Which variants a test runs comes from the loaded registry (`map_variants`, `runnable_variants`), never
+from a hand-written list, so a variant added to a map is tested the day it is added; every map id
+enumerated here is recorded for tests/kernels/test_variant_coverage.py. A variant the host cannot run
+is skipped with its missing features named and listed in the run's end-of-session ISA line
+(tests/support/isa_report.py). A variant whose source file is missing is a failure, never a skip.
+
+Use from any test module: `from kernel_harness import load_map_library, ...` (tests/conftest.py puts
+tests/kernels on sys.path).
 """
 
 from __future__ import annotations
@@ -18,14 +25,22 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import pytest
+from isa_report import note_unchecked
 
 from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, build_shared
+from kernelmap.isa_flags import flags_arch
 
 __all__ = [
     "MAPS_DIR",
     "CANARY",
     "load_map",
     "load_map_library",
+    "map_variants",
+    "runnable_variants",
+    "skip_unless_runnable",
+    "registry",
+    "ENUMERATED",
     "variant_symbols",
     "host_features",
     "host_can_run",
@@ -68,18 +83,77 @@ def variant_symbols(map_id: str) -> list[dict[str, Any]]:
 
 
 @functools.cache
+def registry() -> Any:
+    """The built-in kernel-map registry (validated by kernelmap.maps.registry.load_registry)."""
+    from kernelmap.maps.registry import load_registry
+
+    return load_registry()
+
+
+# (map id, variant) pairs some test module enumerated through map_variants / runnable_variants
+ENUMERATED: set[tuple[str, str]] = set()
+
+
+def map_variants(map_id: str, *, ref: bool = True) -> list[str]:
+    """The variant names `map_id` declares in the registry, in file order (without "ref" if ref=False).
+
+    Parametrize differential tests over this (never over a hand-written list); the pairs are recorded
+    in ENUMERATED so the coverage test sees which maps have a differential test.
+    """
+    providers = registry().providers
+    if map_id not in providers:
+        raise AssertionError(f"no kernel map {map_id!r} in the registry (have {len(providers)} maps)")
+    names = [v.name for v in providers[map_id].variants]
+    ENUMERATED.update((map_id, n) for n in names)
+    return names if ref else [n for n in names if n != "ref"]
+
+
+def _missing(map_id: str, variant: str) -> list[str]:
+    want = registry().providers[map_id].variant(variant).requires
+    return sorted(set(want) - host_features())
+
+
+def skip_unless_runnable(map_id: str, variant: str) -> None:
+    """pytest.skip("<map> [<variant>]: host lacks <features>") when the target cannot run the variant;
+    the skip is noted for the end-of-run ISA summary line."""
+    lacking = _missing(map_id, variant)
+    if lacking:
+        note_unchecked(f"{map_id}[{variant}]", lacking)
+        pytest.skip(f"{map_id} [{variant}]: host lacks {', '.join(lacking)}")
+
+
+def runnable_variants(map_id: str, *, ref: bool = True) -> list[str]:
+    """map_variants() the target can run; the others are noted for the end-of-run ISA summary line."""
+    out = []
+    for name in map_variants(map_id, ref=ref):
+        lacking = _missing(map_id, name)
+        if lacking:
+            note_unchecked(f"{map_id}[{name}]", lacking)
+        else:
+            out.append(name)
+    return out
+
+
+@functools.cache
 def _library(map_id: str, units_key: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
     units = [CompileUnit(KERNEL_ROOT / src, tuple(flags)) for src, flags in units_key]
     return str(build_shared(units, name=f"test_{map_id}"))
 
 
 def load_map_library(map_id: str) -> tuple[ctypes.CDLL, dict[str, Any]]:
-    """Compile every variant source of a map (each with its own cflags) into one .so; return (lib, map)."""
+    """Compile every variant source of a map (each with its own cflags) into one .so; return (lib, map).
+
+    A variant whose source file does not exist fails the test (AssertionError naming map, variant, file).
+    """
     spec = load_map(map_id)
     seen: dict[str, tuple[str, ...]] = {}
     for v in spec["variants"]:
         src = v["source"]
+        if not (KERNEL_ROOT / src).is_file():
+            raise AssertionError(f"{map_id} [{v['name']}]: kernel source {KERNEL_ROOT / src} does not exist")
         flags = tuple(v.get("cflags", ()))
+        if flags_arch(flags) not in (None, host_arch()):
+            continue  # another architecture's variant: the aarch64 suite builds and runs it under qemu
         if src in seen and seen[src] != flags:
             raise AssertionError(f"{map_id}: source {src} listed with two different cflags sets")
         seen[src] = flags
@@ -87,25 +161,19 @@ def load_map_library(map_id: str) -> tuple[ctypes.CDLL, dict[str, Any]]:
     return ctypes.CDLL(_library(map_id, key)), spec
 
 
+def host_arch() -> str:
+    """The host's architecture in isa_flags spelling (x86_64, aarch64)."""
+    import platform
+
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
+
+
 @functools.lru_cache(maxsize=1)
 def host_features() -> frozenset[str]:
-    """The ISA features tests may use: kernelmap.target.target_features() if present, else /proc/cpuinfo."""
-    try:
-        from kernelmap.target import target_features  # type: ignore[attr-defined]
-    except ImportError:
-        target_features = None
-    if target_features is not None:
-        return frozenset(target_features())
-    flags: set[str] = set()
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    flags.update(line.split(":", 1)[1].split())
-                    break
-    except OSError:
-        pass
-    return frozenset(flags)
+    """The ISA features tests may use: kernelmap.target.target_features() (honours KERNELMAP_ISA)."""
+    from kernelmap.target import target_features
+
+    return frozenset(target_features())
 
 
 def host_can_run(requires: Sequence[str]) -> tuple[bool, str]:

@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    load_map_library,
+    map_variants,
+    ptr,
+    runnable_variants,
+    skip_unless_runnable,
+)
 
 MAP_ID = "argmax_f32"
 
@@ -64,13 +73,11 @@ def _run(fn, x, nth):
     return y.copy()
 
 
-@pytest.mark.parametrize("variant", ["avx2", "avx512"])
+@pytest.mark.parametrize("variant", map_variants(MAP_ID, ref=False))
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_argmax_variants_match_ref(lib_and_map, variant, case):
     lib, spec = lib_and_map
-    ok, why = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
-    if not ok:
-        pytest.skip(f"{MAP_ID} [{variant}]: {why}")
+    skip_unless_runnable(MAP_ID, variant)
     name, x = case
     expected = _run(bind(lib, spec, "ref"), x, 1)
     for nth in (1, 2, 3):
@@ -96,7 +103,6 @@ def test_argmax_random_ties_property(lib_and_map, m, n, levels, nan_frac, nth, s
     x = rng.integers(0, levels, (m, n)).astype(np.float32)
     x[rng.random((m, n)) < nan_frac] = np.nan
     want = argmax_numpy(x)
-    for variant in ("ref", "avx2", "avx512"):
-        if host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))[0]:
-            got = _run(bind(lib, spec, variant), x, nth)
-            assert_close_or_equal(want, got, map_id=MAP_ID, variant=variant, context=f"{m}x{n} nth={nth}")
+    for variant in runnable_variants(MAP_ID):
+        got = _run(bind(lib, spec, variant), x, nth)
+        assert_close_or_equal(want, got, map_id=MAP_ID, variant=variant, context=f"{m}x{n} nth={nth}")

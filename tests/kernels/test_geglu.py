@@ -3,7 +3,7 @@
 Oracle: gate <= -10 -> 0, gate >= 10 -> gate*up, NaN -> qNaN*up, else the table entry of the f16
 rounding of gate (NumPy's float16 cast rounds to nearest even) times up in f32. The table itself is
 checked two ways: regenerating it gives the committed header, and its hash equals the hash of the
-same range of llama.cpp's ggml_table_gelu_f16 (dumped once from the peer build, libggml-cpu 0.25.3).
+same range of llama.cpp's ggml_table_gelu_f16 (read from the peer build by tests/kernels/nonlinear_fixtures.py).
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
-from nonlinear_fixtures import LLAMA_SHA256, det_f32, sha256_of
+from nonlinear_fixtures import LLAMA_GELU_TABLE_SHA256, LLAMA_SHA256, det_f32, sha256_of
 
 from kernelmap.build.driver import KERNEL_ROOT
 
 MAP_ID = "geglu_tanh_f32"
 GELU_DIR = KERNEL_ROOT / "geglu"
-# sha256 of ggml_table_gelu_f16[0x0000..0x4900] + [0x8000..0xC900] + one zero uint16, little-endian,
-# read from llama.cpp's libggml-cpu after ggml_cpu_init() (a llama.cpp-produced fixture).
-LLAMA_TABLE_SHA256 = "fc0bfa1162eafd833b2d63bbf7d9730431fc7076ef193889219048ef579e147e"
+# sha256 of ggml_table_gelu_f16[0x0000..0x4900] + [0x8000..0xC900] + one zero uint16, little-endian, read from
+# llama.cpp's libggml-cpu after ggml_cpu_init(): tests/fixtures/llama_nonlinear.json, produced by nonlinear_fixtures.py.
+LLAMA_TABLE_SHA256 = LLAMA_GELU_TABLE_SHA256
 
 
 def _header_table() -> np.ndarray:

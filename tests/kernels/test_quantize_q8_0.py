@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    load_map_library,
+    map_variants,
+    ptr,
+    skip_unless_runnable,
+)
 
 import gguf
 
@@ -49,29 +57,23 @@ def _run(fn, x: np.ndarray, nth: int) -> np.ndarray:
     return y.copy()
 
 
-def test_quantize_q8_0_variants_match_ref() -> None:
+@pytest.mark.parametrize("variant", map_variants(MAP_ID))
+def test_quantize_q8_0_variants_match_ref(variant: str) -> None:
+    skip_unless_runnable(MAP_ID, variant)
     lib, spec = load_map_library(MAP_ID)
     ref = bind(lib, spec, "ref")
-    for variant in spec["variants"]:
-        ok, why = host_can_run(variant["requires"])
-        if not ok:
-            print(f"{MAP_ID} [{variant['name']}] skipped: {why}")
-            continue
-        fn = bind(lib, spec, variant["name"])
-        for name, x in _cases():
-            expected = _run(ref, x, 1)
-            for nth in (1, 2, 3):
-                assert_close_or_equal(expected, _run(fn, x, nth), map_id=MAP_ID, variant=variant["name"],
-                                      context=f"{name} shape={x.shape} nth={nth}")
+    fn = bind(lib, spec, variant)
+    for name, x in _cases():
+        expected = _run(ref, x, 1)
+        for nth in (1, 2, 3):
+            assert_close_or_equal(expected, _run(fn, x, nth), map_id=MAP_ID, variant=variant,
+                                  context=f"{name} shape={x.shape} nth={nth}")
 
 
-@pytest.mark.parametrize("variant", ["avx2", "avx512"])
+@pytest.mark.parametrize("variant", map_variants(MAP_ID, ref=False))
 def test_quantize_q8_0_simd_variant_runs_on_host(variant: str) -> None:
+    skip_unless_runnable(MAP_ID, variant)
     lib, spec = load_map_library(MAP_ID)
-    entry = next(v for v in spec["variants"] if v["name"] == variant)
-    ok, why = host_can_run(entry["requires"])
-    if not ok:
-        pytest.skip(f"{MAP_ID} [{variant}]: {why}")
     x = np.random.default_rng(5).standard_normal((3, 640)).astype(np.float32)
     assert_close_or_equal(_run(bind(lib, spec, "ref"), x, 1), _run(bind(lib, spec, variant), x, 2),
                           map_id=MAP_ID, variant=variant, context="3x640 nth=2")

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    load_map_library,
+    map_variants,
+    ptr,
+    skip_unless_runnable,
+)
 
 from kernelmap.reference.ops import quantize_q8_0
 
@@ -53,19 +61,15 @@ def _numpy_bytes(x: np.ndarray) -> np.ndarray:
     return out.reshape(-1)
 
 
+@pytest.mark.parametrize("variant", map_variants(MAP_ID))
 @pytest.mark.parametrize("name,x", _cases(), ids=[c[0] for c in _cases()])
-def test_variants_match_ref_bit_exact(name: str, x: np.ndarray) -> None:
+def test_variants_match_ref_bit_exact(variant: str, name: str, x: np.ndarray) -> None:
+    skip_unless_runnable(MAP_ID, variant)
     lib, spec = load_map_library(MAP_ID)
     ref = _run(bind(lib, spec, "ref"), x, 1)
-    for variant in spec["variants"]:
-        ok, why = host_can_run(variant["requires"])
-        if not ok:
-            print(f"{MAP_ID} [{variant['name']}] skipped: {why}")
-            continue
-        fn = bind(lib, spec, variant["name"])
-        for nth in (1, 2, 3):
-            assert_close_or_equal(ref, _run(fn, x, nth), map_id=MAP_ID, variant=variant["name"],
-                                  context=f"{name} nth={nth}")
+    fn = bind(lib, spec, variant)
+    for nth in (1, 2, 3):
+        assert_close_or_equal(ref, _run(fn, x, nth), map_id=MAP_ID, variant=variant, context=f"{name} nth={nth}")
 
 
 @pytest.mark.parametrize("name,x", _cases(), ids=[c[0] for c in _cases()])

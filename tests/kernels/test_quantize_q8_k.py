@@ -12,10 +12,10 @@ from kernel_harness import (
     assert_close_or_equal,
     bind,
     guarded,
-    host_can_run,
     load_map_library,
+    map_variants,
     ptr,
-    variant_symbols,
+    skip_unless_runnable,
 )
 
 MAP_ID = "quantize_act_q8_k"
@@ -103,14 +103,11 @@ def test_quantize_q8_k_ref_matches_numpy(lib_and_map, name, x):
                           context=f"case={name} shape={x.shape} vs numpy")
 
 
-@pytest.mark.parametrize("variant", [v["name"] for v in variant_symbols(MAP_ID) if v["name"] != "ref"])
+@pytest.mark.parametrize("variant", map_variants(MAP_ID, ref=False))
 @pytest.mark.parametrize("nth", [1, 2, 3])
 def test_quantize_q8_k_variants_match_ref(lib_and_map, variant, nth):
     lib, spec = lib_and_map
-    requires = next(v["requires"] for v in spec["variants"] if v["name"] == variant)
-    ok, why = host_can_run(requires)
-    if not ok:
-        pytest.skip(f"{MAP_ID} [{variant}]: {why}")
+    skip_unless_runnable(MAP_ID, variant)
     ref = bind(lib, spec, "ref")
     fn = bind(lib, spec, variant)
     for name, x in CASES:

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    load_map_library,
+    map_variants,
+    ptr,
+    skip_unless_runnable,
+)
 
 SHAPES = {"decode_1x640": (1, 640), "one_elem": (1, 1), "odd_3x37": (3, 37), "prefill_17x640": (17, 640)}
 
@@ -26,17 +34,11 @@ def _inputs(m: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def _skip_if_unsupported(spec, variant, map_id):
-    ok, why = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
-    if not ok:
-        pytest.skip(f"{map_id} [{variant}]: {why}")
-
-
-@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+@pytest.mark.parametrize("variant", map_variants("residual_add_f32"))
 @pytest.mark.parametrize("shape", list(SHAPES.values()), ids=list(SHAPES))
 def test_residual_add_variants_match_ref(variant, shape):
     lib, spec = load_map_library("residual_add_f32")
-    _skip_if_unsupported(spec, variant, "residual_add_f32")
+    skip_unless_runnable("residual_add_f32", variant)
     m, n = shape
     a, b = _inputs(m, n, m * 1000 + n)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -56,11 +58,11 @@ def test_residual_add_variants_match_ref(variant, shape):
     assert_close_or_equal(want, y, map_id="residual_add_f32", variant=variant, context=f"{shape} in place")
 
 
-@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+@pytest.mark.parametrize("variant", map_variants("residual_save_copy"))
 @pytest.mark.parametrize("shape", list(SHAPES.values()), ids=list(SHAPES))
 def test_residual_save_variants_match_ref(variant, shape):
     lib, spec = load_map_library("residual_save_copy")
-    _skip_if_unsupported(spec, variant, "residual_save_copy")
+    skip_unless_runnable("residual_save_copy", variant)
     m, n = shape
     x, _ = _inputs(m, n, m * 77 + n)
     fn = bind(lib, spec, variant)

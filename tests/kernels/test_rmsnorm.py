@@ -10,7 +10,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    load_map_library,
+    map_variants,
+    ptr,
+    runnable_variants,
+    skip_unless_runnable,
+)
 from nonlinear_fixtures import LLAMA_SHA256, det_f32, sha256_of
 
 MAP_ID = "rmsnorm_f32"
@@ -73,14 +82,11 @@ def _run(fn, x: np.ndarray, w: np.ndarray, nth: int, in_place: bool = False) -> 
     return y.copy()
 
 
-@pytest.mark.parametrize("variant", ["avx2", "avx512"])
+@pytest.mark.parametrize("variant", map_variants(MAP_ID, ref=False))
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_rmsnorm_variants_match_ref(lib_and_map, variant, case):
     lib, spec = lib_and_map
-    req = next(v["requires"] for v in spec["variants"] if v["name"] == variant)
-    ok, why = host_can_run(req)
-    if not ok:
-        pytest.skip(f"{MAP_ID} [{variant}]: {why}")
+    skip_unless_runnable(MAP_ID, variant)
     name, x, w = case
     expected = _run(bind(lib, spec, "ref"), x, w, 1)
     fn = bind(lib, spec, variant)
@@ -99,12 +105,10 @@ def test_rmsnorm_ref_matches_numpy(lib_and_map, case):
     assert_close_or_equal(rmsnorm_numpy(x, w, EPS), got, map_id=MAP_ID, variant="ref", context=f"{name} vs numpy")
 
 
-@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
+@pytest.mark.parametrize("variant", map_variants(MAP_ID))
 def test_rmsnorm_matches_llama_cpp(lib_and_map, variant):
     lib, spec = lib_and_map
-    ok, why = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
-    if not ok:
-        pytest.skip(f"{MAP_ID} [{variant}]: {why}")
+    skip_unless_runnable(MAP_ID, variant)
     x = det_f32(640 * 3, 1, -3, 3).reshape(3, 640)
     w = det_f32(640, 2, 0.5, 1.5)
     got = _run(bind(lib, spec, variant), x, w, 2)
@@ -122,7 +126,6 @@ def test_rmsnorm_random_shapes_property(lib_and_map, m, n, exp, nth, seed):
     w = rng.standard_normal(n).astype(np.float32)
     ref = _run(bind(lib, spec, "ref"), x, w, nth)
     assert_close_or_equal(rmsnorm_numpy(x, w, EPS), ref, map_id=MAP_ID, variant="ref", context=f"{m}x{n} e{exp}")
-    for variant in ("avx2", "avx512"):
-        if host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))[0]:
-            got = _run(bind(lib, spec, variant), x, w, nth)
-            assert_close_or_equal(ref, got, map_id=MAP_ID, variant=variant, context=f"{m}x{n} e{exp} nth={nth}")
+    for variant in runnable_variants(MAP_ID, ref=False):
+        got = _run(bind(lib, spec, variant), x, w, nth)
+        assert_close_or_equal(ref, got, map_id=MAP_ID, variant=variant, context=f"{m}x{n} e{exp} nth={nth}")

@@ -16,7 +16,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    load_map_library,
+    map_variants,
+    ptr,
+    runnable_variants,
+    skip_unless_runnable,
+)
 from nonlinear_fixtures import LLAMA_SHA256, det_f32, sha256_of
 
 _LIBM = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
@@ -30,6 +39,9 @@ _LIBM.fmaf.restype = ctypes.c_float
 _FMA = np.frompyfunc(lambda a, b, c: _LIBM.fmaf(float(a), float(b), float(c)), 3, 1)
 
 KINDS = ("neox", "normal")
+MAP_IDS = {kind: f"rope_{kind}_f32" for kind in KINDS}
+ALL = [(kind, v) for kind in KINDS for v in map_variants(MAP_IDS[kind])]
+SIMD = [(kind, v) for kind, v in ALL if v != "ref"]
 
 
 def rope_numpy(x: np.ndarray, h: int, d: int, pos: int, base: float, fscale: float, kind: str) -> np.ndarray:
@@ -74,7 +86,7 @@ CASES = {
 
 @pytest.fixture(scope="module", params=KINDS)
 def kind_lib(request):
-    lib, spec = load_map_library(f"rope_{request.param}_f32")
+    lib, spec = load_map_library(MAP_IDS[request.param])
     return request.param, lib, spec
 
 
@@ -99,14 +111,12 @@ def _run(fn, x, h, d, pos, base, fscale, nth, in_place=False):
     return y.copy()
 
 
-@pytest.mark.parametrize("variant", ["avx2", "avx512"])
+@pytest.mark.parametrize("kind,variant", SIMD, ids=[f"{k}-{v}" for k, v in SIMD])
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
-def test_rope_variants_match_ref(kind_lib, variant, case):
-    kind, lib, spec = kind_lib
+def test_rope_variants_match_ref(kind, variant, case):
+    lib, spec = load_map_library(MAP_IDS[kind])
     map_id = spec["id"]
-    ok, why = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
-    if not ok:
-        pytest.skip(f"{map_id} [{variant}]: {why}")
+    skip_unless_runnable(map_id, variant)
     m, h, d, pos, base, fscale = CASES[case]
     x = _inputs(m, h, d)
     expected = _run(bind(lib, spec, "ref"), x, h, d, pos, base, fscale, 1)
@@ -148,12 +158,10 @@ def test_rope_ref_close_to_float64_rotation(kind_lib):
                           comparison={"rtol": 0.0, "atol": 2e-3}, context="vs float64 rotation")
 
 
-@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
-def test_rope_matches_llama_cpp(kind_lib, variant):
-    kind, lib, spec = kind_lib
-    ok, why = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
-    if not ok:
-        pytest.skip(f"{spec['id']} [{variant}]: {why}")
+@pytest.mark.parametrize("kind,variant", ALL, ids=[f"{k}-{v}" for k, v in ALL])
+def test_rope_matches_llama_cpp(kind, variant):
+    lib, spec = load_map_library(MAP_IDS[kind])
+    skip_unless_runnable(spec["id"], variant)
     x = det_f32(256 * 2 * 3, 3, -4, 4).reshape(3, 2 * 256)
     base = 10000.0 if kind == "neox" else 1e6
     got = _run(bind(lib, spec, variant), x, 2, 256, 1000, base, 1.0, 2)
@@ -169,7 +177,6 @@ def test_rope_random_shapes_property(kind_lib, m, h, half, pos, base, fscale, nt
     d = 2 * half
     x = _inputs(m, h, d)
     ref = _run(bind(lib, spec, "ref"), x, h, d, pos, base, fscale, 1)
-    for variant in ("avx2", "avx512"):
-        if host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))[0]:
-            got = _run(bind(lib, spec, variant), x, h, d, pos, base, fscale, nth, in_place=True)
-            assert_close_or_equal(ref, got, map_id=spec["id"], variant=variant, context=f"{m}x{h}x{d} pos={pos}")
+    for variant in runnable_variants(spec["id"], ref=False):
+        got = _run(bind(lib, spec, variant), x, h, d, pos, base, fscale, nth, in_place=True)
+        assert_close_or_equal(ref, got, map_id=spec["id"], variant=variant, context=f"{m}x{h}x{d} pos={pos}")

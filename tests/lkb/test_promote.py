@@ -73,10 +73,9 @@ def _runnable(provider: str, names: list[str]) -> None:
     feats = target_features()
     for name in names:
         var = declared.get((provider, name))
-        if var is None:
-            pytest.skip(f"{provider}:{name} has no kernel map yet")
+        assert var is not None, f"{provider}:{name} has no kernel map"
         if not var.requires <= feats:
-            pytest.skip(f"host cannot run {provider}:{name} (needs {sorted(var.requires - feats)})")
+            pytest.skip(f"{provider} [{name}]: host lacks {', '.join(sorted(var.requires - feats))}")
 
 
 @pytest.mark.parametrize("provider", ["linear_q4_k_q8_k", "linear_q8_0_q8_0"])

@@ -1,7 +1,8 @@
 """Synthetic kernel maps for the map, resolver and audit tests (no dependency on the real maps).
 
 `make_map(...)` returns a valid map dict in the shape of docs/KERNEL_ABI.md; `write_maps(dir, maps)`
-writes them as <id>.json and creates an empty C source for every variant under dir/kernels.
+writes them as <id>.json and, for every variant under dir/kernels, a C source defining its symbol with
+exactly the map's call_abi (what the audit's C definition check expects).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["VARIANTS", "make_map", "write_maps"]
+__all__ = ["VARIANTS", "c_definition", "make_map", "write_maps"]
 
 AVX2 = ["avx2", "fma", "f16c"]
 AVX512 = ["avx512f", "avx512bw", "avx512vl", "avx512dq"]
@@ -69,6 +70,22 @@ def make_map(map_id: str, *, op: str = "linear", status: str = "production", pri
     }
 
 
+def c_definition(m: dict[str, Any], symbol: str, *, swap: tuple[int, int] | None = None,
+                 retype: dict[int, str] | None = None) -> str:
+    """A C definition of `symbol` taking exactly the map's call_abi (names and the code generator's types);
+    `swap` exchanges two parameter names and `retype` replaces types, to write a disagreeing source."""
+    from kernelmap.codegen.bind import c_type_of
+
+    params = [(c_type_of(cp, m), cp["name"]) for cp in m["call_abi"]["params"]]
+    names = [n for _, n in params]
+    if swap:
+        names[swap[0]], names[swap[1]] = names[swap[1]], names[swap[0]]
+    types = [(retype or {}).get(i, t) for i, (t, _) in enumerate(params)]
+    args = ", ".join(f"{t}{'' if t.endswith('*') else ' '}{n}" for t, n in zip(types, names, strict=True))
+    body = " ".join(f"(void){n};" for n in names)
+    return f"#include <stdint.h>\nvoid {symbol}({args}) {{ {body} }}\n"
+
+
 def write_maps(root: Path, maps: list[dict[str, Any]], *, sources: bool = True) -> tuple[Path, Path]:
     """Write maps to root/maps/<id>.json and empty sources under root/kernels; return (maps dir, kernel root)."""
     mdir = root / "maps"
@@ -80,5 +97,5 @@ def write_maps(root: Path, maps: list[dict[str, Any]], *, sources: bool = True) 
             for v in m["variants"]:
                 src = kdir / v["source"]
                 src.parent.mkdir(parents=True, exist_ok=True)
-                src.write_text(f"void {v['symbol']}(void) {{}}\n", encoding="utf-8")
+                src.write_text(c_definition(m, v["symbol"]), encoding="utf-8")
     return mdir, kdir

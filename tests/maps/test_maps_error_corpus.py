@@ -33,7 +33,9 @@ def test_corpus_map_fails_with_class_pointer_and_fragment(name):
     assert "\n" not in line and line.startswith(str(CORPUS / name)) and not line.endswith(".")
 
 
-@pytest.mark.parametrize("name", ["unknown_phase.json", "truncated_json.json", "port_unbound.json"])
+@pytest.mark.parametrize("name", ["unknown_phase.json", "truncated_json.json", "port_unbound.json",
+                                  "constant_bound_div_zero.json", "scratch_negative.json",
+                                  "binding_name_mismatch.json"])
 def test_cli_validate_corpus_map_exits_1_with_one_line(name, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc = main(["maps", "validate", str(CORPUS / name)])

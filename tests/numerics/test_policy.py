@@ -47,7 +47,7 @@ def test_policies_embedding_contract_follows_table_dtype(dtype):
 @pytest.mark.parametrize(("op", "keys", "contract"), [
     ("rmsnorm", {}, "rmsnorm.f32.v1"), ("qk_norm", {}, "qk_norm.f32.v1"),
     ("rope", {"style": "neox"}, "rope.neox.f32.v1"), ("rope", {"style": "normal"}, "rope.normal.f32.v1"),
-    ("geglu", {}, "geglu.tanh.f32.v1"), ("swiglu", {}, "swiglu.f32.v1"),
+    ("geglu", {}, "geglu.tanh.f32.v1"), ("swiglu", {}, "swiglu.f32.ggml.v1"),
     ("residual_add", {}, "residual_add.f32.v1"), ("residual_save", {}, "residual_save.copy.v1"),
     ("argmax", {}, "argmax.f32.v1"), ("quantize_act", {"activation": "q8_k"}, "quantize_act.q8_k.v1"),
     # llama.cpp's x86 q8_0 activation rounding (127/amax, halves to even) is its own contract (commit adc685d)
@@ -91,7 +91,7 @@ def test_policy_missing_key_is_refused():
 
 
 def test_policy_unknown_name_lists_shipped_policies():
-    assert policy_names() == ["f32-reference", "kernelmap-fast", "llama-cpu"]
+    assert policy_names() == ["f32-reference", "kernelmap-fast", "llama-cpu", "llama-cpu-t2", "llama-cpu-t4"]
     with pytest.raises(PolicyError) as exc:
         load_policy("llama-cpuu")
     assert exc.value.hint == "closest: llama-cpu"
@@ -144,3 +144,39 @@ def test_cli_resolve_bad_policy_file_exits_1_one_line(tmp_path, capsys):
     rc = main(["resolve", "--op", "linear", "--phase", "decode", "--dtype", "weight=q8_0", "--policy", str(path)])
     err = capsys.readouterr().err
     assert rc == 1 and err.startswith(f"error: {path}: /: not valid JSON") and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("name", "n"), [("llama-cpu-t2", 2), ("llama-cpu-t4", 4)])
+def test_llama_cpu_tn_is_llama_cpu_with_the_n_thread_attention_split(name, n):
+    base, derived = load_policy("llama-cpu"), load_policy(name)
+    assert derived.rule_for("attention").contract == f"attention.f16kv.ggml_fa_split{n}.v1"
+    assert derived.rule_for("attention").kv == "f16"
+    others = {(r.op, r.match): (r.contract, r.activation, r.kv) for r in base.rules if r.op != "attention"}
+    assert {(r.op, r.match): (r.contract, r.activation, r.kv) for r in derived.rules if r.op != "attention"} == others
+    inherited = derived.rule_for("linear", weight="q8_0")
+    assert inherited.pointer.startswith("llama-cpu:/rules/"), inherited.pointer
+
+
+def test_extends_hash_covers_the_base(tmp_path):
+    path = _write(tmp_path, [{"op": "attention", "match": {}, "contract": "a.v1"}], extends="llama-cpu")
+    pol = load_policy(path)
+    import hashlib
+
+    assert pol.hash != hashlib.sha256(path.read_bytes()).hexdigest()
+    assert pol.rule_for("attention").contract == "a.v1" and pol.rule_for("rmsnorm").contract == "rmsnorm.f32.v1"
+
+
+def test_extends_refuses_a_cycle_and_an_unknown_base(tmp_path):
+    path = _write(tmp_path, [{"op": "attention", "match": {}, "contract": "a.v1"}], extends="t")
+    with pytest.raises(PolicyError, match="policy extends itself"):
+        load_policy(path)
+    path = _write(tmp_path, [{"op": "attention", "match": {}, "contract": "a.v1"}], extends="llama-cpuu")
+    with pytest.raises(PolicyError) as exc:
+        load_policy(path)
+    assert exc.value.hint == "closest: llama-cpu"
+
+
+def test_extends_new_rule_overlapping_an_inherited_one_is_refused(tmp_path):
+    path = _write(tmp_path, [{"op": "rope", "match": {}, "contract": "a.v1"}], extends="llama-cpu")
+    with pytest.raises(PolicyError, match="rule overlaps llama-cpu:/rules/"):
+        load_policy(path)

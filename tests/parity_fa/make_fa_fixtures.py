@@ -1,11 +1,18 @@
-"""Peer fixtures with llama.cpp's flash attention, one token per eval: tests/fixtures/llama_fa/{greedy,teacher}.json.
+"""Peer fixtures with llama.cpp's flash attention, one token per eval: tests/fixtures/llama_fa[_t<N>]/{greedy,teacher}.json.
 
 Same prompts, text and JSON format as tests/fixtures/make_llama_fixtures.py (whose helpers it imports),
 but llama.cpp runs with flash_attn=True and, by default, n_batch = n_ubatch = 1 (prompts and the
-teacher text evaluated token by token: the path our decode matches) on 1 thread (ggml splits the KV
-range across threads for one-row decode once n_kv >= 512, which changes the rounding; 1 thread keeps
-the plain one-row path). Run with the peer venv: `.venv-peer/bin/python -P tests/parity_fa/make_fa_fixtures.py`.
-Nothing here runs in `make test`.
+teacher text evaluated token by token: the path our decode matches) on --threads N (default 1). From
+position 256 on (a 512-cell KV view) ggml splits a decoded row's keys across its N threads, which rounds
+differently: llama_fa (1 thread) is what policy llama-cpu reproduces, llama_fa_t2 what llama-cpu-t2 does.
+Each file records the llama.cpp build and CPU path (tests/fixtures/peer_build.py).
+
+    .venv-peer/bin/python -P tests/parity_fa/make_fa_fixtures.py [--threads N] [--out DIR]   # write fixtures
+    .venv-peer/bin/python -P tests/parity_fa/make_fa_fixtures.py --compare [--threads N]      # live check
+
+--compare records the same data live and runs `kernelmap parity --tier 2 --tier 3` (the project venv) with
+the policy for N threads on it: exits 1 unless every claimed bar holds (all greedy prompts, every top-1,
+top-5 logits to the fixture rounding, the perplexity). Nothing here runs in `make test`.
 """
 
 from __future__ import annotations
@@ -14,7 +21,9 @@ import argparse
 import importlib.util
 import json
 import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -58,9 +67,10 @@ def record(model_path: str, cfg: dict, sequential: bool) -> tuple[dict, dict]:
     kwargs = {k: v for k, v in cfg.items() if k not in ("type_k", "type_v", "swa_full")}
     llm = llama_cpp.Llama(model_path=model_path, type_k=types[cfg["type_k"]], type_v=types[cfg["type_v"]],
                           verbose=False, **kwargs)
-    peer = dict(cfg, sequential=sequential)
-    peer["llama_cpp_python"] = llama_cpp.__version__
-    peer["system_info"] = llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip()
+    sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+    from peer_build import peer_info
+
+    peer = dict(cfg, sequential=sequential, **peer_info())
     model = {"file": Path(model_path).name, "bytes": os.path.getsize(model_path),
              "sha256": base._sha256(model_path)}
     head = {"peer": peer, "model": model}
@@ -115,19 +125,36 @@ def _write(greedy: dict, teacher: dict, out: Path) -> None:
         tmp.replace(out / name)
 
 
+def policy_for(threads: int) -> str:
+    """The numerics policy that reproduces llama.cpp on `threads` threads (flash attention, one token per eval)."""
+    return "llama-cpu" if threads == 1 else f"llama-cpu-t{threads}"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", help="GGUF file (default: the default model package's file)")
-    ap.add_argument("--out", type=Path, default=OUT, help="directory for greedy.json and teacher.json")
+    ap.add_argument("--out", type=Path, default=None, help="directory for greedy.json and teacher.json "
+                    "(default: tests/fixtures/llama_fa, or llama_fa_t<N> for --threads N > 1)")
     ap.add_argument("--flash-attn", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--sequential", action=argparse.BooleanOptionalAction, default=True,
                     help="evaluate prompts one token per call (n_batch = n_ubatch = 1)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--compare", action="store_true",
+                    help="record live and run `kernelmap parity --tier 2 --tier 3` on it; exit 1 if a bar fails")
     args = ap.parse_args(argv)
     model = args.model or _base().default_model()
     greedy, teacher = record(model, settings(args.flash_attn, args.sequential, args.threads), args.sequential)
-    _write(greedy, teacher, args.out)
-    print(f"wrote {args.out / 'greedy.json'} and {args.out / 'teacher.json'}; teacher perplexity "
+    if args.compare:
+        with tempfile.TemporaryDirectory() as tmp:
+            _write(greedy, teacher, Path(tmp))
+            cmd = [str(ROOT / ".venv" / "bin" / "kernelmap"), "parity", "--tier", "2", "--tier", "3", "--no-reference",
+                   "--fixtures", tmp, "--policy", policy_for(args.threads), "-m", model]
+            print("live llama.cpp (" + ", ".join(f"{k}={v}" for k, v in greedy["peer"].items() if k != "build")
+                  + f") vs policy {policy_for(args.threads)}:", flush=True)
+            return subprocess.run(cmd, check=False).returncode
+    out = args.out or (OUT if args.threads == 1 else OUT.with_name(f"llama_fa_t{args.threads}"))
+    _write(greedy, teacher, out)
+    print(f"wrote {out / 'greedy.json'} and {out / 'teacher.json'}; teacher perplexity "
           f"{teacher['perplexity']:.4f}, batched-vs-this top-1 agreement {teacher['peer_sequential_top1_agreement']}")
     return 0
 

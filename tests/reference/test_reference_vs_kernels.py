@@ -6,16 +6,10 @@ kernel tests (tests/kernels) then hold every SIMD variant to its C ref.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import kernel_harness as harness
 import numpy as np
-import pytest
 
 from kernelmap.reference import ops
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
-harness = pytest.importorskip("kernel_harness")
 
 RNG = np.random.default_rng(77)
 

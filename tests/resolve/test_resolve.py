@@ -129,7 +129,7 @@ def test_filter_isa_unavailable_when_no_variant_can_run(tmp_path):
     m["variants"][0]["constraints"] = {"M": {"max": 1}}  # ref only for one row
     reg = registry(tmp_path, [m])
     with pytest.raises(ResolutionError) as exc:
-        resolve(req(dims={"M": 8}, isa=frozenset()), reg)
+        resolve(req(dims={"M": 8, "N": 640, "K": 1024}, isa=frozenset()), reg)
     rows = exc.value.trace_entry["rows"]
     prov = by_provider(exc.value.trace_entry)["lin_a"]
     assert prov["reason"] == "isa_unavailable:avx2" and prov["stage"] == "isa"
@@ -162,11 +162,101 @@ def test_filter_variant_constraint_rejects_only_that_variant(tmp_path):
     assert row["reason"] == "constraint_failed:N:multiple" and row["decision"] == "rejected"
 
 
-def test_filter_unbound_dims_and_ports_are_reported_unchecked(tmp_path):
+def test_filter_unnamed_ports_are_reported_unchecked_but_unbound_dims_reject(tmp_path):
     reg = registry(tmp_path, [make_map("lin_a")])
-    res = resolve(Request(op="linear", phase="decode", isa=AVX2), reg)
+    res = resolve(Request(op="linear", phase="decode", isa=AVX2, dims={"K": 512}), reg)
     detail = by_provider(res.trace_entry)["lin_a"]["detail"]
-    assert "constraint:K multiple 256" in detail and "port:w" in detail
+    assert "port:w" in detail and "constraint" not in detail
+    with pytest.raises(ResolutionError) as exc:
+        resolve(Request(op="linear", phase="decode", isa=AVX2), reg)
+    row = by_provider(exc.value.trace_entry)["lin_a"]
+    assert row["reason"] == "constraint_unevaluable:K:multiple", row
+    assert "dim K is not given by the request" in row["detail"]
+
+
+# ---- item 3 of issue 11: constraints never pass unchecked; run-time dims are checked over their range ----
+
+@pytest.mark.parametrize(("bound", "fragment"), [
+    ("N / 3", "is not an integer"),
+    ("K / (N - N)", "division by zero"),
+    ("Z", "dim Z is not bound"),
+])
+def test_filter_unevaluable_constraint_rejects_with_its_own_reason(tmp_path, bound, fragment):
+    m = make_map("lin_a")
+    m["dims"].append("Z")
+    m["constraints"] = {"K": {"min": bound}}
+    reg = registry(tmp_path, [m])
+    with pytest.raises(ResolutionError) as exc:
+        resolve(req(dims={"M": 1, "N": 640, "K": 1024}), reg)
+    row = by_provider(exc.value.trace_entry)["lin_a"]
+    assert (row["stage"], row["reason"]) == ("constraint", "constraint_unevaluable:K:min"), row
+    assert fragment in row["detail"]
+    assert "constraint_unevaluable:K:min" in exc.value.line()
+
+
+def test_filter_unevaluable_variant_constraint_rejects_only_that_variant(tmp_path):
+    m = make_map("lin_a")
+    m["variants"][2]["constraints"] = {"N": {"multiple": "K / (M - M)"}}
+    reg = registry(tmp_path, [m])
+    res = resolve(req(isa=AVX512), reg)
+    assert res.variant.name == "avx2"
+    row = next(r for r in res.trace_entry["rows"] if r.get("variant") == "avx512")
+    assert row["reason"] == "constraint_unevaluable:N:multiple" and "division by zero" in row["detail"]
+
+
+@pytest.mark.parametrize(("rule", "rows", "selected", "witness"), [
+    ({"multiple": 16}, (1, 128), False, "M=1"),
+    ({"multiple": 16}, 128, True, None),         # the planning maximum alone would pass
+    ({"max": 64}, (1, 128), False, "M=128"),
+    ({"max": 64}, 64, True, None),
+    ({"min": 1}, (1, 128), True, None),
+    ({"min": 2}, (1, 128), False, "M=1"),
+    ({"equals": 1}, 1, True, None),              # decode: one row
+    ({"equals": 128}, (1, 128), False, "M=1"),
+    ({"multiple": 1}, (1, 128), True, None),
+])
+def test_filter_runtime_rows_are_checked_over_their_whole_range(tmp_path, rule, rows, selected, witness):
+    m = make_map("lin_a", phases=("prefill",))
+    m["constraints"] = {"M": rule}
+    reg = registry(tmp_path, [m])
+    request = req(phase="prefill", dims={"M": rows, "N": 640, "K": 1024})
+    if selected:
+        assert resolve(request, reg).provider.id == "lin_a"
+        return
+    with pytest.raises(ResolutionError) as exc:
+        resolve(request, reg)
+    row = by_provider(exc.value.trace_entry)["lin_a"]
+    assert row["reason"] == f"constraint_failed:M:{next(iter(rule))}"
+    assert f"fails for {witness} (M takes 1..128 at run time)" in row["detail"], row["detail"]
+
+
+def test_filter_bound_reading_a_runtime_dim_is_checked_for_every_value(tmp_path):
+    m = make_map("lin_a", phases=("prefill",))
+    m["constraints"] = {"K": {"min": "M * 8"}}      # holds at M=1 .. 128 exactly when K >= 1024
+    reg = registry(tmp_path, [m])
+    assert resolve(req(phase="prefill", dims={"M": (1, 128), "N": 640, "K": 1024}), reg).provider.id == "lin_a"
+    with pytest.raises(ResolutionError) as exc:
+        resolve(req(phase="prefill", dims={"M": (1, 128), "N": 640, "K": 1016}), reg)
+    assert "K min M * 8 fails for K=1016, M=128" in by_provider(exc.value.trace_entry)["lin_a"]["detail"]
+
+
+def test_filter_too_many_runtime_combinations_is_unevaluable_not_passed(tmp_path):
+    m = make_map("lin_a", phases=("prefill",))
+    m["constraints"] = {"K": {"min": "M * N"}}
+    reg = registry(tmp_path, [m])
+    with pytest.raises(ResolutionError) as exc:
+        resolve(req(phase="prefill", dims={"M": (1, 1000), "N": (1, 1000), "K": 1024}), reg)
+    row = by_provider(exc.value.trace_entry)["lin_a"]
+    assert row["reason"] == "constraint_unevaluable:K:min" and "combinations" in row["detail"]
+
+
+def test_request_dim_range_round_trips_and_rejects_reversed_range():
+    r = req(dims={"M": [1, 128], "N": 640, "K": [7, 7]})
+    assert r.dims == {"K": 7, "M": (1, 128), "N": 640}
+    assert r.to_dict()["dims"] == {"K": 7, "M": [1, 128], "N": 640}
+    assert Request.from_dict(json.loads(json.dumps(r.to_dict()))) == r
+    with pytest.raises(RequestError, match="lo <= hi"):
+        req(dims={"M": [128, 1]})
 
 
 def test_resolve_unknown_op_fails_closed_without_fallback(tmp_path):

@@ -29,7 +29,8 @@ def maps_dir(tmp_path):
 def _trace(maps_dir) -> SelectionTrace:
     reg = load_registry([maps_dir], builtin=False, kernel_root=None)
     trace = SelectionTrace(hashes={"maps": reg.hash, "policy": "p" * 64, "circuit": "c" * 64})
-    ok = Request(op="linear", phase="decode", contract="linear.q4_k.q8_k.f32.v1", isa=AVX2, label="blk.0.attn_q")
+    ok = Request(op="linear", phase="decode", contract="linear.q4_k.q8_k.f32.v1", isa=AVX2, dims={"K": 512},
+                 label="blk.0.attn_q")
     trace.add(ok.label, ok, resolve(ok, reg))
     bad = Request(op="linear", phase="decode", contract="linear.q6_k.q8_k.f32.v1", label="blk.0.ffn_down")
     with pytest.raises(ResolutionError) as exc:
@@ -137,14 +138,16 @@ def test_cli_resolve_asks_policy_and_prints_selection(maps_dir, capsys):
 
 def test_cli_resolve_json_prints_trace_entry(maps_dir, capsys):
     assert main(_resolve_args(maps_dir, "--contract", "linear.q8_0.q8_0.f32.v1", "--json",
-                              "--port", "w=q8_0:ggml_blocks", "--label", "blk.1.attn_v")) == 0
+                              "--port", "w=q8_0:ggml_blocks", "--label", "blk.1.attn_v", "--dim", "K=512",
+                              "--dim", "M=1..64")) == 0
     entry = json.loads(capsys.readouterr().out)
     assert entry["selected"]["provider"] == "lin_q8" and entry["label"] == "blk.1.attn_v"
+    assert entry["request"]["dims"] == {"K": 512, "M": [1, 64]}
     assert entry["request"]["ports"] == {"w": {"dtype": "q8_0", "layout": "ggml_blocks"}}
 
 
 def test_cli_resolve_allow_candidates_changes_the_answer_within_group(maps_dir, capsys):
-    assert main(_resolve_args(maps_dir, "--dtype", "weight=q4_k", "--allow-candidates")) == 0
+    assert main(_resolve_args(maps_dir, "--dtype", "weight=q4_k", "--dim", "K=512", "--allow-candidates")) == 0
     assert "lin_main/avx2" in capsys.readouterr().out  # production still ranks before candidate
 
 
@@ -152,6 +155,7 @@ def test_cli_resolve_allow_candidates_changes_the_answer_within_group(maps_dir, 
     (["--dtype", "weight=q4_k", "--phase", "decoding"], "unknown phase"),
     (["--dtype", "weight=q4_k", "--port", "x=q8_k"], "malformed --port value"),
     (["--dtype", "weight=q4_k", "--dim", "K=abc"], "malformed --dim value"),
+    (["--dtype", "weight=q4_k", "--dim", "M=9..1"], "a dim range must have lo <= hi"),
     (["--dtype", "weight=iq2"], "no rule for op \"linear\" with weight=iq2"),
     (["--contract", "linear.q6_k.q8_k.f32.v1"], "no provider for op linear in phase decode"),
     (["--dtype", "weight=q4_k", "--isa", "AVX2"], "malformed isa feature"),

@@ -124,3 +124,18 @@ def test_check_library_refuses_synthetic_model_library_missing_one_kernel_unit(t
 def test_check_build_without_trace_is_refused(tmp_path):
     with pytest.raises(ModelError, match="the build has no selection trace"):
         check_build(tmp_path, tmp_path / "lib.so")
+
+
+@pytest.mark.parametrize(("entry", "want"), [
+    (Selected("decode", "blk.0.ffn_norm", "rmsnorm_f32", "avx2", "km_rmsnorm_f32__ref"), "km_rmsnorm_f32__avx2"),
+    (Selected("decode", "blk.0.ffn_norm", "residual_add_f32", "ref", "km_rmsnorm_f32__ref"),
+     "km_residual_add_f32__ref"),
+])
+def test_check_library_refuses_selection_whose_map_and_variant_disagree_with_the_symbol(tmp_path, entry, want):
+    """Issue 11 item 4: the library exports the symbol, but it is not the selected map's variant."""
+    lib = _toy_library(tmp_path, with_rmsnorm=True)
+    with pytest.raises(ModelError) as info:
+        check_library(lib, [SELECTION[0], entry])
+    assert f"the plan selects {entry.map_id}::{entry.variant} for decode:blk.0.ffn_norm with symbol " \
+           f"km_rmsnorm_f32__ref, which is not that map's variant" in info.value.line()
+    assert info.value.expected == want and info.value.pointer == "decode:blk.0.ffn_norm"

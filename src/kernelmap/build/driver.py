@@ -61,6 +61,24 @@ def compiler() -> str:
     return os.environ.get("CC", "gcc")
 
 
+CROSS_COMPILERS = {"aarch64": ("KERNELMAP_CC_AARCH64", "aarch64-linux-gnu-gcc")}
+
+
+def compiler_for(cflags: Sequence[str]) -> str:
+    """The C compiler for sources built with `cflags`: the host's ($CC or gcc) unless the flags name
+    another architecture (e.g. -march=armv8.2-a+dotprod: $KERNELMAP_CC_AARCH64 or aarch64-linux-gnu-gcc)."""
+    import platform
+
+    from kernelmap.isa_flags import flags_arch
+
+    arch = flags_arch(cflags)
+    host = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
+    if arch is None or arch == host or arch not in CROSS_COMPILERS:
+        return compiler()
+    env, default = CROSS_COMPILERS[arch]
+    return os.environ.get(env, default)
+
+
 @functools.cache
 def compiler_version(cc: str | None = None) -> str:
     """The compiler's full version line (part of every cache key)."""

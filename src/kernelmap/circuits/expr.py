@@ -3,13 +3,15 @@
 Input: an expression string from a circuit file (e.g. ``"layer % swa_period < swa_period - 1"``) and
 an environment of names. Output: an int, float or bool. The text is parsed with Python's own parser
 and walked over a whitelist of node types (numbers, names, + - * / // %, comparisons, and/or/not,
-``a if c else b``, and the functions sqrt, ceil, floor, min, max); nothing is ever `eval`ed.
+``a if c else b``, and the functions sqrt, ceil, floor, min, max, f32 (round to float32, so a circuit
+can state C's float arithmetic: ``f32(1 / f32(sqrt(head_dim)))``); nothing is ever `eval`ed.
 """
 
 from __future__ import annotations
 
 import ast
 import math
+import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +19,12 @@ from kernelmap.errors import CircuitError
 
 __all__ = ["Expr", "evaluate"]
 
-_FUNCS = {"sqrt": math.sqrt, "ceil": math.ceil, "floor": math.floor, "min": min, "max": max}
+def _f32(x: float) -> float:
+    """Round to the nearest float32 (C's (float) cast): f32(1 / f32(sqrt(d))) is C's 1.0f/sqrtf(d)."""
+    return struct.unpack("<f", struct.pack("<f", float(x)))[0]
+
+
+_FUNCS = {"sqrt": math.sqrt, "ceil": math.ceil, "floor": math.floor, "min": min, "max": max, "f32": _f32}
 _BINOPS = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
@@ -59,7 +66,7 @@ class Expr:
         return CircuitError(f"expression uses a construct outside the grammar ({type(node).__name__})",
                             path=self.where, pointer=self.pointer, value=self.text,
                             expected="numbers, names, + - * / // %, comparisons, and/or/not, "
-                                     "x if c else y, sqrt/ceil/floor/min/max")
+                                     "x if c else y, sqrt/ceil/floor/min/max/f32")
 
     def _check(self, node: ast.AST) -> None:
         if isinstance(node, ast.Constant):

@@ -27,12 +27,17 @@ class Tensor:
 
 @dataclass(frozen=True)
 class WeightRef:
-    """A weight a port reads: the GGUF tensor, its dtype and shape in [rows][cols] order."""
+    """A weight a port reads: the GGUF tensor, its dtype and shape in [rows][cols] order.
+
+    `rows` = (a, b) when the port reads only rows [a, b) of the tensor's outermost axis (a fused
+    tensor such as a QKV projection); `shape` is then the slice's shape.
+    """
 
     cname: str
     tensor: str
     dtype: str
     shape: tuple[int, ...]
+    rows: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

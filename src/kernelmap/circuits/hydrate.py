@@ -8,8 +8,11 @@ insert quantizers or plan memory (those are the scheduler's, resolver's and plan
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 from kernelmap.circuits.expr import Expr, evaluate
@@ -18,7 +21,8 @@ from kernelmap.circuits.loader import Circuit, Interfaces
 from kernelmap.errors import CircuitError, ModelError
 from kernelmap.gguf.types import by_name
 
-__all__ = ["read_config", "hydrate", "TensorTable", "c_ident", "QUANTIZED", "row_bytes", "weight_layout"]
+__all__ = ["read_config", "check_keys", "tensors_read", "op_active", "hydrate", "TensorTable", "c_ident", "QUANTIZED",
+           "row_bytes", "weight_layout"]
 
 C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 QUANTIZED = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k", "q8_k"}
@@ -72,7 +76,12 @@ def _cast(value: Any, kind: str, where: str, pointer: str) -> Any:
 
 def read_config(circuit: Circuit, metadata: Mapping[str, Any], tensors: TensorTable,
                 *, source: str = "<model>") -> dict[str, Any]:
-    """Evaluate the circuit's `config` block against GGUF metadata and the tensor table."""
+    """Evaluate the circuit's `config` block against GGUF metadata and the tensor table.
+
+    Fails closed on the file as a whole: a metadata key of the architecture that changes the
+    arithmetic and that the circuit does not read (gguf_keys.json), and a tensor no op of the
+    circuit reads, are refused by name.
+    """
     arch = circuit.architecture
     cfg: dict[str, Any] = {}
     where = str(circuit.path)
@@ -83,11 +92,19 @@ def read_config(circuit: Circuit, metadata: Mapping[str, Any], tensors: TensorTa
             key = spec["key"].replace("{arch}", arch)
             if key in metadata:
                 cfg[name] = _cast(metadata[key], kind, source, key)
+            elif "default" in spec and kind == "str":
+                cfg[name] = str(spec["default"])  # a literal: strings are not expressions
             elif "default" in spec:
                 cfg[name] = _cast(evaluate(spec["default"], cfg, where=where, pointer=pointer), kind, where, pointer)
             else:
                 raise ModelError("required metadata key is missing", path=source, pointer=key,
                                  hint=f"the {arch} circuit reads it for '{name}'")
+            allowed = spec.get("allowed", list(spec.get("values", {})) or None)
+            if allowed is not None and cfg[name] not in allowed:
+                raise ModelError(f"the {arch} circuit does not implement this value", path=source, pointer=key,
+                                 value=cfg[name], expected=[str(v) for v in allowed])
+            if "values" in spec:  # a string setting as the number the circuit's expressions test
+                cfg[name] = spec["values"][cfg[name]]
         elif "value" in spec:
             cfg[name] = spec["value"]
         elif "expr" in spec:
@@ -99,12 +116,94 @@ def read_config(circuit: Circuit, metadata: Mapping[str, Any], tensors: TensorTa
                 raise ModelError("tensor needed for a config value is missing", path=source, pointer=tname,
                                  hint=f"the {arch} circuit reads dim {axis} of it for '{name}'")
             cfg[name] = int(info.shape[axis])
+        elif "tensor_exists" in spec:
+            cfg[name] = spec["tensor_exists"] in tensors
         else:
-            raise CircuitError("config entry has no key, value, expr or tensor_dim", path=where, pointer=pointer)
+            raise CircuitError("config entry has no key, value, expr, tensor_dim or tensor_exists", path=where,
+                               pointer=pointer)
     for i, check in enumerate(circuit.data.get("checks", [])):
         if not evaluate(check["expr"], cfg, where=where, pointer=f"/checks/{i}"):
             raise ModelError(check["message"], path=source, pointer=f"config ({check['expr']})")
+    check_keys(circuit, metadata, source=source)
+    unused = sorted(set(tensors) - tensors_read(circuit, cfg, tensors))
+    if unused:
+        raise ModelError(f"tensor is not read by the {arch} circuit ({len(unused)} such)", path=source,
+                         pointer=unused[0], expected=f"only the tensors circuits/{circuit.path.name} reads")
     return cfg
+
+
+@functools.lru_cache(maxsize=1)
+def _gguf_keys() -> tuple[frozenset[str], frozenset[str]]:
+    """(math, inert) key suffixes after "<arch>." from circuits/gguf_keys.json."""
+    data = json.loads((Path(__file__).resolve().parent / "gguf_keys.json").read_text(encoding="utf-8"))
+    return frozenset(data["math"]), frozenset(data["inert"])
+
+
+def check_keys(circuit: Circuit, metadata: Mapping[str, Any], *, source: str = "<model>") -> None:
+    """Refuse an "<arch>.*" metadata key the circuit neither reads nor ignores, unless it is known to be inert."""
+    arch = circuit.architecture
+    prefix = arch + "."
+    read = {spec["key"].replace("{arch}", arch) for spec in circuit.data["config"].values() if "key" in spec}
+    read |= {k.replace("{arch}", arch) for k in circuit.data.get("ignores", {})}
+    math, inert = _gguf_keys()
+    for key in sorted(metadata):
+        if not key.startswith(prefix) or key in read:
+            continue
+        suffix = key[len(prefix):]
+        if suffix in inert:
+            continue
+        what = ("metadata key changes the arithmetic and the circuit does not implement it" if suffix in math
+                else "unknown metadata key (cannot tell whether it changes the arithmetic)")
+        raise ModelError(what, path=source, pointer=key, value=metadata[key],
+                         expected=f"keys circuits/{circuit.path.name} reads or ignores")
+
+
+def _layer_envs(circuit: Circuit, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The expression environment of every layer: the config, `layer` and the per-layer attributes."""
+    where = str(circuit.path)
+    exprs = {k: Expr(v, where=where, pointer=f"/layer_attrs/{k}") for k, v in circuit.data.get("layer_attrs", {}).items()}
+    envs = []
+    for layer in range(int(config["n_layers"])):
+        env = {**config, "layer": layer}
+        for k, expr in exprs.items():
+            env[k] = expr(env)
+        envs.append(env)
+    return envs
+
+
+def op_active(spec: dict[str, Any], layer: int, env: Mapping[str, Any], tensors: TensorTable, where: str,
+              pointer: str) -> bool:
+    """Whether an op of the circuit exists in this model and layer (its `when` and `if_tensor` conditions)."""
+    if "if_tensor" in spec and spec["if_tensor"].replace("{layer}", str(layer)) not in tensors:
+        return False
+    return "when" not in spec or bool(evaluate(spec["when"], env, where=where, pointer=pointer + "/when"))
+
+
+def _weight_names(wspec: Any, layer: int) -> list[str]:
+    if isinstance(wspec, str):
+        names = [wspec]
+    elif "first_of" in wspec:
+        names = list(wspec["first_of"])
+    else:
+        names = [wspec["tensor"]]
+    return [n.replace("{layer}", str(layer)) for n in names]
+
+
+def tensors_read(circuit: Circuit, config: dict[str, Any], tensors: TensorTable) -> set[str]:
+    """Names of the model's tensors that the active ops of the circuit read (for the unused-tensor check)."""
+    where = str(circuit.path)
+    data = circuit.data
+    blocks: list[tuple[str, int, Mapping[str, Any]]] = [("header", -1, config)]
+    blocks += [("layer", i, env) for i, env in enumerate(_layer_envs(circuit, config))]
+    blocks.append(("footer", -1, config))
+    read: set[str] = set()
+    for section, layer, env in blocks:
+        for i, spec in enumerate(data[section]):
+            if not op_active(spec, layer, env, tensors, where, f"/{section}/{i}"):
+                continue
+            for wspec in spec.get("weights", {}).values():
+                read.update(next(([n] for n in _weight_names(wspec, layer) if n in tensors), []))
+    return read
 
 
 def weight_layout(dtype: str, ndim: int) -> str:
@@ -141,19 +240,28 @@ class _Hydrator:
         self.scope[local] = name
         return name
 
-    def _weight(self, spec: Any, layer: int, pointer: str) -> WeightRef:
-        names = spec["first_of"] if isinstance(spec, dict) else [spec]
-        names = [n.replace("{layer}", str(layer)) for n in names]
+    def _weight(self, spec: Any, layer: int, pointer: str, env: Mapping[str, Any]) -> WeightRef:
+        names = _weight_names(spec, layer)
         for tname in names:
             info = self.tensors_in.get(tname)
-            if info is not None:
-                shape = tuple(int(d) for d in reversed(tuple(info.shape)))
-                if tname not in self.weight_cnames:
-                    base = re.sub(r"[^A-Za-z0-9]+", "_", tname.removesuffix(".weight")).strip("_")
-                    self.weight_cnames[tname] = c_ident("w_" + base)
-                return WeightRef(self.weight_cnames[tname], tname, info.type_name, shape)
-        raise ModelError("required tensor is missing", path=self.source, pointer=names[0],
-                         hint=f"circuit {self.where} {pointer} reads it")
+            if info is None:
+                continue
+            shape = tuple(int(d) for d in reversed(tuple(info.shape)))
+            base = re.sub(r"[^A-Za-z0-9]+", "_", tname.removesuffix(".weight")).strip("_")
+            rows = None
+            if isinstance(spec, dict) and "rows" in spec:
+                lo, hi = (int(evaluate(r, env, where=self.where, pointer=f"{pointer}/rows")) for r in spec["rows"])
+                if not 0 <= lo < hi <= shape[0]:
+                    raise ModelError(f"row slice [{lo}, {hi}) is outside the tensor", path=self.source,
+                                     pointer=tname, value=list(shape), expected=f"rows within [0, {shape[0]})")
+                rows, shape = (lo, hi), (hi - lo, *shape[1:])
+                base += f"_r{lo}_{hi}"
+            key = f"{tname}#{rows}"
+            if key not in self.weight_cnames:
+                self.weight_cnames[key] = c_ident("w_" + base)
+            return WeightRef(self.weight_cnames[key], tname, info.type_name, shape, rows)
+        raise ModelError(f"required tensor is missing (circuits/{self.circuit.path.name} {pointer} reads it)",
+                         path=self.source, pointer=names[0])
 
     def build(self) -> Graph:
         data = self.circuit.data
@@ -164,12 +272,7 @@ class _Hydrator:
             self.scope[name] = f"in_{name}"
         for i, op in enumerate(data["header"]):
             self._op(op, -1, f"/header/{i}", {})
-        attrs_src = data.get("layer_attrs", {})
-        attr_exprs = {k: Expr(v, where=self.where, pointer=f"/layer_attrs/{k}") for k, v in attrs_src.items()}
-        for layer in range(int(self.config["n_layers"])):
-            env = {**self.config, "layer": layer}
-            for k, expr in attr_exprs.items():
-                env[k] = expr(env)
+        for layer, env in enumerate(_layer_envs(self.circuit, self.config)):
             for sname, sspec in data.get("state", {}).items():
                 if sspec.get("per_layer"):
                     self._state(sname, sspec, layer, env)
@@ -189,6 +292,8 @@ class _Hydrator:
 
     def _op(self, spec: dict[str, Any], layer: int, pointer: str, env: dict[str, Any]) -> None:
         env = env or dict(self.config)
+        if not op_active(spec, layer, env, self.tensors_in, self.where, pointer):
+            return
         iface_id, iface = self.interfaces.for_op(spec["op"])
         ports = iface["ports"]
         label = f"blk.{layer}.{spec['id']}" if layer >= 0 else spec["id"]
@@ -218,7 +323,7 @@ class _Hydrator:
             inputs[port] = tname
         weights: dict[str, WeightRef] = {}
         for port, wspec in spec.get("weights", {}).items():
-            ref = self._weight(wspec, layer, f"{pointer}/weights/{port}")
+            ref = self._weight(wspec, layer, f"{pointer}/weights/{port}", env)
             weights[port] = ref
             bound[port] = (ref.shape, False)
         state: dict[str, str] = {}

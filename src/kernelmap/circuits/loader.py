@@ -21,9 +21,11 @@ from kernelmap.errors import CircuitError, closest
 __all__ = ["Circuit", "CIRCUIT_DIR", "Interfaces", "load_circuit", "load_interfaces", "circuit_for"]
 
 CIRCUIT_DIR = Path(__file__).resolve().parent
+_NOT_CIRCUITS = ("interfaces.json", "gguf_keys.json")  # data files beside the circuits
 
 _NAME = {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"}
 _VALUE = {"type": ["string", "number"]}
+_TENSOR = {"type": "string", "pattern": "^[A-Za-z0-9_.{}]+$"}
 _OP = {
     "type": "object",
     "additionalProperties": False,
@@ -31,6 +33,8 @@ _OP = {
     "properties": {
         "id": _NAME,
         "op": _NAME,
+        "when": {"type": "string"},
+        "if_tensor": _TENSOR,
         "policy": {"type": "object", "additionalProperties": {"type": "string"}},
         "rows": {"enum": ["all", "last"]},
         "in": {"type": "object", "additionalProperties": _NAME},
@@ -38,10 +42,12 @@ _OP = {
         "state": {"type": "object", "additionalProperties": _NAME},
         "weights": {"type": "object", "additionalProperties": {
             "oneOf": [
-                {"type": "string", "pattern": "^[A-Za-z0-9_.{}]+$"},
+                _TENSOR,
                 {"type": "object", "additionalProperties": False, "required": ["first_of"],
-                 "properties": {"first_of": {"type": "array", "minItems": 1,
-                                             "items": {"type": "string", "pattern": "^[A-Za-z0-9_.{}]+$"}}}},
+                 "properties": {"first_of": {"type": "array", "minItems": 1, "items": _TENSOR}}},
+                {"type": "object", "additionalProperties": False, "required": ["tensor", "rows"],
+                 "properties": {"tensor": _TENSOR,
+                                "rows": {"type": "array", "minItems": 2, "maxItems": 2, "items": _VALUE}}},
             ]}},
         "dims": {"type": "object", "additionalProperties": _VALUE},
         "params": {"type": "object", "additionalProperties": _VALUE},
@@ -66,7 +72,12 @@ CIRCUIT_SCHEMA = {
                 "expr": {"type": "string"},
                 "tensor_dim": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}],
                                "minItems": 2, "maxItems": 2},
+                "tensor_exists": _TENSOR,
+                "allowed": {"type": "array", "minItems": 1, "items": {"type": ["string", "number", "boolean"]}},
+                "values": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "number"}},
             }}},
+        "ignores": {"type": "object", "propertyNames": {"pattern": "^[a-z0-9_.{}]+$"},
+                    "additionalProperties": {"type": "string", "minLength": 1}},
         "checks": {"type": "array", "items": {
             "type": "object", "additionalProperties": False, "required": ["expr", "message"],
             "properties": {"expr": {"type": "string"}, "message": {"type": "string"}}}},
@@ -164,7 +175,7 @@ def circuit_for(architecture: str, search: tuple[Path, ...] = ()) -> Circuit:
     known: list[str] = []
     for d in dirs:
         for path in sorted(Path(d).glob("*.json")):
-            if path.name == "interfaces.json":
+            if path.name in _NOT_CIRCUITS:
                 continue
             circuit = load_circuit(path)
             known.append(circuit.architecture)
@@ -172,8 +183,7 @@ def circuit_for(architecture: str, search: tuple[Path, ...] = ()) -> Circuit:
                 found.append(circuit)
     if not found:
         raise CircuitError("no circuit file for this architecture", pointer="general.architecture",
-                           value=architecture, expected=sorted(set(known)),
-                           hint="add a circuit file for it under circuits/ (see docs/ARCHITECTURE.md)")
+                           value=architecture, expected=sorted(set(known)))
     if len(found) > 1:
         raise CircuitError(f"two circuit files claim this architecture: {found[0].path} and {found[1].path}",
                            value=architecture)

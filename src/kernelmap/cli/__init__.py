@@ -34,6 +34,7 @@ _COMMAND_MODULES: list[str] = [
     "kernelmap.cli.inspect_cmd",
     "kernelmap.cli.tokenize_cmd",
     "kernelmap.cli.lkb_cmd",
+    "kernelmap.cli.synth_cmd",
 ]
 
 

@@ -186,9 +186,10 @@ def campaign_start(ctx: click.Context, name: str, model: str, profile_path: Path
 @campaign.command("exit")
 @click.argument("name")
 @click.option("--promoted", multiple=True, help="A family / point / policy / numerics point promoted (repeat).")
+@click.option("--parity", is_flag=True, help="Bit parity holds now: without --ttbp, TTBP = hours since the start.")
 @_hours_options
 @click.pass_context
-def campaign_exit(ctx: click.Context, name: str, promoted: tuple[str, ...], profile_path: Path | None,
+def campaign_exit(ctx: click.Context, name: str, promoted: tuple[str, ...], parity: bool, profile_path: Path | None,
                   folder: Path | None, ttbp: float | None, ttpv_speed: float | None,
                   ttpv_energy: float | None) -> None:
     """Record the exit metrics of campaign NAME and print its two exit lines.
@@ -199,7 +200,7 @@ def campaign_exit(ctx: click.Context, name: str, promoted: tuple[str, ...], prof
 
     now = _current(ctx, profile_path)
     path, lines = exit_campaign(name, now["metrics"], promoted, ttbp=ttbp, ttpv_speed=ttpv_speed,
-                                ttpv_energy=ttpv_energy, folder=folder or CAMPAIGNS_DIR)
+                                ttpv_energy=ttpv_energy, parity=parity, folder=folder or CAMPAIGNS_DIR)
     click.echo("\n".join(lines))
     print(f"ledger: {path}", file=sys.stderr)
 

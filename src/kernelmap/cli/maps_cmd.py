@@ -1,7 +1,9 @@
-"""CLI: `kernelmap maps validate` and `kernelmap maps audit [--json] [--check] [--write-baseline]`.
+"""CLI: `kernelmap maps validate [FILES...] [--maps DIR] [--no-builtin]` and `kernelmap maps audit [--json]
+[--check] [--write-baseline] [--base-ref main]`.
 
-Input: the package's kernel maps (plus --maps dirs). Output: a one-line verdict, the audit counts
-(table or JSON), and the ratchet check against audit_baseline.json. Only --write-baseline writes.
+Input: the package's kernel maps (plus --maps dirs and FILES, validated as one registry). Output: a
+one-line verdict, the audit counts (table or JSON), the baseline's edits since the git merge base,
+and the ratchet check against audit_baseline.json. Only --write-baseline writes.
 """
 
 from __future__ import annotations
@@ -15,9 +17,21 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelmap.errors import MapError
-from kernelmap.maps.audit import BASELINE_PATH, CLASSES, audit, check_baseline, load_baseline, write_baseline
+from kernelmap.maps.audit import (
+    BASELINE_PATH,
+    CEILING_KEYS,
+    CLASSES,
+    audit,
+    baseline_at_merge_base,
+    baseline_edits,
+    check_baseline,
+    check_baseline_edits,
+    describe_edit,
+    load_baseline,
+    write_baseline,
+)
 from kernelmap.maps.loader import load_map
-from kernelmap.maps.registry import KERNEL_ROOT, load_registry
+from kernelmap.maps.registry import KERNEL_ROOT, Registry, load_registry
 from kernelmap.numerics import load_policy, policy_names
 
 __all__ = ["register"]
@@ -30,17 +44,22 @@ def register(cli: click.Group) -> None:
     def maps() -> None:
         """Validate and audit the kernel maps."""
 
-    @maps.command("validate", epilog="Example: kernelmap maps validate --maps my_maps/")
+    @maps.command("validate", epilog="Example: kernelmap maps validate my_maps/linear_x.json --maps more_maps/")
     @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
     @click.option("--maps", "dirs", multiple=True, type=click.Path(file_okay=False), help="Extra map dir.")
-    def validate(files: tuple[str, ...], dirs: tuple[str, ...]) -> None:
-        """Check every map (or the given FILES), the registry as a whole, the shipped policies and the baseline."""
+    @click.option("--no-builtin", is_flag=True, help="Leave out the package's own maps (only FILES and --maps).")
+    def validate(files: tuple[str, ...], dirs: tuple[str, ...], no_builtin: bool) -> None:
+        """Check every map, the registry they form together, the shipped policies and the baseline.
+
+        FILES are validated as one registry with the builtin maps (unless --no-builtin) and the --maps
+        dirs, so a duplicate id or a priority tie between a new map and an existing one is found.
+        """
+        reg = _registry(files, dirs, builtin=not no_builtin)
         if files:
-            for f in files:
-                load_map(f, kernel_root=KERNEL_ROOT)
-            click.echo(f"ok: {len(files)} map file{'s' if len(files) != 1 else ''} valid")
+            n = len(files)
+            click.echo(f"ok: {n} map file{'s' if n != 1 else ''} valid; registry of {len(reg)} maps "
+                       f"({'without' if no_builtin else 'with'} the builtin maps) has no duplicate id or tie")
             return
-        reg = load_registry(dirs)
         policies = [load_policy(name) for name in policy_names()]
         load_baseline()
         click.echo(f"ok: {len(reg)} maps, {len(reg.ops)} ops, registry sha256 {reg.hash}; "
@@ -48,22 +67,37 @@ def register(cli: click.Group) -> None:
 
     @maps.command("audit", epilog="Example: kernelmap maps audit --check")
     @click.option("--json", "json_out", is_flag=True, help="Print the full report as JSON.")
-    @click.option("--check", is_flag=True, help="Fail (exit 1) if a floor or ceiling of the baseline regressed.")
+    @click.option("--check", is_flag=True,
+                  help="Fail (exit 1) if a floor or ceiling regressed, or if the baseline was loosened since the "
+                       "merge base with --base-ref without a reason in its `loosened` list.")
     @click.option("--write-baseline", "write_flag", is_flag=True,
                   help="Ratchet the baseline: raise floors to current counts, lower ceilings; never the reverse.")
     @click.option("--baseline", type=click.Path(dir_okay=False), default=None,
                   help="Baseline file (default: the package's audit_baseline.json).")
-    def audit_command(json_out: bool, check: bool, write_flag: bool, baseline: str | None) -> None:
-        """Classify every map, scan the compiler's Python, and compare with the ratchet baseline."""
+    @click.option("--base-ref", default="main", show_default=True,
+                  help="Git branch whose merge base with HEAD holds the baseline to compare with.")
+    def audit_command(json_out: bool, check: bool, write_flag: bool, baseline: str | None, base_ref: str) -> None:
+        """Classify every map, scan the compiler's Python and C, and compare with the ratchet baseline."""
         path = Path(baseline) if baseline else BASELINE_PATH
         base = load_baseline(path)
+        old, since = baseline_at_merge_base(path, base_ref)
+        edits = baseline_edits(old, base) if old is not None else []
         report = audit(load_registry(), baseline=base)
         if json_out:
             sys.stdout.write(json.dumps(report, sort_keys=True, indent=1) + "\n")
         else:
             _print_counts(report, base)
+        # The baseline's own history is always shown: a loosening is visible even when it has a reason.
+        if old is None:
+            click.echo(f"baseline history: {since}", err=True)
+        else:
+            click.echo(f"baseline vs {since}: " + ("; ".join(describe_edit(e) for e in edits) or "unchanged"),
+                       err=True)
+            for entry in base.get("loosened", []):
+                if any(e["key"] == entry["key"] and e["to"] == entry["to"] and e["loosens"] for e in edits):
+                    click.echo(f"baseline loosened: {entry['key']} -> {entry['to']}: {entry['reason']}", err=True)
         if check:
-            problems = check_baseline(report, base)
+            problems = check_baseline(report, base) + (check_baseline_edits(edits, base, since) if old else [])
             if problems:
                 raise MapError("audit regressed: " + "; ".join(problems), path=path,
                                hint="fix the regression; floors may only rise and ceilings only fall")
@@ -74,11 +108,21 @@ def register(cli: click.Group) -> None:
                        err=True)
 
 
+def _registry(files: tuple[str, ...], dirs: tuple[str, ...], *, builtin: bool) -> Registry:
+    """The registry of the builtin maps (if `builtin`), the `dirs` and the `files`; a file that is already
+    one of those maps (same path) is loaded once."""
+    base = load_registry(dirs, builtin=builtin)
+    given = {Path(f).resolve() for f in files}
+    providers = [p for p in base.providers.values() if p.path.resolve() not in given]
+    providers += [load_map(f, kernel_root=KERNEL_ROOT) for f in dict.fromkeys(files)]
+    return Registry(providers)
+
+
 def _print_counts(report: dict, base: dict) -> None:
     table = Table(title=f"kernel map audit: {report['counts']['maps']} maps", title_justify="left")
     for col in ("class", "count", "bound"):
         table.add_column(col)
-    for name in (*CLASSES, "model_family_literals", "op_name_conditionals"):
+    for name in (*CLASSES, *CEILING_KEYS):
         if name in base["floors"]:
             bound = f"floor {base['floors'][name]}"
         elif name in base["ceilings"]:
@@ -89,4 +133,8 @@ def _print_counts(report: dict, base: dict) -> None:
     tty = sys.stdout.isatty()
     Console(file=sys.stdout, highlight=False, no_color=not tty, width=None if tty else 120).print(table)
     for f in report["model_family_literals"]:
-        click.echo(f"model-family literal: {f['file']}:{f['line']} ({', '.join(f['words'])})")
+        click.echo(f"model-family {f.get('kind', 'literal')}: {f['file']}:{f['line']} ({', '.join(f['words'])})")
+    for f in report["abi_mismatches"]:
+        click.echo(f"abi mismatch: {f['map']}: {f['problem']}")
+    for f in report["unowned_kernel_symbols"]:
+        click.echo(f"unowned kernel symbol: {f['file']}:{f['line']} {f['symbol']} (no map owns it; rename the helper)")

@@ -23,12 +23,22 @@ _DEFAULT_FIXTURES = Path(__file__).resolve().parents[3] / json.loads(_SPEC.read_
 @click.option("--policy", default="llama-cpu", show_default=True, help="Numerics policy to compile with.")
 @click.option("--reference/--no-reference", default=True, help="Also compare with the NumPy reference (tier 2).")
 @click.option("--json", "json_out", is_flag=True)
+@click.option("--matrix", is_flag=True, help="Instead: the family x preset matrix on the family fixtures.")
+@click.option("--markdown", is_flag=True, help="With --matrix: print the README table.")
+@click.option("--matrix-fixtures", type=click.Path(file_okay=False), default=None,
+              help="With --matrix: the family fixtures (default tests/fixtures/families).")
+@click.option("--isa", default=None, help="With --matrix: target ISA (scalar = the ref kernels; default: this CPU).")
 def parity_command(model: str | None, tiers: tuple[int, ...], fixtures: str, threads: int, policy: str,
-                   reference: bool, json_out: bool) -> None:
+                   reference: bool, json_out: bool, matrix: bool, markdown: bool, matrix_fixtures: str | None,
+                   isa: str | None) -> None:
     """Check a compiled model: 1 self-consistency, 2 agreement with llama.cpp and the reference, 3 perplexity.
 
     Exits 1 when any check fails. Example: kernelmap parity --tier 2 --fixtures tests/fixtures/llama_fa
+    (kernelmap parity --matrix --markdown prints the product-space table of the README.)
     """
+    if matrix:
+        _matrix(matrix_fixtures, policy, isa, threads, json_out, markdown)
+        return
     from kernelmap.parity import tier1, tier2, tier3
     from kernelmap.runtime import default_model_path, load
 
@@ -57,6 +67,29 @@ def parity_command(model: str | None, tiers: tuple[int, ...], fixtures: str, thr
         for c in checks:
             print(f"tier {c.tier} {'PASS' if c.passed else 'FAIL'}  {c.name}: {c.value} (bar: {c.bar})")
     if not all(c.passed for c in checks):
+        sys.exit(1)
+
+
+def _matrix(fixtures: str | None, policy: str, isa: str | None, threads: int, json_out: bool, markdown: bool) -> None:
+    """`--matrix`: every (architecture, preset) cell of the family fixtures against llama.cpp's logits."""
+    import tempfile
+
+    from kernelmap.compiler import CompileOptions
+    from kernelmap.families.matrix import DEFAULT_FIXTURES, load_fixtures, markdown_table, run_matrix
+    from kernelmap.target import parse_isa
+
+    fx = load_fixtures(Path(fixtures) if fixtures else DEFAULT_FIXTURES)
+    options = CompileOptions(policy=policy, max_rows=16, isa=parse_isa(isa) if isa else None)
+    with tempfile.TemporaryDirectory(prefix="km-matrix-") as work:
+        cells = run_matrix(fx, work=Path(work), options=options, threads=min(threads, 2))
+    if json_out:
+        print(json.dumps([c.as_dict() for c in cells]))
+    elif markdown:
+        print(markdown_table(cells))
+    else:
+        for c in cells:
+            print(f"{'PASS' if c.ok else 'FAIL'}  {c.arch:10s} {c.preset:7s} {c.text()}")
+    if not all(c.ok for c in cells):
         sys.exit(1)
 
 

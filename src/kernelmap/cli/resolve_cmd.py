@@ -64,7 +64,8 @@ def register(cli: click.Group) -> None:
     @click.option("--port", "ports", multiple=True, metavar="NAME=DTYPE:LAYOUT", help="A port the op binds.")
     @click.option("--dtype", "dtypes", multiple=True, metavar="KEY=VALUE",
                   help="Policy keys, e.g. weight=q4_k, style=neox.")
-    @click.option("--dim", "dims", multiple=True, metavar="NAME=INT", help="A concrete dim, e.g. K=640.")
+    @click.option("--dim", "dims", multiple=True, metavar="NAME=INT|LO..HI",
+                  help="A dim, e.g. K=640, or the range a run-time dim takes, e.g. M=1..128 (prefill rows).")
     @click.option("--alias", "aliases", multiple=True, metavar="OUT=IN", help="Compute OUT in place of IN.")
     @click.option("--isa", default="host", show_default=True, help="host, scalar, or features e.g. avx2,fma,f16c.")
     @click.option("--policy", default="llama-cpu", show_default=True, help="Numerics policy name or file.")
@@ -85,12 +86,13 @@ def register(cli: click.Group) -> None:
                 raise RequestError("malformed --port value", pointer="--port", value=f"{name}={spec}",
                                    expected="NAME=DTYPE:LAYOUT")
             port_map[name] = (dtype, layout)
-        dim_map: dict[str, int] = {}
+        dim_map: dict[str, int | tuple[int, int]] = {}
         for name, val in _pairs(dims, "--dim").items():
-            if not re.match(r"^[0-9]+$", val):
+            m = re.match(r"^([0-9]+)(?:\.\.([0-9]+))?$", val)
+            if not m:
                 raise RequestError("malformed --dim value", pointer="--dim", value=f"{name}={val}",
-                                   expected="NAME=non-negative integer")
-            dim_map[name] = int(val)
+                                   expected="NAME=INT or NAME=LO..HI (a dim that varies at run time)")
+            dim_map[name] = int(m.group(1)) if m.group(2) is None else (int(m.group(1)), int(m.group(2)))
         alias_set = frozenset(_pairs(aliases, "--alias").items())
         rule_note = ""
         if contract is None:

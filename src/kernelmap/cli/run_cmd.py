@@ -137,19 +137,29 @@ def run_command(model: str | None, prompt: str | None, prompt_file: str | None, 
 @_model_opt
 @click.option("-n", "--n-predict", type=int, default=256, show_default=True, help="Max tokens per reply.")
 @click.option("--system", default=None, help="System prompt (if the template supports one).")
+@click.option("--template", "template_name", default=None,
+              help="Chat template name (default: the family of the GGUF's own template).")
 @_apply(_common)
 @_apply(_sampling)
-def chat_command(model: str | None, n_predict: int, system: str | None, threads: int | None, ctx: int, policy: str,
-                 maps: tuple[str, ...], isa: str | None, batch: int, quiet: bool, temp: float, top_k: int,
-                 top_p: float, min_p: float, repeat_penalty: float, seed: int) -> None:
+def chat_command(model: str | None, n_predict: int, system: str | None, template_name: str | None,
+                 threads: int | None, ctx: int, policy: str, maps: tuple[str, ...], isa: str | None, batch: int,
+                 quiet: bool, temp: float, top_k: int, top_p: float, min_p: float, repeat_penalty: float,
+                 seed: int) -> None:
     """Chat with a model using its chat template (one line per user turn; Ctrl-D ends).
 
     Example: kernelmap chat -m gemma-3-270m-q4_k_m.gguf --temp 0.7 --seed 1
     """
+    from kernelmap.gguf import open_gguf
+    from kernelmap.runtime import default_model_path
+    from kernelmap.tokenizer import Tokenizer, choose_template
+
     sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, seed)
-    m = _load(model, threads, ctx, _options(policy, maps, isa, batch), quiet)
-    if m.chat_template is None:
-        raise ModelError("this model has no known chat template", hint="use `kernelmap run` with a plain prompt")
+    path = model or str(default_model_path())
+    choice = choose_template(Tokenizer.from_metadata(open_gguf(path).metadata, source=path), template_name)
+    if choice.note:  # before compiling, so a template problem shows at once
+        print(f"note: {choice.note}", file=sys.stderr)
+    m = _load(path, threads, ctx, _options(policy, maps, isa, batch), quiet)
+    m.chat_template = choice.template
     messages: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
     tty = sys.stdin.isatty()
     with m:

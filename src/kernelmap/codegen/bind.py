@@ -18,7 +18,8 @@ from kernelmap.circuits.graph import Graph, OpNode
 from kernelmap.circuits.hydrate import row_bytes
 from kernelmap.errors import PlanError
 
-__all__ = ["BoundCall", "bind_call", "c_type_of", "c_comment", "check_ident", "float_literal"]
+__all__ = ["C_KEYWORDS", "BoundCall", "bind_call", "c_type_of", "c_comment", "check_ident", "check_param_name",
+           "float_literal"]
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _LABEL = re.compile(r"^[A-Za-z0-9_.]{1,128}$")
@@ -34,6 +35,20 @@ def check_ident(text: str) -> str:
     if not _IDENT.match(text):
         raise PlanError("refusing to emit a non-identifier into C", value=text)
     return text
+
+
+# C keywords (C11 and the gcc extensions a kernel source may use): never a parameter name.
+C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if
+inline int long register restrict return short signed sizeof static struct switch typedef union unsigned void
+volatile while _Alignas _Alignof _Atomic _Bool _Complex _Generic _Imaginary _Noreturn _Static_assert
+_Thread_local asm typeof __asm__ __typeof__ __attribute__ __restrict __inline__ __extension__""".split())
+
+
+def check_param_name(text: str) -> str:
+    """A C parameter name as the generated prototype declares it: an identifier that is not a keyword."""
+    if text in C_KEYWORDS:
+        raise PlanError("refusing a C keyword as a parameter name", value=text)
+    return check_ident(text)
 
 
 def check_label(text: str) -> str:
@@ -165,6 +180,6 @@ def bind_call(op: OpNode, spec: dict[str, Any], symbol: str, graph: Graph, offse
         else:
             raise PlanError(f"{where}: unknown source kind", value=entry["source"])
         args.append(expr)
-        types.append(ctype)
+        types.append(f"{ctype}{'' if ctype.endswith('*') else ' '}{check_param_name(entry['name'])}")
     proto = f"void {symbol}({', '.join(types) if types else 'void'});"
     return BoundCall(symbol, tuple(args), proto)

@@ -1,6 +1,6 @@
 """Fuzzing support for the GGUF reader: seed images, byte-level mutations, and a full-access exerciser.
 
-Used by the hypothesis test in `make test` and by `benchmarks/fuzz_gguf.py` (the long campaign).
+Used by tests/gguf/test_reader_fuzz.py (differential against gguf-py) and by `benchmarks/fuzz_gguf.py`.
 `exercise` opens an image and touches every key, array and tensor; the only exception it may
 let through is GGUFError. It does not judge messages; tests do.
 """
@@ -43,9 +43,11 @@ def seed_images() -> list[bytes]:
         RawTensor("i32", (2, 1, 1, 2), 26, bytes(16)),
         RawTensor("odd", (8,), 99, bytes(8)),
     ]
+    known = [t for t in tensors if t.type_id != 99] + [RawTensor("f32", (3,), 0, bytes(range(12)))]
     return [
         sample_image(),
         build_gguf(every_scalar, tensors, alignment=64),
+        build_gguf(every_scalar, known, alignment=64),  # every tensor type known to gguf-py's reader too
         build_gguf(every_scalar[:1], [RawTensor("t", (32,), 8, bytes(34))], version=2),
         build_gguf([], []),
     ]

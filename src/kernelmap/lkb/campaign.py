@@ -63,8 +63,12 @@ def residual_delta_line(start: dict[str, Any], end: dict[str, Any]) -> str:
 
 def exit_campaign(name: str, metrics: dict[str, Any], promoted: Sequence[str], *,
                   ttbp: float | None = None, ttpv_speed: float | None = None, ttpv_energy: float | None = None,
-                  folder: Path = CAMPAIGNS_DIR) -> tuple[Path, list[str]]:
-    """Add the [exit] table with the exit metrics and the two exit lines; return the path and the lines."""
+                  parity: bool = False, folder: Path = CAMPAIGNS_DIR) -> tuple[Path, list[str]]:
+    """Add the [exit] table with the exit metrics and the two exit lines; return the path and the lines.
+
+    `parity=True` (bit parity holds at this exit) with no typed `ttbp` records TTBP from the ledger itself:
+    the hours from `started` to this exit.
+    """
     path = _path(name, folder)
     if not path.exists():
         raise LKBError("no such campaign", path=path, pointer="/campaign/name", value=name,
@@ -74,10 +78,18 @@ def exit_campaign(name: str, metrics: dict[str, Any], promoted: Sequence[str], *
         raise LKBError("campaign already exited", path=path, pointer="/exit", value=name)
     promoted_line = "Promoted into the LKB: " + (", ".join(promoted) if promoted else "none")
     delta_line = residual_delta_line(ledger["start"], metrics)
-    ledger["campaign"]["exited"] = _now()
+    exited = _now()
+    ledger["campaign"]["exited"] = exited
+    source = "typed"
+    if ttbp is None and parity:  # measured from the ledger: started -> this exit, at which parity holds
+        started = _dt.datetime.fromisoformat(str(ledger["campaign"]["started"]))
+        ttbp = round((_dt.datetime.fromisoformat(exited) - started).total_seconds() / 3600.0, 3)
+        source = "ledger: started -> exited"
     ledger["exit"] = {**metrics, "ttbp_hours": _hours(ttbp), "ttpv_speed_hours": _hours(ttpv_speed),
                       "ttpv_energy_hours": _hours(ttpv_energy), "promoted": list(promoted),
                       "promoted_line": promoted_line, "residual_delta_line": delta_line}
+    if ttbp is not None:
+        ledger["exit"]["ttbp_source"] = source
     write_text_atomic(path, render_toml(ledger))
     return path, [promoted_line, delta_line]
 

@@ -3,16 +3,29 @@
 Grammar: integers, dim names, `+ - * /`, unary minus, parentheses and `ceil(...)`. Division is exact
 (rational); `ceil` rounds up; a final value must be an integer. Parsing is a hand-written recursive
 descent; nothing is ever handed to Python's `eval`. It does not know which dims exist (the loader checks).
+
+A dim is bound either to one integer or, when it varies at run time (rows of a prefill chunk, the KV
+capacity), to an inclusive range `(lo, hi)`. `Expr.span` gives the exact least and greatest value over
+every value such dims take (by enumeration, capped at MAX_COMBINATIONS; past it the expression is
+unevaluable, never guessed).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["Expr", "ExprSyntaxError", "ExprValueError", "parse_expr"]
+__all__ = ["MAX_COMBINATIONS", "Bound", "Expr", "ExprSyntaxError", "ExprValueError", "assignments", "parse_expr",
+           "show_bound"]
+
+# A dim's binding: one value, or the inclusive range of values it takes at run time.
+Bound = int | tuple[int, int]
+# Most assignments of run-time-varying dims an evaluation may enumerate before it gives up (fail closed).
+MAX_COMBINATIONS = 1 << 16
 
 _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(.))")
 _MAX_LEN = 256
@@ -149,13 +162,16 @@ def _names(node: Node, acc: set[str]) -> None:
         _names(node.right, acc)
 
 
-def _eval(node: Node, dims: dict[str, int]) -> Fraction:
+def _eval(node: Node, dims: Mapping[str, Bound]) -> Fraction:
     if isinstance(node, Num):
         return Fraction(node.value)
     if isinstance(node, Name):
-        if node.name not in dims:
+        value = dims.get(node.name)
+        if value is None:
             raise ExprValueError(f"dim {node.name} is not bound")
-        return Fraction(dims[node.name])
+        if not isinstance(value, int):
+            raise ExprValueError(f"dim {node.name} is a range ({show_bound(value)}), not one value")
+        return Fraction(value)
     if isinstance(node, Neg):
         return -_eval(node.arg, dims)
     if isinstance(node, Ceil):
@@ -181,12 +197,59 @@ class Expr:
     tree: Node
     names: frozenset[str]
 
-    def evaluate(self, dims: dict[str, int]) -> int:
-        """Value over concrete dims; raises ExprValueError if unbound, divided by zero or not integral."""
+    def evaluate(self, dims: Mapping[str, Bound]) -> int:
+        """Value over concrete dims; raises ExprValueError if unbound, a range, divided by zero or not integral."""
         value = _eval(self.tree, dims)
         if value.denominator != 1:
             raise ExprValueError(f"{self.text} is not an integer ({value}); use ceil(...)")
         return int(value)
+
+    def span(self, dims: Mapping[str, Bound]) -> tuple[int, int]:
+        """(least, greatest) value over every value the ranged dims it reads take; ExprValueError when
+        any of them is unevaluable (unbound, division by zero, not an integer) or there are too many."""
+        lo = hi = None
+        for env in assignments(self.names, dims):
+            v = self.evaluate(env)
+            lo = v if lo is None or v < lo else lo
+            hi = v if hi is None or v > hi else hi
+        assert lo is not None and hi is not None  # assignments yields at least one environment
+        return lo, hi
+
+
+def show_bound(value: Bound) -> str:
+    """`7` or `1..128` (a range)."""
+    return str(value) if isinstance(value, int) else f"{value[0]}..{value[1]}"
+
+
+def assignments(names: Iterable[str], dims: Mapping[str, Bound],
+                limit: int = MAX_COMBINATIONS) -> Iterator[dict[str, int]]:
+    """Every concrete binding of `names` (ranged dims enumerated, in increasing order, first name slowest).
+
+    Raises ExprValueError when a name is unbound or the ranges hold more than `limit` combinations.
+    """
+    fixed: dict[str, int] = {}
+    ranged: list[tuple[str, range]] = []
+    total = 1
+    for name in sorted(names):
+        value = dims.get(name)
+        if value is None:
+            raise ExprValueError(f"dim {name} is not bound")
+        if isinstance(value, int):
+            fixed[name] = value
+        else:
+            lo, hi = value
+            ranged.append((name, range(lo, hi + 1)))
+            total *= hi - lo + 1
+    if total > limit:
+        listing = ", ".join(f"{n}={r.start}..{r.stop - 1}" for n, r in ranged)
+        raise ExprValueError(f"{total} combinations of run-time dims ({listing}) are more than the "
+                             f"{limit} checked exhaustively")
+    if not ranged:
+        yield fixed
+        return
+    keys = [n for n, _ in ranged]
+    for values in itertools.product(*(r for _, r in ranged)):
+        yield {**fixed, **dict(zip(keys, values, strict=True))}
 
 
 def parse_expr(text: str | int) -> Expr:

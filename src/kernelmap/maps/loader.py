@@ -2,7 +2,8 @@
 
 The schema (kernel_map.schema.json, draft 2020-12) checks shapes and vocabularies; this module adds
 what a schema cannot: id equals the file stem, call_abi binds every port exactly once with the right
-source kind, names and expressions refer to declared dims, symbols follow `km_<id>__<variant>`,
+source kind and a C parameter name that says what it carries, names and expressions refer to declared
+dims (constant ones evaluate: `1/0` or a negative size is refused), symbols follow `km_<id>__<variant>`,
 sources exist. Every failure is a one-line MapError with path and JSON pointer. It does not compare
 maps with each other (registry.py does).
 """
@@ -20,11 +21,11 @@ from jsonschema.exceptions import ValidationError
 
 from kernelmap import isa_flags
 from kernelmap.errors import MapError, closest
-from kernelmap.maps.expr import Expr, ExprSyntaxError, parse_expr
+from kernelmap.maps.expr import Expr, ExprSyntaxError, ExprValueError, parse_expr
 from kernelmap.maps.provider import CallParam, Constraint, Param, Port, Provider, Scratch, Variant
 from kernelmap.target import KNOWN_FEATURES
 
-__all__ = ["SCHEMA_PATH", "check_schema", "load_map", "parse_json", "validate_map"]
+__all__ = ["SCHEMA_PATH", "binding_names", "check_schema", "load_map", "parse_json", "validate_map"]
 
 SCHEMA_PATH = Path(__file__).with_name("kernel_map.schema.json")
 MAX_MAP_BYTES = 1 << 20
@@ -161,7 +162,9 @@ class _Checker:
     def fail(self, message: str, pointer: str, **kw: Any) -> None:
         raise MapError(message, path=self.path, pointer=pointer, **kw)
 
-    def expr(self, value: Any, pointer: str) -> Expr:
+    def expr(self, value: Any, pointer: str, *, what: str = "expression", nonnegative: bool = False) -> Expr:
+        """Parse an expression of declared dims; a constant one is evaluated now (it must be an integer,
+        and not negative when `nonnegative`), so `1/0` is a load error and never a run-time surprise."""
         try:
             e = parse_expr(value)
         except ExprSyntaxError as exc:
@@ -172,6 +175,13 @@ class _Checker:
             self.fail(f"expression uses undeclared dim \"{unknown[0]}\"", pointer, value=value,
                       expected=sorted(self.dims) or "a name listed in /dims",
                       hint=f"closest: {near}" if near else "declare it in /dims")
+        if not e.names:
+            try:
+                const = e.evaluate({})
+            except ExprValueError as exc:
+                self.fail(f"constant {what} cannot be evaluated: {exc}", pointer, value=value)
+            if nonnegative and const < 0:
+                self.fail(f"{what} is negative", pointer, value=value, expected=">= 0")
         return e
 
     def constraints(self, obj: dict[str, Any], pointer: str) -> tuple[Constraint, ...]:
@@ -182,8 +192,12 @@ class _Checker:
                 self.fail(f"constraint on undeclared dim \"{dim}\"", f"{pointer}/{dim}",
                           expected=sorted(self.dims), hint=f"closest: {near}" if near else None)
             for rule in sorted(obj[dim]):
-                e = self.expr(obj[dim][rule], f"{pointer}/{dim}/{rule}")
-                out.append(Constraint(dim, rule, e))
+                ptr = f"{pointer}/{dim}/{rule}"
+                e = self.expr(obj[dim][rule], ptr, what="constraint bound")
+                c = Constraint(dim, rule, e)
+                if rule == "multiple" and c.const is not None and c.const <= 0:
+                    self.fail("\"multiple\" needs a positive bound", ptr, value=obj[dim][rule], expected=">= 1")
+                out.append(c)
         return tuple(out)
 
     def ports(self) -> dict[str, Port]:
@@ -195,7 +209,8 @@ class _Checker:
                 if p["name"] in seen:
                     self.fail(f"duplicate port name \"{p['name']}\" (also {seen[p['name']]})", ptr + "/name")
                 seen[p["name"]] = ptr
-                shape = tuple(self.expr(s, f"{ptr}/shape/{j}") for j, s in enumerate(p["shape"]))
+                shape = tuple(self.expr(s, f"{ptr}/shape/{j}", what="port dimension", nonnegative=True)
+                              for j, s in enumerate(p["shape"]))
                 if role == "weight" and p["storage"] != "weight":
                     self.fail("a weight port must have storage \"weight\"", ptr + "/storage",
                               value=p["storage"], expected="weight")
@@ -313,6 +328,8 @@ class _Checker:
         return tuple(out)
 
     def call_abi(self, ports: dict[str, Port], params: set[str], scratch: set[str]) -> tuple[CallParam, ...]:
+        from kernelmap.codegen.bind import C_KEYWORDS  # names end up in the generated prototypes
+
         out: list[CallParam] = []
         names: set[str] = set()
         bound: dict[str, str] = {}
@@ -348,6 +365,15 @@ class _Checker:
                 self.fail(f"call_abi source names undeclared param \"{ref}\"", ptr + "/source",
                           expected=sorted(params) or "a name listed in /params",
                           hint=f"closest: {near}" if near else None)
+            if cp["name"] in C_KEYWORDS:
+                self.fail("a C parameter name may not be a C keyword", ptr + "/name", value=cp["name"])
+            names_ok = binding_names(kind, ref)
+            if names_ok is not None and cp["name"] not in names_ok:
+                self.fail(f"C parameter \"{cp['name']}\" is bound to {cp['source']}: a parameter is named after "
+                          "what it carries", ptr + "/name", value=cp["name"],
+                          expected=" or ".join(names_ok),
+                          hint="rename the parameter (in the map and in the kernel's C definition) or bind the "
+                               "source its name says")
             out.append(CallParam(cp["name"], cp["source"], cp.get("cast")))
         unbound = [n for n in ports if n not in bound]
         if unbound:
@@ -375,7 +401,8 @@ class _Checker:
         for i, s in enumerate(doc.get("scratch", [])):
             if s["name"] in scratch:
                 self.fail(f"duplicate scratch \"{s['name']}\"", f"/scratch/{i}/name")
-            scratch[s["name"]] = Scratch(s["name"], self.expr(s["size"], f"/scratch/{i}/size"))
+            scratch[s["name"]] = Scratch(s["name"], self.expr(s["size"], f"/scratch/{i}/size",
+                                                              what="scratch size", nonnegative=True))
         constraints = self.constraints(doc.get("constraints", {}), "/constraints")
         variants = self.variants(map_id)
         refs = [v for v in variants if v.name == "ref"]
@@ -401,6 +428,22 @@ class _Checker:
             notes=doc.get("notes", ""), path=self.path, sha256=hashlib.sha256(data).hexdigest(),
             raw=doc, ports=ports,
         )
+
+
+# Run-time values and the C parameter names that may carry them: n_ctx is the value the KV capacity dim
+# C (the interfaces' name for it) takes at run time.
+_RUNTIME_NAMES = {"ith": ("ith",), "nth": ("nth",), "pos": ("pos",), "n_tokens": ("n_tokens",),
+                  "n_ctx": ("n_ctx", "C")}
+
+
+def binding_names(kind: str, ref: str) -> tuple[str, ...] | None:
+    """The C parameter names a call_abi source may be bound to (its meaning); None when any name will do
+    (a `const:` literal). `dim:N` is carried by N, `output:y` by y, `runtime:ith` by ith, and so on."""
+    if kind == "const":
+        return None
+    if kind == "runtime":
+        return _RUNTIME_NAMES.get(ref, (ref,))
+    return (ref,)
 
 
 def _port_kind(port: Port) -> str:

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelmap.maps.expr import Expr, ExprValueError
+from kernelmap.maps.expr import Bound, Expr, ExprValueError, assignments, show_bound
 
-__all__ = ["CallParam", "Constraint", "Param", "Port", "Provider", "Scratch", "Variant", "LIFECYCLE"]
+__all__ = ["CallParam", "Constraint", "FAILED", "LIFECYCLE", "OK", "Param", "Port", "Provider", "Scratch",
+           "UNEVALUABLE", "Variant"]
 
 # Lifecycle rank used by the resolver: lower is better.
 LIFECYCLE: dict[str, int] = {"production": 0, "candidate": 1, "diagnostic": 2, "deprecated": 3}
@@ -50,6 +51,50 @@ class Scratch:
     name: str
     size: Expr
 
+    def max_bytes(self, dims: Mapping[str, Bound]) -> int:
+        """Bytes to reserve: the greatest size over every value the ranged dims take. ExprValueError when
+        the size is unevaluable or negative for any of them (a negative size is never rounded up)."""
+        lo, hi = self.size.span(dims)
+        if lo < 0:
+            raise ExprValueError(f"scratch {self.name} size {self.size.text} is negative ({lo} bytes) for "
+                                 f"dims {_show_dims(dims, self.size.names)}")
+        return hi
+
+
+# Outcomes of checking one constraint against a request's dims.
+OK, FAILED, UNEVALUABLE = "ok", "failed", "unevaluable"
+
+
+def _holds(rule: str, got: int, bound: int) -> bool:
+    if rule == "multiple":
+        if bound <= 0:
+            raise ExprValueError(f"\"multiple\" needs a positive bound, not {bound}")
+        return got % bound == 0
+    if rule == "min":
+        return got >= bound
+    if rule == "max":
+        return got <= bound
+    return got == bound
+
+
+def _range_witness(rule: str, span: tuple[int, int], bound: int) -> int | None:
+    """A value of the range [lo, hi] that breaks the rule (None if every value keeps it)."""
+    lo, hi = span
+    if rule == "multiple":
+        if bound <= 0:
+            raise ExprValueError(f"\"multiple\" needs a positive bound, not {bound}")
+        # Of two consecutive integers at most one is a multiple of a bound > 1.
+        return next((v for v in (lo, lo + 1) if v <= hi and v % bound), None)
+    if rule == "min":
+        return lo if lo < bound else None
+    if rule == "max":
+        return hi if hi > bound else None
+    return lo if lo != bound else (hi if hi != bound else None)
+
+
+def _show_dims(dims: Mapping[str, Bound], names: frozenset[str]) -> str:
+    return ", ".join(f"{n}={show_bound(dims[n])}" for n in sorted(names) if n in dims) or "(none)"
+
 
 @dataclass(frozen=True)
 class Constraint:
@@ -61,27 +106,38 @@ class Constraint:
     const: int | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not self.value.names:  # constant bound: evaluate once, not per request
+        if not self.value.names:  # constant bound: evaluate once, not per request (the loader checked it)
             object.__setattr__(self, "const", self.value.evaluate({}))
 
-    def check(self, dims: Mapping[str, int]) -> bool | None:
-        """True/False on concrete dims; None when the dim or a name in the value is not bound."""
+    def check(self, dims: Mapping[str, Bound]) -> tuple[str, str | None]:
+        """(OK, None), (FAILED, the breaking values, e.g. "M=1") or (UNEVALUABLE, why).
+
+        A dim bound to a range (it varies at run time) must keep the rule for every value of the range.
+        A dim the request does not give, a bound that divides by zero or is not an integer, or ranges
+        too large to enumerate make the constraint unevaluable, which the resolver treats as a rejection.
+        """
         got = dims.get(self.dim)
-        if got is None:
-            return None
         bound = self.const
-        if bound is None:
-            try:
+        try:
+            if bound is not None and type(got) is int:  # the common case: one value, a constant bound
+                return (OK, None) if _holds(self.rule, got, bound) else (FAILED, f"{self.dim}={got}")
+            if got is None:
+                return UNEVALUABLE, f"dim {self.dim} is not given by the request"
+            if bound is None and all(type(dims.get(n)) is not tuple for n in self.value.names):
                 bound = self.value.evaluate(dims)
-            except ExprValueError:
-                return None
-        if self.rule == "multiple":
-            return bound > 0 and got % bound == 0
-        if self.rule == "min":
-            return got >= bound
-        if self.rule == "max":
-            return got <= bound
-        return got == bound
+            if bound is not None:
+                if isinstance(got, int):
+                    return (OK, None) if _holds(self.rule, got, bound) else (FAILED, f"{self.dim}={got}")
+                bad = _range_witness(self.rule, got, bound)
+                return (OK, None) if bad is None else (FAILED, f"{self.dim}={bad}")
+            names = self.value.names | {self.dim}
+            for env in assignments(names, dims):
+                if not _holds(self.rule, env[self.dim], self.value.evaluate(env)):
+                    shown = [self.dim, *sorted(n for n in names - {self.dim} if type(dims[n]) is tuple)]
+                    return FAILED, ", ".join(f"{n}={env[n]}" for n in shown)
+        except ExprValueError as exc:
+            return UNEVALUABLE, str(exc)
+        return OK, None
 
     @property
     def text(self) -> str:

@@ -2,8 +2,9 @@
 
 Input: `policies/<name>.json` (or any path) and, per op instance, the keys the planner knows (weight
 dtype, activation target, RoPE style, ...). Output: the one matching `Rule` (contract, activation
-dtype the op's input must be quantized to, KV-cache dtype). It does not pick kernels; priority never
-chooses numerics. Zero or several matching rules fail closed.
+dtype the op's input must be quantized to, KV-cache dtype). A policy may extend a shipped one: its
+rules replace the base's rules of the same op and match keys, the rest are inherited. It does not
+pick kernels; priority never chooses numerics. Zero or several matching rules fail closed.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import functools
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jsonschema import Draft202012Validator
@@ -109,17 +110,30 @@ def _resolve_path(name_or_path: str | Path) -> Path:
 
 def load_policy(name_or_path: str | Path = "llama-cpu") -> Policy:
     """Load a shipped policy by name (`llama-cpu`, `f32-reference`) or any policy file by path."""
-    path = _resolve_path(name_or_path)
+    return _load(_resolve_path(name_or_path), ())
+
+
+def _load(path: Path, chain: tuple[str, ...]) -> Policy:
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise PolicyError(f"cannot read policy: {exc.strerror}", path=path) from None
     doc = parse_json(data, path, PolicyError)
     check_schema(_validator(), doc, path, PolicyError)
+    own = [Rule(r["op"], tuple(sorted(r["match"].items())), r["contract"], r.get("activation"), r.get("kv"),
+                f"/rules/{i}") for i, r in enumerate(doc["rules"])]
+    base_hash = b""
     rules: list[Rule] = []
-    for i, r in enumerate(doc["rules"]):
-        rule = Rule(r["op"], tuple(sorted(r["match"].items())), r["contract"], r.get("activation"),
-                    r.get("kv"), f"/rules/{i}")
+    if "extends" in doc:
+        base_name = doc["extends"]
+        if base_name in chain or base_name == doc["name"]:
+            raise PolicyError("policy extends itself", path=path, pointer="/extends",
+                              value=" -> ".join((*chain, doc["name"], base_name)))
+        base = _load(_resolve_path(base_name), (*chain, doc["name"]))
+        replaced = {(r.op, r.match) for r in own}
+        rules = [replace(r, pointer=f"{base_name}:{r.pointer}") for r in base.rules if (r.op, r.match) not in replaced]
+        base_hash = base.hash.encode()
+    for rule in own:
         for other in rules:
             if other.op == rule.op and set(other.match) <= set(rule.match):
                 raise PolicyError(f"rule overlaps {other.pointer} ({other.describe()}): any request "
@@ -130,4 +144,5 @@ def load_policy(name_or_path: str | Path = "llama-cpu") -> Policy:
                                   f"matching that rule would match both", path=path, pointer=rule.pointer,
                                   value=rule.describe(), hint="make the rules' match keys disjoint")
         rules.append(rule)
-    return Policy(doc["name"], path, tuple(rules), hashlib.sha256(data).hexdigest())
+    digest = hashlib.sha256(data + (b"\0extends\0" + base_hash if base_hash else b"")).hexdigest()
+    return Policy(doc["name"], path, tuple(rules), digest)

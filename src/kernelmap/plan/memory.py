@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernelmap.errors import PlanError
+
 __all__ = ["Buffer", "MemoryPlan", "plan_memory", "ALIGN"]
 
 ALIGN = 64
@@ -48,6 +50,9 @@ def plan_memory(buffers: list[Buffer]) -> MemoryPlan:
     """Place buffers so that simultaneously live ones never overlap."""
     placed: list[tuple[int, int, Buffer]] = []  # (offset, end, buffer)
     offsets: dict[str, int] = {}
+    for buf in buffers:
+        if buf.size < 0:
+            raise PlanError(f"buffer {buf.name} has a negative size", value=buf.size, expected=">= 0 bytes")
     for buf in sorted(buffers, key=lambda b: (-_align(b.size), b.name)):
         size = _align(max(buf.size, 1))
         busy = sorted((off, end) for off, end, other in placed

@@ -11,8 +11,8 @@ from __future__ import annotations
 from kernelmap.circuits.graph import Graph, OpNode, Tensor
 from kernelmap.circuits.hydrate import c_ident
 from kernelmap.circuits.loader import Interfaces
-from kernelmap.errors import ModelError
-from kernelmap.numerics.policy import Policy
+from kernelmap.errors import ModelError, PolicyError
+from kernelmap.numerics.policy import Policy, Rule
 
 __all__ = ["schedule", "policy_keys", "check_weight_types"]
 
@@ -50,7 +50,7 @@ def schedule(graph: Graph, policy: Policy, interfaces: Interfaces) -> dict[str, 
     new_ops: list[OpNode] = []
     pending: dict[str, list[OpNode]] = {}  # producer label -> quantizers to place after it
     for op in graph.ops:
-        rule = policy.rule_for(op.op, **policy_keys(op))
+        rule = _rule(policy, op)
         contracts[op.label] = rule.contract
         if rule.activation is None:
             continue
@@ -77,6 +77,19 @@ def schedule(graph: Graph, policy: Policy, interfaces: Interfaces) -> dict[str, 
         new_ops.extend(pending.get(op.label, []))
     graph.ops[:] = new_ops
     return contracts
+
+
+def _rule(policy: Policy, op: OpNode) -> Rule:
+    """The policy rule of `op`; a refusal names the weight tensor and its type when the op reads one."""
+    keys = policy_keys(op)
+    try:
+        return policy.rule_for(op.op, **keys)
+    except PolicyError as exc:
+        if not op.weights:
+            raise
+        ref = op.weights[sorted(op.weights)[0]]
+        raise PolicyError(f"tensor type {ref.dtype} has no {op.op} rule in numerics policy {policy.name} "
+                          f"(op {op.label})", pointer=ref.tensor, value=ref.dtype, expected=exc.expected) from None
 
 
 def _quantizer(graph: Graph, t: Tensor, dtype: str, consumer: OpNode, interfaces: Interfaces) -> tuple[OpNode, Tensor]:

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernelmap.maps.provider import Constraint, Provider, Variant
+from kernelmap.maps.expr import Bound, show_bound
+from kernelmap.maps.provider import FAILED, UNEVALUABLE, Constraint, Provider, Variant
 from kernelmap.resolve.request import Request
 
 __all__ = ["STAGES", "Survivor", "failed_checks", "filter_providers", "prefilter", "row"]
@@ -27,7 +28,8 @@ _Rejection = tuple[str, str, str]
 
 @dataclass(frozen=True)
 class Survivor:
-    """A provider that passed every filter, its eligible variants and the checks it could not make."""
+    """A provider that passed every filter, its eligible variants and the provider ports the request did
+    not name (listed as unchecked: only ports may go unchecked; constraints never do)."""
 
     provider: Provider
     variants: tuple[Variant, ...]
@@ -80,14 +82,21 @@ def prefilter(providers: Sequence[Provider], req: Request) -> tuple[tuple[dict[s
     return tuple(rows), tuple(rest)
 
 
-def _constraints(cons: Sequence[Constraint], dims: Mapping[str, int], unchecked: list[str]) -> Constraint | None:
-    """The first failing constraint (None if all pass); unbound ones are appended to `unchecked`."""
+def _constraints(cons: Sequence[Constraint], dims: Mapping[str, Bound]) -> tuple[str, str, str] | None:
+    """The first constraint that fails or cannot be evaluated, as (stage, reason, detail); None if all hold.
+
+    Fail closed: a constraint the resolver cannot evaluate (a dim the request does not give, a bound
+    dividing by zero or not an integer) rejects like a failing one, with its own reason code.
+    """
     for c in cons:
-        ok = c.check(dims)
-        if ok is None:
-            unchecked.append(f"constraint:{c.text}")
-        elif not ok:
-            return c
+        verdict, why = c.check(dims)
+        if verdict == FAILED:
+            ranged = [n for n in sorted(c.value.names | {c.dim}) if isinstance(dims.get(n), tuple)]
+            runtime = "; ".join(f"{n} takes {show_bound(dims[n])} at run time" for n in ranged)
+            return ("constraint", f"constraint_failed:{c.dim}:{c.rule}",
+                    f"{c.text} fails for {why}" + (f" ({runtime})" if runtime else ""))
+        if verdict == UNEVALUABLE:
+            return ("constraint", f"constraint_unevaluable:{c.dim}:{c.rule}", f"{c.text} cannot be checked: {why}")
     return None
 
 
@@ -142,16 +151,14 @@ def _check_variants(req: Request, p: Provider,
     cons_fail: tuple[str, str] | None = None
     for v in runnable:
         if v.constraints:
-            vun: list[str] = []
-            vfail = _constraints(v.constraints, req.dims, vun)
+            vfail = _constraints(v.constraints, req.dims)
             if vfail is not None:
-                reason = f"constraint_failed:{vfail.dim}:{vfail.rule}"
-                detail = f"variant {v.name}: {vfail.text} fails for {vfail.dim}={req.dims[vfail.dim]}"
+                _stage, reason, detail = vfail
+                detail = f"variant {v.name}: {detail}"
                 vrows.append(row(p, "rejected", "constraint", reason=reason, variant=v.name, detail=detail))
                 if cons_fail is None:
                     cons_fail = (reason, detail)
                 continue
-            unchecked.extend(f"variant {v.name} {u}" for u in vun)
         eligible.append(v)
     if not eligible:
         # A missing ISA feature is the actionable reason (another machine could run it), so it wins.
@@ -185,11 +192,8 @@ def filter_providers(req: Request, providers: Sequence[Provider],
         if rej is None:
             unchecked: list[str] = [f"port:{n}" for n in p.ports if n not in req_ports] if len(req_ports) < len(
                 p.ports) else []
-            failed = _constraints(p.constraints, dims, unchecked)
-            if failed is not None:
-                rej = ("constraint", f"constraint_failed:{failed.dim}:{failed.rule}",
-                       f"{failed.text} fails for {failed.dim}={dims[failed.dim]}")
-            else:
+            rej = _constraints(p.constraints, dims)
+            if rej is None:
                 rej, survivor, vrows = _check_variants(req, p, unchecked)
                 if rej is None:
                     survivors.append(survivor)
@@ -221,9 +225,9 @@ def failed_checks(req: Request, p: Provider) -> list[str]:
             out.append(f"dtype_mismatch:{name}")
         if port.layout != layout:
             out.append(f"layout_mismatch:{name}")
-    failed = _constraints(p.constraints, req.dims, [])
+    failed = _constraints(p.constraints, req.dims)
     if failed is not None:
-        out.append(f"constraint_failed:{failed.dim}:{failed.rule}")
+        out.append(failed[1])
     if not any(not (v.requires - req.isa) for v in p.variants):
         out.append("isa_unavailable")
     for out_port, in_port in req.alias_list:

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kernelmap.errors import RequestError, closest
+from kernelmap.maps.expr import Bound
 
 __all__ = ["PHASES", "STATUSES", "Request"]
 
@@ -28,9 +29,11 @@ _LABEL = re.compile(r"^[A-Za-z0-9_.:\-\[\]/]{1,200}$")
 class Request:
     """One op instance to resolve: what it computes, in which phase, with which ports, dims and ISA.
 
-    ports: port name -> (dtype, layout); only named ports are checked. dims: concrete dims; a
-    constraint on an unbound dim is reported as unchecked. aliases: (output port, input port) pairs
-    the planner wants computed in place. allow_status: lifecycles that may be selected.
+    ports: port name -> (dtype, layout); only named ports are checked. dims: dim name -> one
+    non-negative integer, or the inclusive range (lo, hi) of values a dim takes at run time (rows of a
+    prefill chunk: (1, max_rows)); a constraint must hold over the whole range, and one on a dim the
+    request does not give is unevaluable, which rejects the provider. aliases: (output port, input
+    port) pairs the planner wants computed in place. allow_status: lifecycles that may be selected.
     """
 
     op: str
@@ -38,7 +41,7 @@ class Request:
     contract: str | None = None
     interface: str | None = None
     ports: Mapping[str, tuple[str, str]] = field(default_factory=dict)
-    dims: Mapping[str, int] = field(default_factory=dict)
+    dims: Mapping[str, Bound] = field(default_factory=dict)
     aliases: frozenset[tuple[str, str]] = frozenset()
     allow_status: frozenset[str] = frozenset({"production"})
     isa: frozenset[str] = frozenset()
@@ -78,14 +81,21 @@ class Request:
             ports[name] = (spec[0], spec[1])
         set_(self, "ports", MappingProxyType(ports))
         set_(self, "port_items", tuple(ports.items()))
-        dims: dict[str, int] = {}
+        dims: dict[str, Bound] = {}
         for name in sorted(self.dims, key=str):
             val = self.dims[name]
             if not isinstance(name, str) or not _NAME.match(name):
                 raise bad(f"/dims/{name}", "malformed dim name", value=name)
-            if isinstance(val, bool) or not isinstance(val, int) or val < 0:
-                raise bad(f"/dims/{name}", "a dim must be a non-negative integer", value=val)
-            dims[name] = val
+            if isinstance(val, (tuple, list)) and len(val) == 2 and all(_nonneg(v) for v in val):
+                lo, hi = int(val[0]), int(val[1])
+                if lo > hi:
+                    raise bad(f"/dims/{name}", "a dim range must have lo <= hi", value=list(val))
+                dims[name] = lo if lo == hi else (lo, hi)
+            elif _nonneg(val):
+                dims[name] = val
+            else:
+                raise bad(f"/dims/{name}", "a dim must be a non-negative integer or a range [lo, hi] of them",
+                          value=val)
         set_(self, "dims", MappingProxyType(dims))
         pairs = []
         for a in self.aliases:
@@ -122,7 +132,8 @@ class Request:
             "label": self.label, "op": self.op, "phase": self.phase, "contract": self.contract,
             "interface": self.interface,
             "ports": {k: {"dtype": d, "layout": lay} for k, (d, lay) in self.ports.items()},
-            "dims": dict(self.dims), "aliases": [list(a) for a in sorted(self.aliases)],
+            "dims": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.dims.items()},
+            "aliases": [list(a) for a in sorted(self.aliases)],
             "allow_status": sorted(self.allow_status), "isa": sorted(self.isa),
         }
         object.__setattr__(self, "_dict", out)
@@ -164,6 +175,10 @@ class Request:
             allow_status=frozenset(_seq(data.get("allow_status", ["production"]), "/allow_status")),
             isa=frozenset(_seq(data.get("isa", []), "/isa")), label=data.get("label", ""),
         )
+
+
+def _nonneg(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _seq(value: Any, pointer: str) -> list[Any]:

@@ -78,12 +78,19 @@ class AvailableKernels:
 
 def check_library(library: str | Path, selection: Sequence[Selected | tuple[str, str, str, str, str]]
                   ) -> KernelTable:
-    """Probe `library` and refuse (ModelError) the first selected kernel it does not export, in plan order."""
+    """Probe `library` and refuse (ModelError), in plan order, the first selected kernel whose symbol is not
+    `km_<map id>__<variant>` of its own selection, or which the library does not export."""
     path = Path(library)
     exported = probe_library(path)
     handles: dict[str, tuple[str, str]] = {}
     for entry in selection:
         sel = Selected(*entry)
+        want = f"km_{sel.map_id}__{sel.variant}"
+        if sel.symbol != want:
+            raise ModelError(f"the plan selects {sel.map_id}::{sel.variant} for {sel.phase}:{sel.op} with symbol "
+                             f"{sel.symbol}, which is not that map's variant", path=path,
+                             pointer=f"{sel.phase}:{sel.op}", value=sel.symbol, expected=want,
+                             hint="the selection (trace) was edited or comes from another registry; rebuild the model")
         if sel.symbol not in exported:
             raise ModelError(f"the plan selects {sel.map_id}::{sel.symbol} for {sel.phase}:{sel.op}, which this "
                              "library does not export", path=path, pointer=f"{sel.phase}:{sel.op}",

@@ -1,7 +1,8 @@
-"""Byte-level BPE (GGUF `tokenizer.ggml.model` = "gpt2"): raw text fragment -> token ids.
+"""BPE with merge ranks (GGUF `tokenizer.ggml.model` "gpt2" and kin): raw text fragment -> token ids.
 
 The pre-tokenizer named by `tokenizer.ggml.pre` (regexes from pretokenizers.json) cuts text into
-words; each word's UTF-8 bytes are mapped to the GPT-2 byte alphabet and merged by merge rank
+words; each word's UTF-8 bytes are mapped to the GPT-2 byte alphabet (or, for pre-tokenizers that
+say byte_encode false, kept as UTF-8 with spaces escaped to U+2581) and merged by merge rank
 (lowest first, ties leftmost) with a heap. It does not find special tokens or add BOS/EOS.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 import regex
 
 from kernelmap.errors import TokenizerError, closest
+from kernelmap.tokenizer.spm import SPACE
 from kernelmap.tokenizer.vocab import PREFIX, Vocab, _data
 
 __all__ = ["BpeEncoder", "byte_alphabet", "find_pretokenizer"]
@@ -49,9 +51,14 @@ def find_pretokenizer(name: str | None, source: str) -> dict[str, Any]:
                          expected=known, hint=f"closest: {near}" if near else None)
 
 
+_WIDE_SPACE = regex.compile(r"[\s--[\x00-\x7f]]", flags=regex.V1)
+
+
 @cache
-def _compiled(patterns: tuple[str, ...]) -> tuple[regex.Pattern, ...]:
-    return tuple(regex.compile(p) for p in patterns)
+def _compiled(patterns: tuple[str, ...]) -> tuple[tuple[regex.Pattern, bool], ...]:
+    """Each pattern with its mode: True when it names no \\p{..} category, so that llama.cpp matches it
+    on text whose non-ASCII whitespace was replaced by U+000B (see pretokenizers.json)."""
+    return tuple((regex.compile(p), "\\p{" not in p) for p in patterns)
 
 
 class BpeEncoder:
@@ -63,10 +70,18 @@ class BpeEncoder:
         spec = find_pretokenizer(vocab.pre, vocab.source)
         self._patterns = _compiled(tuple(spec["patterns"]))
         self._ignore_merges = bool(spec["ignore_merges"])
+        self._byte_encode = bool(spec.get("byte_encode", True))
+        self._escape_spaces = bool(spec.get("escape_spaces", False))
+        self._newline_words = bool(spec.get("newline_words", False))
         self._ranks: dict[tuple[str, str], int] | None = None
         self._cache: dict[str, list[int]] = {}
         alphabet = byte_alphabet()
         self._to_alphabet = {b: alphabet[b] for b in range(256)}
+
+    @property
+    def escapes_spaces(self) -> bool:
+        """True when words are raw UTF-8 with spaces as U+2581 (decoding maps U+2581 back to a space)."""
+        return self._escape_spaces
 
     def _rank_table(self) -> dict[tuple[str, str], int]:
         if self._ranks is None:
@@ -82,22 +97,28 @@ class BpeEncoder:
 
     def words(self, text: str) -> list[str]:
         """The pre-tokenizer's pieces of `text`, in order; unmatched stretches stay pieces too."""
-        pieces = [text]
-        for pattern in self._patterns:
-            nxt: list[str] = []
-            for piece in pieces:
-                pos = 0
-                for m in pattern.finditer(piece):
+        if self._escape_spaces:
+            text = text.replace(" ", SPACE)
+        cuts = [0, len(text)]
+        wide = None
+        for pattern, is_wide in self._patterns:
+            subject = text
+            if is_wide:
+                if wide is None:
+                    wide = _WIDE_SPACE.sub("\x0b", text)
+                subject = wide
+            nxt = [0]
+            for a, b in zip(cuts, cuts[1:], strict=False):
+                for m in pattern.finditer(subject, a, b):
                     s, e = m.span()
-                    if s > pos:
-                        nxt.append(piece[pos:s])
-                    if e > s:
-                        nxt.append(piece[s:e])
-                    pos = e
-                if pos < len(piece):
-                    nxt.append(piece[pos:])
-            pieces = nxt
-        return pieces
+                    if s > nxt[-1]:
+                        nxt.append(s)
+                    if e > nxt[-1]:
+                        nxt.append(e)
+                if b > nxt[-1]:
+                    nxt.append(b)
+            cuts = nxt
+        return [text[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
 
     def encode(self, text: str, out: list[int]) -> None:
         """Append the ids of raw `text` to `out`."""
@@ -106,7 +127,7 @@ class BpeEncoder:
         for word in self.words(text):
             ids = cache.get(word)
             if ids is None:
-                ids = self._merge("".join(table[b] for b in word.encode("utf-8")))
+                ids = self._merge("".join(table[b] for b in word.encode("utf-8")) if self._byte_encode else word)
                 if len(cache) >= _CACHE_LIMIT:
                     cache.clear()
                 cache[word] = ids
@@ -114,7 +135,7 @@ class BpeEncoder:
 
     def _merge(self, word: str) -> list[int]:
         get = self._ids.get
-        if self._ignore_merges:
+        if self._ignore_merges or (self._newline_words and not word.strip("\n")):
             tid = get(word)
             if tid is not None:
                 return [tid]
@@ -160,6 +181,8 @@ class BpeEncoder:
             tid = get(piece)
             if tid is not None:
                 out.append(tid)
+            elif not self._byte_encode:
+                out.extend(self._vocab.byte_token(b) for b in piece.encode("utf-8"))
             else:
                 for ch in piece:
                     cid = get(ch)

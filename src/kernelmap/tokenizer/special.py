@@ -18,6 +18,7 @@ __all__ = ["SpecialSplitter"]
 
 _END = ""  # trie key marking "a token ends here" (no token text is empty)
 _RUN = re.compile(r"(.)\1*", re.S)
+_C_SPACE = " \t\n\v\f\r"  # C isspace(), what llama.cpp strips next to special tokens
 
 
 class SpecialSplitter:
@@ -70,6 +71,26 @@ class SpecialSplitter:
             pos = p + size
         if pos < len(text):
             out.append(text[pos:])
+        return out
+
+    def strip_around(self, fragments: list[str | int]) -> list[str | int]:
+        """Drop the ASCII whitespace that follows a token with llama.cpp's RSTRIP attribute (the
+        vocabulary's rstrip_ids); a text fragment left empty disappears."""
+        rstrip = self._vocab.rstrip_ids
+        if not rstrip:
+            return fragments
+        out: list[str | int] = []
+        strip_next = False
+        for frag in fragments:
+            if isinstance(frag, str):
+                if strip_next:
+                    frag = frag.lstrip(_C_SPACE)
+                if frag:
+                    out.append(frag)
+                strip_next = False
+            else:
+                out.append(frag)
+                strip_next = frag in rstrip
         return out
 
     def _walk(self, text: str, p: int, skip: Collection[int]) -> list[int]:

@@ -29,6 +29,7 @@ class Tokenizer:
         self._splitter = SpecialSplitter(vocab)
         self._spm = vocab.algorithm == "spm"
         self._encoder = SpmEncoder(vocab) if self._spm else BpeEncoder(vocab)
+        self._escaped = self._spm or self._encoder.escapes_spaces
         self._pieces: dict[int, bytes] = {}
         self._unbyte: dict[str, int] | None = None
 
@@ -72,6 +73,25 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TokenizerError("text to encode is not a str", path=self.vocab.source, pointer="encode",
                                  value=type(text).__name__, expected="str")
+        return self._encode_fragments(self._splitter.strip_around(self._splitter.split(text, parse_special)), add_bos)
+
+    def encode_segments(self, segments: Iterable[tuple[str, bool]], *, add_bos: bool | None = None) -> list[int]:
+        """Token ids of the concatenated texts of (text, is_plain) segments, as llama.cpp tokenizes the
+        whole string with parse_special=true, except that control tokens are only recognised inside
+        segments whose is_plain is False (chat template text; message content is plain)."""
+        frags: list[str | int] = []
+        for text, plain in segments:
+            if not isinstance(text, str):
+                raise TokenizerError("text to encode is not a str", path=self.vocab.source, pointer="encode",
+                                     value=type(text).__name__, expected="str")
+            for frag in self._splitter.split(text, not plain):
+                if isinstance(frag, str) and frags and isinstance(frags[-1], str):
+                    frags[-1] += frag
+                else:
+                    frags.append(frag)
+        return self._encode_fragments(self._splitter.strip_around(frags), add_bos)
+
+    def _encode_fragments(self, fragments: list[str | int], add_bos: bool | None) -> list[int]:
         v = self.vocab
         out: list[int] = []
         if add_bos or (add_bos is None and v.add_bos):
@@ -80,7 +100,7 @@ class Tokenizer:
                                      pointer=PREFIX + "bos_token_id")
             out.append(v.bos_id)
         prev_special = True
-        for frag in self._splitter.split(text, parse_special):
+        for frag in fragments:
             if isinstance(frag, int):
                 out.append(frag)
                 prev_special = True
@@ -121,7 +141,7 @@ class Tokenizer:
             return bytes([int(text[3:5], 16)])
         if kind not in (TokenType.NORMAL,):
             return b""
-        if self._spm:
+        if self._escaped:
             return text.replace(SPACE, " ").encode("utf-8")
         if self._unbyte is None:
             self._unbyte = {ch: b for b, ch in enumerate(byte_alphabet())}

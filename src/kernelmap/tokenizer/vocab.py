@@ -66,6 +66,7 @@ class Vocab:
     pre: str | None = None
     merges: Any = None
     chat_template: str | None = None
+    rstrip_ids: frozenset[int] = frozenset()
     _byte_ids: list[int | None] | None = field(default=None, repr=False)
 
     @property
@@ -202,6 +203,26 @@ def _strings(md: Mapping[str, Any], key: str, source: str, cap: int) -> list[str
     return items
 
 
+def _rstrip_ids(name: str | None, rules: list[dict[str, Any]], types: np.ndarray,
+                token_to_id: Mapping[str, int]) -> frozenset[int]:
+    """Special tokens after which llama.cpp drops following whitespace, by special_tokens.json's
+    strip_rules on general.name (lower-cased in ASCII, as llama.cpp does)."""
+    if not name:
+        return frozenset()
+    low = "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in name)
+    ids: set[int] = set()
+    for rule in rules:
+        if not any(part in low for part in rule["general_name_contains"]):
+            continue
+        if rule.get("rstrip_special"):
+            special = (TokenType.CONTROL, TokenType.USER_DEFINED, TokenType.UNKNOWN)
+            ids.update(np.flatnonzero(np.isin(types, special)).tolist())
+        ids.update(token_to_id[t] for t in rule.get("rstrip_also", []) if t in token_to_id)
+        ids.difference_update(token_to_id[t] for t in rule.get("rstrip_never", []) if t in token_to_id)
+        break
+    return frozenset(ids)
+
+
 def read_vocab(md: Mapping[str, Any], source: str = "<metadata>") -> Vocab:
     """Validate the `tokenizer.*` keys of `md` and build a Vocab (fails closed with TokenizerError)."""
     kind = _string(md, PREFIX + "model", source, required=True)
@@ -263,13 +284,16 @@ def read_vocab(md: Mapping[str, Any], source: str = "<metadata>") -> Vocab:
     eom_key = _token_id(md, PREFIX + "eom_token_id", source, n, None)
 
     pre = _string(md, PREFIX + "pre", source, required=False)
-    pre_add_bos = None
+    pre_spec: dict[str, Any] = {}
     if spec["algorithm"] == "bpe":
         from kernelmap.tokenizer.bpe import find_pretokenizer
 
-        pre_add_bos = find_pretokenizer(pre, source).get("add_bos")
+        pre = spec.get("pre", pre)
+        pre_spec = find_pretokenizer(pre, source)
+    pre_add_bos = pre_spec.get("add_bos")
     add_bos = _flag(md, PREFIX + "add_bos_token", source,
                     defaults["add_bos"] if pre_add_bos is None else bool(pre_add_bos))
+    add_bos = add_bos or bool(pre_spec.get("force_add_bos", False))
     add_eos = _flag(md, PREFIX + "add_eos_token", source, defaults["add_eos"])
     add_space_prefix = _flag(md, PREFIX + "add_space_prefix", source, defaults["add_space_prefix"])
     if spec["algorithm"] == "bpe":
@@ -294,7 +318,9 @@ def read_vocab(md: Mapping[str, Any], source: str = "<metadata>") -> Vocab:
             raise _err(source, PREFIX + "merges", "missing metadata key", hint="a gpt2 tokenizer needs merges")
 
     chat_template = _string(md, "tokenizer.chat_template", source, required=False)
+    rstrip_ids = _rstrip_ids(_string(md, "general.name", source, required=False), special["strip_rules"],
+                             types, token_to_id)
     return Vocab(source=source, kind=kind, algorithm=spec["algorithm"], tokens=tokens, scores=scores,
                  types=types, token_to_id=token_to_id, bos_id=bos_id, eos_id=eos_id, unk_id=unk_id,
                  add_bos=add_bos, add_eos=add_eos, add_space_prefix=add_space_prefix, eot_ids=eot_ids,
-                 pre=pre, merges=merges, chat_template=chat_template)
+                 pre=pre, merges=merges, chat_template=chat_template, rstrip_ids=rstrip_ids)

@@ -38,7 +38,9 @@ C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 class WeightNeed:
     """One weight a selected provider needs: C-safe `name`, GGUF `tensor`, its dtype, the port's layout.
 
-    `shape` (GGUF order, ne0 first) is optional; when given, pack and check compare it too.
+    `shape` (GGUF order, ne0 first) is optional; when given, pack and check compare it too (with `rows`,
+    the slice's shape). `rows` = (a, b) packs only rows [a, b) of the tensor's outermost axis (a fused
+    tensor read in parts); each row is whole blocks, so the slice's bytes are one contiguous range.
     """
 
     name: str
@@ -46,11 +48,12 @@ class WeightNeed:
     dtype: str
     layout: str
     shape: tuple[int, ...] | None = None
+    rows: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
 class ManifestEntry:
-    """One packed tensor: where it lives in weights.bin and what it is (shape in GGUF order)."""
+    """One packed tensor (or row slice of one): where it lives in weights.bin and what it is (shape in GGUF order)."""
 
     name: str
     tensor: str
@@ -60,10 +63,14 @@ class ManifestEntry:
     offset: int
     size: int
     sha256: str
+    rows: tuple[int, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "tensor": self.tensor, "dtype": self.dtype, "shape": list(self.shape),
-                "layout": self.layout, "offset": self.offset, "size": self.size, "sha256": self.sha256}
+        doc = {"name": self.name, "tensor": self.tensor, "dtype": self.dtype, "shape": list(self.shape),
+               "layout": self.layout, "offset": self.offset, "size": self.size, "sha256": self.sha256}
+        if self.rows is not None:
+            doc["rows"] = list(self.rows)
+        return doc
 
 
 @dataclass(frozen=True)
@@ -126,8 +133,9 @@ def _manifest_from_doc(doc: Any, path: Path) -> Manifest:
     names: set[str] = set()
     extents = []
     for i, raw in enumerate(doc["entries"]):
+        rows = tuple(raw["rows"]) if "rows" in raw else None
         e = ManifestEntry(raw["name"], raw["tensor"], raw["dtype"], tuple(raw["shape"]), raw["layout"],
-                          raw["offset"], raw["size"], raw["sha256"])
+                          raw["offset"], raw["size"], raw["sha256"], rows)
         base = f"/entries/{i}"
         if e.name in names:
             raise ModelError("duplicate entry name", path=path, pointer=base + "/name", value=e.name)
@@ -189,7 +197,7 @@ def check_manifest(manifest: Manifest, expected: Sequence[WeightNeed]) -> None:
                              value=need.name, hint="pack the weights again for this plan")
         e = manifest.entries[i]
         checks = [("tensor", e.tensor, need.tensor), ("dtype", e.dtype, need.dtype),
-                  ("layout", e.layout, need.layout)]
+                  ("layout", e.layout, need.layout), ("rows", e.rows, need.rows)]
         if need.shape is not None:
             checks.append(("shape", list(e.shape), list(need.shape)))
         for field, found, wanted in checks:

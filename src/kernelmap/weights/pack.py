@@ -61,17 +61,46 @@ def _check_needs(gguf: GGUFFile, needs: Sequence[WeightNeed]) -> None:
         bad = layout_error(need.layout, need.dtype, path=gguf.path, pointer=where + "/layout")
         if bad is not None:
             raise bad
-        if need.shape is not None and tuple(need.shape) != info.shape:
-            raise ModelError(f"weight {need.name!r}: tensor {need.tensor!r} has a different shape",
-                             path=gguf.path, pointer=f"tensors/{need.tensor}/shape", value=list(info.shape),
-                             expected=str(list(need.shape)))
         info.n_bytes  # noqa: B018 - raises GGUFError naming tensor and type id for an unknown type
+        shape = _slice_shape(gguf, need)
+        if need.shape is not None and tuple(need.shape) != shape:
+            raise ModelError(f"weight {need.name!r}: tensor {need.tensor!r} has a different shape",
+                             path=gguf.path, pointer=f"tensors/{need.tensor}/shape", value=list(shape),
+                             expected=str(list(need.shape)))
+
+
+def _slice_shape(gguf: GGUFFile, need: WeightNeed) -> tuple[int, ...]:
+    """The shape (GGUF order) of what `need` packs: the tensor, or rows [a, b) of its outermost axis."""
+    info = gguf.tensors[need.tensor]
+    if need.rows is None:
+        return tuple(info.shape)
+    lo, hi = need.rows
+    outer = info.shape[-1]
+    if len(info.shape) < 2 and info.n_bytes % outer:
+        raise ModelError(f"weight {need.name!r}: a 1-D block-quantized tensor cannot be sliced", path=gguf.path,
+                         pointer=f"tensors/{need.tensor}/type", value=need.dtype)
+    if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo < hi <= outer):
+        raise ModelError(f"weight {need.name!r}: row slice outside tensor {need.tensor!r}", path=gguf.path,
+                         pointer=f"tensors/{need.tensor}/shape", value=[lo, hi], expected=f"0 <= a < b <= {outer}")
+    return (*info.shape[:-1], hi - lo)
+
+
+def _slice_bytes(gguf: GGUFFile, need: WeightNeed) -> Any:
+    """The bytes `need` packs: the whole tensor, or the contiguous byte range of its row slice."""
+    data = gguf.tensor_data(need.tensor)
+    if need.rows is None:
+        return data
+    info = gguf.tensors[need.tensor]
+    row = info.n_bytes // info.shape[-1]  # one outermost row is whole blocks (the reader checked the shape)
+    lo, hi = need.rows
+    return memoryview(data)[lo * row:hi * row]
 
 
 def pack_key(source_sha256: str, needs: Sequence[WeightNeed]) -> str:
     """The content key: same source bytes + same needs (in order) -> same key -> reuse."""
     doc = {"schema": SCHEMA, "format": _PACK_FORMAT, "alignment": ALIGNMENT, "source": source_sha256,
-           "needs": [[n.name, n.tensor, n.dtype, n.layout, list(n.shape) if n.shape else None] for n in needs]}
+           "needs": [[n.name, n.tensor, n.dtype, n.layout, list(n.shape) if n.shape else None]
+                  + ([list(n.rows)] if n.rows is not None else []) for n in needs]}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -176,14 +205,15 @@ def _write(gguf: GGUFFile, needs: Sequence[WeightNeed], out_dir: Path, key: str,
         with fh:
             pos = 0
             for need in needs:
-                info = gguf.tensors[need.tensor]
                 pad = (-pos) % ALIGNMENT
                 fh.write(bytes(pad))
                 pos += pad
-                digest = _write_entry(fh, gguf.tensor_data(need.tensor))
-                entries.append(ManifestEntry(need.name, need.tensor, need.dtype, info.shape, need.layout, pos,
-                                             info.n_bytes, digest))
-                pos += info.n_bytes
+                data = _slice_bytes(gguf, need)
+                size = memoryview(data).nbytes
+                digest = _write_entry(fh, data)
+                entries.append(ManifestEntry(need.name, need.tensor, need.dtype, _slice_shape(gguf, need),
+                                             need.layout, pos, size, digest, need.rows))
+                pos += size
             fh.flush()
             os.fsync(fh.fileno())
         manifest = Manifest(key, source, pos, tuple(entries), out_dir / MANIFEST_FILE)

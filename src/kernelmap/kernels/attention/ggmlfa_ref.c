@@ -25,28 +25,9 @@
  * Partition: (row, head) items it = m*Hq + h, split into contiguous ranges of equal work (keys seen),
  * see attention_ggmlfa_part.h; no reduction crosses items.
  */
-#include <math.h>
-
 #include "km_common.h"
 #include "attention_ggmlfa_part.h"
-
-#define KM_FA_DMAX 512
-
-static float dot_ggml(const km_half *k, const km_half *q, int64_t D) {
-    float acc[64] = {0.0f};
-    const int64_t d64 = D & ~(int64_t)63;
-    for (int64_t i = 0; i < d64; i++) {
-        acc[i & 63] = fmaf(km_fp16_to_fp32(k[i]), km_fp16_to_fp32(q[i]), acc[i & 63]);
-    }
-    float p[16];
-    for (int l = 0; l < 16; l++) p[l] = (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]);
-    for (int w = 8; w >= 2; w >>= 1) {
-        for (int l = 0; l < w; l++) p[l] += p[l + w];
-    }
-    double res = (double)(p[0] + p[1]);
-    for (int64_t i = d64; i < D; i++) res += (double)(km_fp16_to_fp32(k[i]) * km_fp16_to_fp32(q[i]));
-    return (float)res;
-}
+#include "attention_ggmlfa_ref_body.h"
 
 void km_attention_f16kv_ggmlfa__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
         int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale,
@@ -60,32 +41,8 @@ void km_attention_f16kv_ggmlfa__ref(float *y, const float *q, const void *k_cach
         const int64_t m = it / Hq, h = it % Hq, kvh = h / group;
         const int64_t p = pos + m;
         const int64_t j0 = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
-        const float *qr = q + it * D; /* [D] */
-        float *yr = y + it * D;       /* [D] */
-        km_half q16[KM_FA_DMAX];      /* [D] */
-        km_half vkq[KM_FA_DMAX];      /* [D] */
-        for (int64_t d = 0; d < D; d++) {
-            q16[d] = km_fp32_to_fp16(qr[d] * scale);
-            vkq[d] = 0;
-        }
-        float big_m = -INFINITY, big_s = 0.0f;
-        for (int64_t j = j0; j <= p; j++) {
-            const float s = dot_ggml(kc + (kvh * C + j) * D, q16, D);
-            float ms = 1.0f, vs = 1.0f;
-            if (s > big_m) {
-                ms = expf(big_m - s);
-                big_m = s;
-                for (int64_t d = 0; d < D; d++) vkq[d] = km_fp32_to_fp16(km_fp16_to_fp32(vkq[d]) * ms);
-            } else {
-                vs = expf(s - big_m);
-            }
-            const km_half *vr = vc + (kvh * C + j) * D;
-            for (int64_t d = 0; d < D; d++) {
-                vkq[d] = km_fp32_to_fp16(fmaf(km_fp16_to_fp32(vr[d]), vs, km_fp16_to_fp32(vkq[d])));
-            }
-            big_s = fmaf(big_s, ms, vs);
-        }
-        const float inv = big_s == 0.0f ? 0.0f : 1.0f / big_s;
-        for (int64_t d = 0; d < D; d++) yr[d] = km_fp16_to_fp32(vkq[d]) * inv;
+        km_half q16[KM_FA_DMAX]; /* [D] */
+        km_fa_ref_q16(q16, q + it * D, scale, D);
+        km_fa_ref_row(y + it * D, q16, kc + kvh * C * D, vc + kvh * C * D, D, j0, p);
     }
 }

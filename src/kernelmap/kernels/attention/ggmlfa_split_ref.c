@@ -1,0 +1,71 @@
+/* attention/ggmlfa_split_ref.c — km_attention_f16kv_ggmlfa_split2__ref, km_attention_f16kv_ggmlfa_split4__ref:
+ * the scalar oracles of contracts attention.f16kv.ggml_fa_split2.v1 and attention.f16kv.ggml_fa_split4.v1.
+ *
+ * Op: as attention.f16kv.ggml_fa.v1 (ggmlfa_ref.c): causal GQA attention of q f32 [M, Hq*D] (row m at
+ * position p = pos + m) over the head-major caches k_cache, v_cache f16 [Hkv][C][D]; output y f32 [M, Hq*D];
+ * query head h reads KV head h / (Hq/Hkv); row m sees keys j0 .. p (j0 = p - window + 1 when window > 0
+ * and that is positive, else 0). The caller guarantees pos + M <= C and that keys 0 .. pos+M-1 are written.
+ * Constraints: D a multiple of 16, D <= 512, Hq a multiple of Hkv.
+ * Numerics: bit for bit llama.cpp's CPU flash attention decoding each row alone with N threads (N = 2 or
+ * 4, the number in the contract; llama.cpp 0.3.36, f16 K and V, Q scaled before the attention, kq_scale 1):
+ * a row whose llama.cpp KV view has fewer than 512 cells is computed exactly as ggml_fa.v1; from 512 cells
+ * on, the visible keys are cut into llama.cpp's N cell ranges, each range runs ggml_fa.v1's online softmax
+ * from a fresh state (M = -inf, S = 0, VKQ = 0 f16), and the partials are merged in f32 in range order
+ * (attention_ggmlfa_split.h states the ranges and the merge exactly). Results do not depend on (ith, nth):
+ * N is the contract's, not our thread count.
+ * Partition: (row, head) items it = m*Hq + h in contiguous ranges of equal work (attention_ggmlfa_part.h);
+ * no reduction crosses items.
+ */
+#include "km_common.h"
+#include "attention_ggmlfa_part.h"
+#include "attention_ggmlfa_ref_body.h"
+#include "attention_ggmlfa_split.h"
+
+static void split_ref(float *y, const float *q, const void *k_cache, const void *v_cache, int64_t M, int64_t Hq,
+        int64_t Hkv, int64_t C, int64_t D, int64_t pos, float scale, int64_t window, int64_t n_split, int ith,
+        int nth) {
+    const km_half *kc = (const km_half *)k_cache; /* [Hkv][C][D] */
+    const km_half *vc = (const km_half *)v_cache; /* [Hkv][C][D] */
+    const int64_t group = Hq / Hkv;
+    int64_t lo, hi;
+    km_fa_part(M, Hq, pos, window, ith, nth, &lo, &hi);
+    for (int64_t it = lo; it < hi; it++) {
+        const int64_t m = it / Hq, h = it % Hq, kvh = h / group;
+        const int64_t p = pos + m;
+        const int64_t j0 = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
+        const km_half *kh = kc + kvh * C * D, *vh = vc + kvh * C * D;
+        km_half q16[KM_FA_DMAX]; /* [D] */
+        km_half vkq[KM_FA_DMAX]; /* [D] */
+        float part[KM_FA_DMAX];  /* [D] f32 of one range's VKQ */
+        float acc[KM_FA_DMAX];   /* [D] merged */
+        km_fa_ref_q16(q16, q + it * D, scale, D);
+        if (!km_fa_is_split(p)) { /* the plain one-row path of ggml_fa.v1 */
+            km_fa_ref_row(y + it * D, q16, kh, vh, D, j0, p);
+            continue;
+        }
+        float fin_m = -INFINITY, fin_s = 0.0f;
+        for (int64_t d = 0; d < D; d++) acc[d] = 0.0f;
+        for (int64_t t = 0; t < n_split; t++) {
+            int64_t js, je;
+            km_fa_split_keys(p, j0, n_split, t, &js, &je);
+            float big_m = -INFINITY, big_s = 0.0f;
+            for (int64_t d = 0; d < D; d++) vkq[d] = 0;
+            km_fa_ref_keys(q16, kh, vh, D, js, je, &big_m, &big_s, vkq);
+            for (int64_t d = 0; d < D; d++) part[d] = km_fp16_to_fp32(vkq[d]);
+            km_fa_split_merge(&fin_m, &fin_s, acc, big_m, big_s, part, D);
+        }
+        km_fa_split_store(y + it * D, acc, fin_s, D);
+    }
+}
+
+void km_attention_f16kv_ggmlfa_split2__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
+        int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale,
+        int64_t window, int ith, int nth) {
+    split_ref(y, q, k_cache, v_cache, M, Hq, Hkv, C, D, pos, scale, window, 2, ith, nth);
+}
+
+void km_attention_f16kv_ggmlfa_split4__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
+        int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale,
+        int64_t window, int ith, int nth) {
+    split_ref(y, q, k_cache, v_cache, M, Hq, Hkv, C, D, pos, scale, window, 4, ith, nth);
+}

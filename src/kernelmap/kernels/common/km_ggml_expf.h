@@ -1,0 +1,36 @@
+/* km_ggml_expf.h — scalar emulation of ggml's 16-lane AVX-512 expf (ggml_v_expf), lane by lane, bit for bit.
+ *
+ * Contract: km_ggml_v_expf(x) returns exactly what one lane of ggml_v_expf (llama.cpp's ggml-cpu
+ * vec.h, AVX-512 F/DQ build) returns for x: z = fma(x, 0x1.715476p+0f, 0x1.8p23f); n = z - 0x1.8p23f;
+ * b = fma(-n, 0x1.7f7d1cp-20f, fma(-n, 0x1.62e4p-1f, x)); u = b*b;
+ * j = fma(fma(fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+ *         fma(0x1.ffffecp-1f, b, 1));
+ * result = |n| > 192 ? (n <= 0 ? +0 : +inf) : j * 2^n (vscalefps; ldexpf rounds the same way, including
+ * subnormal results); NaN in, NaN out. km_ggml_v_silu(x) is one lane of ggml_v_silu:
+ * x / (1 + v_expf(0 - x)). Every step is one IEEE f32 operation or one fmaf, so a caller compiled with
+ * -ffp-contract=off reproduces the vector code exactly. This is the softmax / SiLU exp of ggml's
+ * x86 AVX-512 build (the peer); its AVX2 build uses another polynomial.
+ */
+#ifndef KM_GGML_EXPF_H
+#define KM_GGML_EXPF_H
+
+#include <math.h>
+
+static inline float km_ggml_v_expf(float x) {
+    const float r = 0x1.8p23f;
+    const float z = fmaf(x, 0x1.715476p+0f, r);
+    const float n = z - r;
+    if (isnan(n)) return n;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                         u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+    if (fabsf(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
+    return ldexpf(j, (int)n);
+}
+
+static inline float km_ggml_v_silu(float x) {
+    return x / (1.0f + km_ggml_v_expf(0.0f - x));
+}
+
+#endif /* KM_GGML_EXPF_H */
