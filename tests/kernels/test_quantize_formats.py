@@ -13,10 +13,19 @@ from __future__ import annotations
 import ggml_format_orders as fo
 import numpy as np
 import pytest
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    load_map_library,
+    map_variants,
+    ptr,
+    skip_unless_runnable,
+)
 
 MAP_IDS = {"q8_1": "quantize_act_q8_1_rne", "f16": "quantize_act_f16", "bf16": "quantize_act_bf16"}
 FORMATS = sorted(MAP_IDS)
+VARIANTS = [(fmt, v) for fmt in FORMATS for v in map_variants(MAP_IDS[fmt], ref=False)]
 
 
 def _cases(fmt: str) -> list[tuple[str, np.ndarray]]:
@@ -64,22 +73,17 @@ def _numpy_bytes(fmt: str, x: np.ndarray) -> np.ndarray:
         return (fo.to_f16(x) if fmt == "f16" else fo.to_bf16(x)).view(np.uint8).reshape(-1)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_quantize_formats_variants_match_ref(fmt: str) -> None:
+@pytest.mark.parametrize("fmt,variant", VARIANTS, ids=[f"{f}-{v}" for f, v in VARIANTS])
+def test_quantize_formats_variants_match_ref(fmt: str, variant: str) -> None:
     map_id = MAP_IDS[fmt]
+    skip_unless_runnable(map_id, variant)
     lib, spec = load_map_library(map_id)
-    ref = bind(lib, spec, "ref")
+    ref, fn = bind(lib, spec, "ref"), bind(lib, spec, variant)
     for name, x in _cases(fmt):
         want = _run(ref, fmt, x, 1)
-        for variant in spec["variants"]:
-            ok, why = host_can_run(variant["requires"])
-            if not ok:
-                print(f"{map_id} [{variant['name']}] skipped: {why}")
-                continue
-            fn = bind(lib, spec, variant["name"])
-            for nth in (1, 2, 3, 7):
-                assert_close_or_equal(want, _run(fn, fmt, x, nth), map_id=map_id, variant=variant["name"],
-                                      context=f"{name} nth={nth}")
+        for nth in (1, 2, 3, 7):
+            assert_close_or_equal(want, _run(fn, fmt, x, nth), map_id=map_id, variant=variant,
+                                  context=f"{name} nth={nth}")
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
