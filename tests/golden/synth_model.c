@@ -2,8 +2,8 @@
  * circuit: 2a97d955851944008c170e7a955c18d034cd0ddc0c355e4bb509370d09b49a86
  * gguf: 16e9314102f36d63db8a89b0e06720e7b0c72b4bdb9462baadcce515b3e41ed2
  * interfaces: b32c5a29ae50745e2ca0d2cf03343b74858e90d18815c30f0435348fe465f0fb
- * maps: 07902b734b6d067939f3394815fb0a7378f6d592eb51162a021843e5bc96a402
- * policy: 22dd6668c0adab7782106853b40abf6e590611b23b91ec0d49f7a7fc76bb54a6
+ * maps: b392beea4acc786742146f7daee563b7630d4ebb30b83d8b65432b76796aaee3
+ * policy: c1291941160cad4fd274fa85fbf7d22d5b154776ca17812084888a4039c56f1d
   */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -62,38 +62,38 @@ struct km_model {
 const km_selection_row km_selection[] = {
     {"prefill", "embed", "embedding_q8_0", "avx2"},
     {"prefill", "blk.0.attn_norm", "rmsnorm_f32", "avx2"},
-    {"prefill", "blk.0.attn_q", "linear_f32_f32", "avx2"},
-    {"prefill", "blk.0.attn_k", "linear_f32_f32", "avx2"},
-    {"prefill", "blk.0.attn_v", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.0.attn_q", "linear_f32_f32_ggml", "avx2"},
+    {"prefill", "blk.0.attn_k", "linear_f32_f32_ggml", "avx2"},
+    {"prefill", "blk.0.attn_v", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.0.q_norm.blk0_q_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"prefill", "blk.0.k_norm.blk0_k_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"prefill", "blk.0.k_append", "kv_append_f16", "avx2"},
     {"prefill", "blk.0.v_append", "kv_append_f16", "avx2"},
     {"prefill", "blk.0.attn", "attention_f16kv_ggmlfa", "avx2"},
-    {"prefill", "blk.0.attn_out", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.0.attn_out", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.0.post_attn_norm", "rmsnorm_f32", "avx2"},
     {"prefill", "blk.0.attn_residual.blk0_ffn_norm", "residual_add_rmsnorm_f32", "avx2"},
-    {"prefill", "blk.0.ffn_gate", "linear_f32_f32", "avx2"},
-    {"prefill", "blk.0.ffn_up", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.0.ffn_gate", "linear_f32_f32_ggml", "avx2"},
+    {"prefill", "blk.0.ffn_up", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.0.ffn_act", "geglu_tanh_f32", "avx2"},
-    {"prefill", "blk.0.ffn_down", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.0.ffn_down", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.0.post_ffn_norm", "rmsnorm_f32", "avx2"},
     {"prefill", "blk.0.ffn_residual.blk1_attn_norm", "residual_add_rmsnorm_f32", "avx2"},
-    {"prefill", "blk.1.attn_q", "linear_f32_f32", "avx2"},
-    {"prefill", "blk.1.attn_k", "linear_f32_f32", "avx2"},
-    {"prefill", "blk.1.attn_v", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.1.attn_q", "linear_f32_f32_ggml", "avx2"},
+    {"prefill", "blk.1.attn_k", "linear_f32_f32_ggml", "avx2"},
+    {"prefill", "blk.1.attn_v", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.1.q_norm.blk1_q_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"prefill", "blk.1.k_norm.blk1_k_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"prefill", "blk.1.k_append", "kv_append_f16", "avx2"},
     {"prefill", "blk.1.v_append", "kv_append_f16", "avx2"},
     {"prefill", "blk.1.attn", "attention_f16kv_ggmlfa", "avx2"},
-    {"prefill", "blk.1.attn_out", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.1.attn_out", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.1.post_attn_norm", "rmsnorm_f32", "avx2"},
     {"prefill", "blk.1.attn_residual.blk1_ffn_norm", "residual_add_rmsnorm_f32", "avx2"},
-    {"prefill", "blk.1.ffn_gate", "linear_f32_f32", "avx2"},
-    {"prefill", "blk.1.ffn_up", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.1.ffn_gate", "linear_f32_f32_ggml", "avx2"},
+    {"prefill", "blk.1.ffn_up", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.1.ffn_act", "geglu_tanh_f32", "avx2"},
-    {"prefill", "blk.1.ffn_down", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.1.ffn_down", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.1.post_ffn_norm", "rmsnorm_f32", "avx2"},
     {"prefill", "blk.1.ffn_residual", "residual_add_f32", "avx2"},
     {"prefill", "final_norm", "rmsnorm_f32", "avx2"},
@@ -101,38 +101,38 @@ const km_selection_row km_selection[] = {
     {"prefill", "logits", "linear_q8_0_q8_0_ggml", "avx2"},
     {"decode", "embed", "embedding_q8_0", "avx2"},
     {"decode", "blk.0.attn_norm", "rmsnorm_f32", "avx2"},
-    {"decode", "blk.0.attn_q", "linear_f32_f32", "avx2"},
-    {"decode", "blk.0.attn_k", "linear_f32_f32", "avx2"},
-    {"decode", "blk.0.attn_v", "linear_f32_f32", "avx2"},
+    {"decode", "blk.0.attn_q", "linear_f32_f32_ggml", "avx2"},
+    {"decode", "blk.0.attn_k", "linear_f32_f32_ggml", "avx2"},
+    {"decode", "blk.0.attn_v", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.0.q_norm.blk0_q_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"decode", "blk.0.k_norm.blk0_k_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"decode", "blk.0.k_append", "kv_append_f16", "avx2"},
     {"decode", "blk.0.v_append", "kv_append_f16", "avx2"},
     {"decode", "blk.0.attn", "attention_f16kv_ggmlfa", "avx2"},
-    {"decode", "blk.0.attn_out", "linear_f32_f32", "avx2"},
+    {"decode", "blk.0.attn_out", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.0.post_attn_norm", "rmsnorm_f32", "avx2"},
     {"decode", "blk.0.attn_residual.blk0_ffn_norm", "residual_add_rmsnorm_f32", "avx2"},
-    {"decode", "blk.0.ffn_gate", "linear_f32_f32", "avx2"},
-    {"decode", "blk.0.ffn_up", "linear_f32_f32", "avx2"},
+    {"decode", "blk.0.ffn_gate", "linear_f32_f32_ggml", "avx2"},
+    {"decode", "blk.0.ffn_up", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.0.ffn_act", "geglu_tanh_f32", "avx2"},
-    {"decode", "blk.0.ffn_down", "linear_f32_f32", "avx2"},
+    {"decode", "blk.0.ffn_down", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.0.post_ffn_norm", "rmsnorm_f32", "avx2"},
     {"decode", "blk.0.ffn_residual.blk1_attn_norm", "residual_add_rmsnorm_f32", "avx2"},
-    {"decode", "blk.1.attn_q", "linear_f32_f32", "avx2"},
-    {"decode", "blk.1.attn_k", "linear_f32_f32", "avx2"},
-    {"decode", "blk.1.attn_v", "linear_f32_f32", "avx2"},
+    {"decode", "blk.1.attn_q", "linear_f32_f32_ggml", "avx2"},
+    {"decode", "blk.1.attn_k", "linear_f32_f32_ggml", "avx2"},
+    {"decode", "blk.1.attn_v", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.1.q_norm.blk1_q_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"decode", "blk.1.k_norm.blk1_k_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"decode", "blk.1.k_append", "kv_append_f16", "avx2"},
     {"decode", "blk.1.v_append", "kv_append_f16", "avx2"},
     {"decode", "blk.1.attn", "attention_f16kv_ggmlfa", "avx2"},
-    {"decode", "blk.1.attn_out", "linear_f32_f32", "avx2"},
+    {"decode", "blk.1.attn_out", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.1.post_attn_norm", "rmsnorm_f32", "avx2"},
     {"decode", "blk.1.attn_residual.blk1_ffn_norm", "residual_add_rmsnorm_f32", "avx2"},
-    {"decode", "blk.1.ffn_gate", "linear_f32_f32", "avx2"},
-    {"decode", "blk.1.ffn_up", "linear_f32_f32", "avx2"},
+    {"decode", "blk.1.ffn_gate", "linear_f32_f32_ggml", "avx2"},
+    {"decode", "blk.1.ffn_up", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.1.ffn_act", "geglu_tanh_f32", "avx2"},
-    {"decode", "blk.1.ffn_down", "linear_f32_f32", "avx2"},
+    {"decode", "blk.1.ffn_down", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.1.post_ffn_norm", "rmsnorm_f32", "avx2"},
     {"decode", "blk.1.ffn_residual", "residual_add_f32", "avx2"},
     {"decode", "final_norm", "rmsnorm_f32", "avx2"},
@@ -177,33 +177,33 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 1);
-    /* [2] blk.0.attn_q: linear_f32_f32 (avx2) weights: blk.0.attn_q.weight */
-    km_linear_f32_f32__avx2(
+    /* [2] blk.0.attn_q: linear_f32_f32_ggml (avx2) weights: blk.0.attn_q.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 2048u),
-        (const float *)(W + UINT64_C(24960)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(24960)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(64),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(prefill, 2);
-    /* [3] blk.0.attn_k: linear_f32_f32 (avx2) weights: blk.0.attn_k.weight */
-    km_linear_f32_f32__avx2(
+    /* [3] blk.0.attn_k: linear_f32_f32_ggml (avx2) weights: blk.0.attn_k.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
-        (const float *)(W + UINT64_C(0)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(0)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(32),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(prefill, 3);
-    /* [4] blk.0.attn_v: linear_f32_f32 (avx2) weights: blk.0.attn_v.weight */
-    km_linear_f32_f32__avx2(
+    /* [4] blk.0.attn_v: linear_f32_f32_ggml (avx2) weights: blk.0.attn_v.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 9216u),
-        (const float *)(W + UINT64_C(41472)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(41472)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(32),
         INT64_C(64),
@@ -281,11 +281,11 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 9);
-    /* [10] blk.0.attn_out: linear_f32_f32 (avx2) weights: blk.0.attn_output.weight */
-    km_linear_f32_f32__avx2(
+    /* [10] blk.0.attn_out: linear_f32_f32_ggml (avx2) weights: blk.0.attn_output.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 2048u),
-        (const float *)(W + UINT64_C(8576)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(8576)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(64),
         INT64_C(64),
@@ -316,22 +316,22 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 12);
-    /* [13] blk.0.ffn_gate: linear_f32_f32 (avx2) weights: blk.0.ffn_gate.weight */
-    km_linear_f32_f32__avx2(
+    /* [13] blk.0.ffn_gate: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_gate.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(82432)),
-        (const float *)(A + 4096u),
+        (const void *)(W + UINT64_C(82432)),
+        (const void *)(A + 4096u),
         n_tokens,
         INT64_C(128),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(prefill, 13);
-    /* [14] blk.0.ffn_up: linear_f32_f32 (avx2) weights: blk.0.ffn_up.weight */
-    km_linear_f32_f32__avx2(
+    /* [14] blk.0.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_up.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
-        (const float *)(W + UINT64_C(115456)),
-        (const float *)(A + 4096u),
+        (const void *)(W + UINT64_C(115456)),
+        (const void *)(A + 4096u),
         n_tokens,
         INT64_C(128),
         INT64_C(64),
@@ -348,11 +348,11 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 15);
-    /* [16] blk.0.ffn_down: linear_f32_f32 (avx2) weights: blk.0.ffn_down.weight */
-    km_linear_f32_f32__avx2(
+    /* [16] blk.0.ffn_down: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_down.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(49664)),
-        (const float *)(A + 4096u),
+        (const void *)(W + UINT64_C(49664)),
+        (const void *)(A + 4096u),
         n_tokens,
         INT64_C(64),
         INT64_C(128),
@@ -383,33 +383,33 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 18);
-    /* [19] blk.1.attn_q: linear_f32_f32 (avx2) weights: blk.1.attn_q.weight */
-    km_linear_f32_f32__avx2(
+    /* [19] blk.1.attn_q: linear_f32_f32_ggml (avx2) weights: blk.1.attn_q.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 2048u),
-        (const float *)(W + UINT64_C(173696)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(173696)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(64),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(prefill, 19);
-    /* [20] blk.1.attn_k: linear_f32_f32 (avx2) weights: blk.1.attn_k.weight */
-    km_linear_f32_f32__avx2(
+    /* [20] blk.1.attn_k: linear_f32_f32_ggml (avx2) weights: blk.1.attn_k.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
-        (const float *)(W + UINT64_C(148736)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(148736)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(32),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(prefill, 20);
-    /* [21] blk.1.attn_v: linear_f32_f32 (avx2) weights: blk.1.attn_v.weight */
-    km_linear_f32_f32__avx2(
+    /* [21] blk.1.attn_v: linear_f32_f32_ggml (avx2) weights: blk.1.attn_v.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 9216u),
-        (const float *)(W + UINT64_C(190208)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(190208)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(32),
         INT64_C(64),
@@ -487,11 +487,11 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 26);
-    /* [27] blk.1.attn_out: linear_f32_f32 (avx2) weights: blk.1.attn_output.weight */
-    km_linear_f32_f32__avx2(
+    /* [27] blk.1.attn_out: linear_f32_f32_ggml (avx2) weights: blk.1.attn_output.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 2048u),
-        (const float *)(W + UINT64_C(157312)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(157312)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(64),
         INT64_C(64),
@@ -522,22 +522,22 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 29);
-    /* [30] blk.1.ffn_gate: linear_f32_f32 (avx2) weights: blk.1.ffn_gate.weight */
-    km_linear_f32_f32__avx2(
+    /* [30] blk.1.ffn_gate: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_gate.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(231168)),
-        (const float *)(A + 4096u),
+        (const void *)(W + UINT64_C(231168)),
+        (const void *)(A + 4096u),
         n_tokens,
         INT64_C(128),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(prefill, 30);
-    /* [31] blk.1.ffn_up: linear_f32_f32 (avx2) weights: blk.1.ffn_up.weight */
-    km_linear_f32_f32__avx2(
+    /* [31] blk.1.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_up.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
-        (const float *)(W + UINT64_C(264192)),
-        (const float *)(A + 4096u),
+        (const void *)(W + UINT64_C(264192)),
+        (const void *)(A + 4096u),
         n_tokens,
         INT64_C(128),
         INT64_C(64),
@@ -554,11 +554,11 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 32);
-    /* [33] blk.1.ffn_down: linear_f32_f32 (avx2) weights: blk.1.ffn_down.weight */
-    km_linear_f32_f32__avx2(
+    /* [33] blk.1.ffn_down: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_down.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(198400)),
-        (const float *)(A + 4096u),
+        (const void *)(W + UINT64_C(198400)),
+        (const void *)(A + 4096u),
         n_tokens,
         INT64_C(64),
         INT64_C(128),
@@ -650,33 +650,33 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 1);
-    /* [2] blk.0.attn_q: linear_f32_f32 (avx2) weights: blk.0.attn_q.weight */
-    km_linear_f32_f32__avx2(
+    /* [2] blk.0.attn_q: linear_f32_f32_ggml (avx2) weights: blk.0.attn_q.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 256u),
-        (const float *)(W + UINT64_C(24960)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(24960)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(decode, 2);
-    /* [3] blk.0.attn_k: linear_f32_f32 (avx2) weights: blk.0.attn_k.weight */
-    km_linear_f32_f32__avx2(
+    /* [3] blk.0.attn_k: linear_f32_f32_ggml (avx2) weights: blk.0.attn_k.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
-        (const float *)(W + UINT64_C(0)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(0)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(decode, 3);
-    /* [4] blk.0.attn_v: linear_f32_f32 (avx2) weights: blk.0.attn_v.weight */
-    km_linear_f32_f32__avx2(
+    /* [4] blk.0.attn_v: linear_f32_f32_ggml (avx2) weights: blk.0.attn_v.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1152u),
-        (const float *)(W + UINT64_C(41472)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(41472)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
         INT64_C(64),
@@ -754,11 +754,11 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 9);
-    /* [10] blk.0.attn_out: linear_f32_f32 (avx2) weights: blk.0.attn_output.weight */
-    km_linear_f32_f32__avx2(
+    /* [10] blk.0.attn_out: linear_f32_f32_ggml (avx2) weights: blk.0.attn_output.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 256u),
-        (const float *)(W + UINT64_C(8576)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(8576)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
         INT64_C(64),
@@ -789,22 +789,22 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 12);
-    /* [13] blk.0.ffn_gate: linear_f32_f32 (avx2) weights: blk.0.ffn_gate.weight */
-    km_linear_f32_f32__avx2(
+    /* [13] blk.0.ffn_gate: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_gate.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(82432)),
-        (const float *)(A + 512u),
+        (const void *)(W + UINT64_C(82432)),
+        (const void *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(decode, 13);
-    /* [14] blk.0.ffn_up: linear_f32_f32 (avx2) weights: blk.0.ffn_up.weight */
-    km_linear_f32_f32__avx2(
+    /* [14] blk.0.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_up.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
-        (const float *)(W + UINT64_C(115456)),
-        (const float *)(A + 512u),
+        (const void *)(W + UINT64_C(115456)),
+        (const void *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
         INT64_C(64),
@@ -821,11 +821,11 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 15);
-    /* [16] blk.0.ffn_down: linear_f32_f32 (avx2) weights: blk.0.ffn_down.weight */
-    km_linear_f32_f32__avx2(
+    /* [16] blk.0.ffn_down: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_down.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(49664)),
-        (const float *)(A + 512u),
+        (const void *)(W + UINT64_C(49664)),
+        (const void *)(A + 512u),
         INT64_C(1),
         INT64_C(64),
         INT64_C(128),
@@ -856,33 +856,33 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 18);
-    /* [19] blk.1.attn_q: linear_f32_f32 (avx2) weights: blk.1.attn_q.weight */
-    km_linear_f32_f32__avx2(
+    /* [19] blk.1.attn_q: linear_f32_f32_ggml (avx2) weights: blk.1.attn_q.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 256u),
-        (const float *)(W + UINT64_C(173696)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(173696)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(decode, 19);
-    /* [20] blk.1.attn_k: linear_f32_f32 (avx2) weights: blk.1.attn_k.weight */
-    km_linear_f32_f32__avx2(
+    /* [20] blk.1.attn_k: linear_f32_f32_ggml (avx2) weights: blk.1.attn_k.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
-        (const float *)(W + UINT64_C(148736)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(148736)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(decode, 20);
-    /* [21] blk.1.attn_v: linear_f32_f32 (avx2) weights: blk.1.attn_v.weight */
-    km_linear_f32_f32__avx2(
+    /* [21] blk.1.attn_v: linear_f32_f32_ggml (avx2) weights: blk.1.attn_v.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1152u),
-        (const float *)(W + UINT64_C(190208)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(190208)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
         INT64_C(64),
@@ -960,11 +960,11 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 26);
-    /* [27] blk.1.attn_out: linear_f32_f32 (avx2) weights: blk.1.attn_output.weight */
-    km_linear_f32_f32__avx2(
+    /* [27] blk.1.attn_out: linear_f32_f32_ggml (avx2) weights: blk.1.attn_output.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 256u),
-        (const float *)(W + UINT64_C(157312)),
-        (const float *)(A + 0u),
+        (const void *)(W + UINT64_C(157312)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
         INT64_C(64),
@@ -995,22 +995,22 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 29);
-    /* [30] blk.1.ffn_gate: linear_f32_f32 (avx2) weights: blk.1.ffn_gate.weight */
-    km_linear_f32_f32__avx2(
+    /* [30] blk.1.ffn_gate: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_gate.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(231168)),
-        (const float *)(A + 512u),
+        (const void *)(W + UINT64_C(231168)),
+        (const void *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(decode, 30);
-    /* [31] blk.1.ffn_up: linear_f32_f32 (avx2) weights: blk.1.ffn_up.weight */
-    km_linear_f32_f32__avx2(
+    /* [31] blk.1.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_up.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
-        (const float *)(W + UINT64_C(264192)),
-        (const float *)(A + 512u),
+        (const void *)(W + UINT64_C(264192)),
+        (const void *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
         INT64_C(64),
@@ -1027,11 +1027,11 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 32);
-    /* [33] blk.1.ffn_down: linear_f32_f32 (avx2) weights: blk.1.ffn_down.weight */
-    km_linear_f32_f32__avx2(
+    /* [33] blk.1.ffn_down: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_down.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(W + UINT64_C(198400)),
-        (const float *)(A + 512u),
+        (const void *)(W + UINT64_C(198400)),
+        (const void *)(A + 512u),
         INT64_C(1),
         INT64_C(64),
         INT64_C(128),
@@ -1098,6 +1098,10 @@ static void km_set_err(char *err, size_t errlen, const char *msg, const char *de
 
 static int km_check_cpu(char *err, size_t errlen) {
     __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with avx, which this CPU does not have", NULL);
+        return -1;
+    }
     if (!__builtin_cpu_supports("avx2")) {
         km_set_err(err, errlen, "this model was compiled for a CPU with avx2, which this CPU does not have", NULL);
         return -1;
@@ -1108,6 +1112,30 @@ static int km_check_cpu(char *err, size_t errlen) {
     }
     if (!__builtin_cpu_supports("fma")) {
         km_set_err(err, errlen, "this model was compiled for a CPU with fma, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("sse3")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with pni, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("popcnt")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with popcnt, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("sse4.1")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with sse4_1, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("sse4.2")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with sse4_2, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("ssse3")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with ssse3, which this CPU does not have", NULL);
+        return -1;
+    }
+    if (!__builtin_cpu_supports("xsave")) {
+        km_set_err(err, errlen, "this model was compiled for a CPU with xsave, which this CPU does not have", NULL);
         return -1;
     }
     (void)err; (void)errlen;
