@@ -56,7 +56,7 @@ def test_family_fixtures_cover_every_circuit_and_preset(fixtures):
 
 
 def test_family_fixtures_were_made_by_the_peer_build_of_the_gemma_fixtures(fixtures):
-    gemma = json.loads((FIX.parent / "llama_ops" / "settings.json").read_text())
+    gemma = json.loads((FIX.parent / "llama_ops" / "ops.json").read_text())["peer"]
     assert fixtures["settings"]["system_info"] == gemma["system_info"]
     assert fixtures["settings"]["version"] == gemma["llama_cpp_python"]
     assert fixtures["settings"]["flash_attn"] and fixtures["settings"]["n_threads"] == 1

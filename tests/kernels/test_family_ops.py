@@ -17,7 +17,17 @@ import subprocess
 
 import numpy as np
 import pytest
-from kernel_harness import assert_close_or_equal, bind, guarded, host_can_run, load_map, load_map_library, ptr
+from kernel_harness import (
+    assert_close_or_equal,
+    bind,
+    guarded,
+    host_can_run,
+    load_map,
+    load_map_library,
+    map_variants,
+    ptr,
+    skip_unless_runnable,
+)
 
 from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, build_shared
 
@@ -38,12 +48,6 @@ def fma(a, b, c) -> np.float32:
     return F(_LIBM.fmaf(float(a), float(b), float(c)))
 
 
-def _variants(spec):
-    for v in spec["variants"]:
-        ok, why = host_can_run(v["requires"])
-        yield v["name"], ok, why
-
-
 def _run(fn, out_shapes, args_before, nth=1, fill=None, tail=()):
     outs = [guarded(s, d, fill) for s, d in out_shapes]
     for ith in range(nth):
@@ -55,16 +59,18 @@ def _run(fn, out_shapes, args_before, nth=1, fill=None, tail=()):
 
 # --- bias_add ----------------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("variant", map_variants("bias_add_f32"))
 @pytest.mark.parametrize("shape", [(1, 256), (3, 37), (17, 64)])
-def test_bias_add_ref_matches_numpy(shape):
+def test_bias_add_matches_numpy(shape, variant):
+    skip_unless_runnable("bias_add_f32", variant)
     lib, spec = load_map_library("bias_add_f32")
     m, n = shape
     rng = np.random.default_rng(m * 100 + n)
     x = rng.standard_normal((m, n)).astype(F) * F(100)
     b = rng.standard_normal(n).astype(F)
     for nth in (1, 2, 3):
-        (y,) = _run(bind(lib, spec, "ref"), [((m, n), F)], [ptr(x), ptr(b), m, n], nth)
-        assert_close_or_equal((x + b).astype(F), y, map_id="bias_add_f32", variant="ref", context=f"{shape} nth={nth}")
+        (y,) = _run(bind(lib, spec, variant), [((m, n), F)], [ptr(x), ptr(b), m, n], nth)
+        assert_close_or_equal((x + b).astype(F), y, map_id="bias_add_f32", variant=variant, context=f"{shape} nth={nth}")
 
 
 # --- rope with frequency factors ---------------------------------------------------------------------------
@@ -91,8 +97,9 @@ def _rope_ff_numpy(x, f, h, d, pos, base, fscale, normal):
     return y
 
 
-@pytest.mark.parametrize("map_id,style", [("rope_ff_normal_f32", "normal"), ("rope_ff_neox_f32", "neox")])
-def test_rope_ff_ref_matches_numpy_steps(map_id, style):
+@pytest.mark.parametrize("map_id,style,variant", [(m, st, v) for m, st in (("rope_ff_normal_f32", "normal"), ("rope_ff_neox_f32", "neox")) for v in map_variants(m)])
+def test_rope_ff_matches_numpy_steps(map_id, style, variant):
+    skip_unless_runnable(map_id, variant)
     lib, spec = load_map_library(map_id)
     rng = np.random.default_rng(7)
     m, h, d, pos = 3, 2, 64, 1234
@@ -100,13 +107,14 @@ def test_rope_ff_ref_matches_numpy_steps(map_id, style):
     f = np.where(rng.random(d // 2) < 0.5, F(1.0), rng.uniform(1, 32, d // 2).astype(F)).astype(F)
     want = _rope_ff_numpy(x, f, h, d, pos, 500000.0, 0.25, style == "normal")
     for nth in (1, 3):
-        (y,) = _run(bind(lib, spec, "ref"), [((m, h * d), F)], [ptr(x), ptr(f), m, h, d, pos,
+        (y,) = _run(bind(lib, spec, variant), [((m, h * d), F)], [ptr(x), ptr(f), m, h, d, pos,
                                                                 ctypes.c_float(500000.0), ctypes.c_float(0.25)], nth)
-        assert_close_or_equal(want, y, map_id=spec["id"], variant="ref", context=f"nth={nth}")
+        assert_close_or_equal(want, y, map_id=spec["id"], variant=variant, context=f"nth={nth}")
 
 
-@pytest.mark.parametrize("map_id,style", [("rope_ff_normal_f32", "normal"), ("rope_ff_neox_f32", "neox")])
-def test_rope_ff_with_unit_factors_equals_plain_rope(map_id, style):
+@pytest.mark.parametrize("map_id,style,variant", [(m, st, v) for m, st in (("rope_ff_normal_f32", "normal"), ("rope_ff_neox_f32", "neox")) for v in map_variants(m)])
+def test_rope_ff_with_unit_factors_equals_plain_rope(map_id, style, variant):
+    skip_unless_runnable(map_id, variant)
     lib, spec = load_map_library(map_id)
     plib, pspec = load_map_library(f"rope_{style}_f32")
     rng = np.random.default_rng(3)
@@ -115,8 +123,8 @@ def test_rope_ff_with_unit_factors_equals_plain_rope(map_id, style):
     f = np.ones(d // 2, F)
     base, fs = ctypes.c_float(1e6), ctypes.c_float(1.0)
     (want,) = _run(bind(plib, pspec, "ref"), [((m, h * d), F)], [ptr(x), m, h, d, pos, base, fs])
-    (got,) = _run(bind(lib, spec, "ref"), [((m, h * d), F)], [ptr(x), ptr(f), m, h, d, pos, base, fs])
-    assert_close_or_equal(want, got, map_id=spec["id"], variant="ref", context="f = 1 vs rope")
+    (got,) = _run(bind(lib, spec, variant), [((m, h * d), F)], [ptr(x), ptr(f), m, h, d, pos, base, fs])
+    assert_close_or_equal(want, got, map_id=spec["id"], variant=variant, context="f = 1 vs rope")
 
 
 # --- SwiGLU in ggml's order ----------------------------------------------------------------------------------
@@ -146,7 +154,9 @@ def _silu_tail(x):
     return F(F(x) / F(F(1.0) + F(_LIBM.expf(float(-F(x))))))
 
 
-def test_swiglu_ggml_ref_matches_numpy_lane_model():
+@pytest.mark.parametrize("variant", map_variants("swiglu_f32_ggml"))
+def test_swiglu_ggml_matches_numpy_lane_model(variant):
+    skip_unless_runnable("swiglu_f32_ggml", variant)
     lib, spec = load_map_library("swiglu_f32_ggml")
     rng = np.random.default_rng(5)
     m, n = 3, 37  # columns 0..31 take the vector lane, 32..36 the scalar tail
@@ -161,8 +171,8 @@ def test_swiglu_ggml_ref_matches_numpy_lane_model():
             want[i, j] = F(s * up[i, j])
     for nth in (1, 2, 4):
         with np.errstate(all="ignore"):
-            (y,) = _run(bind(lib, spec, "ref"), [((m, n), F)], [ptr(gate), ptr(up), m, n], nth)
-        assert_close_or_equal(want, y, map_id="swiglu_f32_ggml", variant="ref", context=f"nth={nth}")
+            (y,) = _run(bind(lib, spec, variant), [((m, n), F)], [ptr(gate), ptr(up), m, n], nth)
+        assert_close_or_equal(want, y, map_id="swiglu_f32_ggml", variant=variant, context=f"nth={nth}")
 
 
 # --- MoE router -----------------------------------------------------------------------------------------------
@@ -212,20 +222,22 @@ def _router_numpy(x, w, u, norm, scale):
     return order.astype(np.int32), wts
 
 
+@pytest.mark.parametrize("variant", map_variants("moe_router_f32"))
 @pytest.mark.parametrize("e,u,norm,scale", [(4, 2, 1, 0.0), (32, 4, 1, 0.0), (40, 8, 0, 2.5)])
-def test_moe_router_ref_matches_numpy_steps(e, u, norm, scale):
+def test_moe_router_matches_numpy_steps(e, u, norm, scale, variant):
+    skip_unless_runnable("moe_router_f32", variant)
     lib, spec = load_map_library("moe_router_f32")
     rng = np.random.default_rng(e * 10 + u)
     m, k = 3, 128
     x = rng.standard_normal((m, k)).astype(F)
     w = (rng.standard_normal((e, k)) / 8).astype(F)
     for nth in (1, 2):
-        ids, wts = _run(bind(lib, spec, "ref"), [((m, u), np.int32), ((m, u), F)],
+        ids, wts = _run(bind(lib, spec, variant), [((m, u), np.int32), ((m, u), F)],
                         [ptr(x), ptr(w), m, e, u, k, norm, ctypes.c_float(scale)], nth, fill=0)
         for r in range(m):
             want_ids, want_w = _router_numpy(x[r], w, u, norm, scale)
             assert ids[r].tolist() == want_ids.tolist(), f"moe_router_f32 [ref] row {r}: ids {ids[r]} != {want_ids}"
-            assert_close_or_equal(want_w, wts[r], map_id="moe_router_f32", variant="ref", context=f"row {r} nth={nth}")
+            assert_close_or_equal(want_w, wts[r], map_id="moe_router_f32", variant=variant, context=f"row {r} nth={nth}")
 
 
 _SORT_CPP = r"""
@@ -334,7 +346,7 @@ def _top_variant(spec) -> str:
     return max((v for v in spec["variants"] if host_can_run(v["requires"])[0]), key=lambda v: v["priority"])["name"]
 
 
-@pytest.mark.parametrize("wtype", sorted(_MOE_MAPS))
+@pytest.mark.parametrize("wtype", [w for w in sorted(_MOE_MAPS) if "ref" in map_variants(_MOE_MAPS[w][0])])
 @pytest.mark.parametrize("xs", [1, 2])
 def test_moe_linear_rows_equal_dense_linear(wtype, xs):
     """Row (m, u) of the MoE linear equals the dense linear (same contract, ref) of expert ids[m][u]."""
@@ -360,13 +372,19 @@ def test_moe_linear_rows_equal_dense_linear(wtype, xs):
         assert_close_or_equal(want, y.reshape(m * u, n)[r], map_id=moe_id, variant="ref", context=f"row {r}")
 
 
-@pytest.mark.parametrize("wtype", sorted(_MOE_MAPS))
-def test_moe_linear_variants_match_ref(wtype):
-    """Every runnable variant == ref (the host's selected variant always; all of them with KERNELMAP_SLOW=1)."""
+_MOE_VARIANTS = [(w, v) for w in sorted(_MOE_MAPS) for v in map_variants(_MOE_MAPS[w][0], ref=False)]
+
+
+@pytest.mark.parametrize("wtype,variant", _MOE_VARIANTS)
+def test_moe_linear_variants_match_ref(wtype, variant):
+    """Each variant == ref for xs = 1 and u, nth 1..3. Without KERNELMAP_SLOW=1 only the host's top variant
+    runs (each variant library includes a dense linear body: ~30 s of compiling apiece); the others skip."""
     moe_id, _, act = _MOE_MAPS[wtype]
+    skip_unless_runnable(moe_id, variant)
     spec = load_map(moe_id)
-    names = [v["name"] for v in spec["variants"]] if os.environ.get("KERNELMAP_SLOW") else ["ref", _top_variant(spec)]
-    lib, spec = _variant_lib(moe_id, sorted(set(names)))
+    if not os.environ.get("KERNELMAP_SLOW") and variant != _top_variant(spec):
+        pytest.skip(f"{moe_id} [{variant}]: not the host's selected variant; slow: set KERNELMAP_SLOW=1")
+    lib, spec = _variant_lib(moe_id, sorted({"ref", variant}))
     rng = np.random.default_rng(100 + len(wtype))
     e, u, m, n, k = 6, 3, 5, 40, 512
     w = _quant_weights(wtype, e, n, k, rng)
@@ -376,15 +394,14 @@ def test_moe_linear_variants_match_ref(wtype):
         xq = _quant_act(act, x)
         args = [ptr(w), ptr(xq), ptr(ids), m, u, xs, e, n, k]
         (want,) = _run(bind(lib, spec, "ref"), [((m, u * n), F)], args)
-        for name, ok, _why in _variants(spec):
-            if not ok or name not in names:
-                continue
-            for nth in (1, 2, 3):
-                (got,) = _run(bind(lib, spec, name), [((m, u * n), F)], args, nth)
-                assert_close_or_equal(want, got, map_id=moe_id, variant=name, context=f"xs={xs} nth={nth}")
+        for nth in (1, 2, 3):
+            (got,) = _run(bind(lib, spec, variant), [((m, u * n), F)], args, nth)
+            assert_close_or_equal(want, got, map_id=moe_id, variant=variant, context=f"xs={xs} nth={nth}")
 
 
-def test_moe_combine_ref_matches_numpy():
+@pytest.mark.parametrize("variant", map_variants("moe_combine_f32"))
+def test_moe_combine_matches_numpy(variant):
+    skip_unless_runnable("moe_combine_f32", variant)
     lib, spec = load_map_library("moe_combine_f32")
     rng = np.random.default_rng(9)
     for m, u, n in ((1, 1, 64), (3, 4, 37), (2, 8, 256)):
@@ -397,15 +414,17 @@ def test_moe_combine_ref_matches_numpy():
                 acc = (acc + (x[r, s * n:(s + 1) * n] * w[r, s]).astype(F)).astype(F)
             want[r] = acc
         for nth in (1, 3):
-            (y,) = _run(bind(lib, spec, "ref"), [((m, n), F)], [ptr(x), ptr(w), m, u, n], nth)
-            assert_close_or_equal(want, y, map_id="moe_combine_f32", variant="ref", context=f"{m}x{u}x{n} nth={nth}")
+            (y,) = _run(bind(lib, spec, variant), [((m, n), F)], [ptr(x), ptr(w), m, u, n], nth)
+            assert_close_or_equal(want, y, map_id="moe_combine_f32", variant=variant, context=f"{m}x{u}x{n} nth={nth}")
 
 
 # --- embedding q4_0 -------------------------------------------------------------------------------------------
 
-def test_embedding_q4_0_ref_matches_gguf_dequantize():
+@pytest.mark.parametrize("variant", map_variants("embedding_q4_0"))
+def test_embedding_q4_0_matches_gguf_dequantize(variant):
     import gguf
 
+    skip_unless_runnable("embedding_q4_0", variant)
     lib, spec = load_map_library("embedding_q4_0")
     rng = np.random.default_rng(2)
     v, d = 40, 96
@@ -414,18 +433,20 @@ def test_embedding_q4_0_ref_matches_gguf_dequantize():
     ids = np.array([0, 39, 7, 7, 21], np.int32)
     flat = np.ascontiguousarray(table.reshape(-1))
     for scale in (1.0, 0.5):
-        (y,) = _run(bind(lib, spec, "ref"), [((len(ids), d), F)], [ptr(flat), ptr(ids), len(ids), v, d,
+        (y,) = _run(bind(lib, spec, variant), [((len(ids), d), F)], [ptr(flat), ptr(ids), len(ids), v, d,
                                                                    ctypes.c_float(scale)], 2)
-        assert_close_or_equal((deq[ids] * F(scale)).astype(F), y, map_id="embedding_q4_0", variant="ref",
+        assert_close_or_equal((deq[ids] * F(scale)).astype(F), y, map_id="embedding_q4_0", variant=variant,
                               context=f"scale={scale}")
 
 
 # --- attention with kq_scale ----------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("variant", map_variants("attention_kq_f16kv_ggmlfa"))
 @pytest.mark.parametrize("d,scale_exp", [(64, -3), (128, -4), (96, -2)])
-def test_attention_kq_equals_ggmlfa_when_q_is_prescaled(d, scale_exp):
+def test_attention_kq_equals_ggmlfa_when_q_is_prescaled(d, scale_exp, variant):
     """With q already f16 and a power-of-two scale (no f16 subnormals), scaling q before its f16 rounding
     (attention.f16kv.ggml_fa.v1) and scaling each score (attention_kq) give the same bits."""
+    skip_unless_runnable("attention_kq_f16kv_ggmlfa", variant)
     lib, spec = load_map_library("attention_kq_f16kv_ggmlfa")
     glib, gspec = load_map_library("attention_f16kv_ggmlfa")
     rng = np.random.default_rng(d)
@@ -438,5 +459,5 @@ def test_attention_kq_equals_ggmlfa_when_q_is_prescaled(d, scale_exp):
         args = [ptr(q), ptr(kc), ptr(vc), m, hq, hkv, d, c, pos, scale, window]
         (want,) = _run(bind(glib, gspec, "ref"), [((m, hq * d), F)], args)
         for nth in (1, 2):
-            (got,) = _run(bind(lib, spec, "ref"), [((m, hq * d), F)], args, nth)
-            assert_close_or_equal(want, got, map_id=spec["id"], variant="ref", context=f"D={d} window={window} nth={nth}")
+            (got,) = _run(bind(lib, spec, variant), [((m, hq * d), F)], args, nth)
+            assert_close_or_equal(want, got, map_id=spec["id"], variant=variant, context=f"D={d} window={window} nth={nth}")

@@ -5,10 +5,11 @@
  * output element has exactly the dense contract's arithmetic (q4_0 weights, q8_0 activations).
  * Row bytes: weights K/32*18, activations K/32*34.
  */
+#include "moe_rows.h"
 #define km_linear_q4_0_q8_0__avx2 km_moe_q4_0_q8_0_avx2_body
+KM_LINEAR_BODY_DECL(km_linear_q4_0_q8_0__avx2);
 #include "q4_0_q8_0_avx2.c"
 #undef km_linear_q4_0_q8_0__avx2
-#include "moe_rows.h"
 
 void km_moe_linear_q4_0_q8_0__avx2(float *y, const void *w, const void *x, const int32_t *ids, int64_t M, int64_t U, int64_t XS,
         int64_t E, int64_t N, int64_t K, int ith, int nth) {

@@ -5,10 +5,11 @@
  * output element has exactly the dense contract's arithmetic (q4_k weights, q8_k activations).
  * Row bytes: weights K/256*144, activations K/256*292.
  */
+#include "moe_rows.h"
 #define km_linear_q4_k_q8_k_ggml__avx2 km_moe_q4_k_q8_k_ggml_avx2_body
+KM_LINEAR_BODY_DECL(km_linear_q4_k_q8_k_ggml__avx2);
 #include "q4_k_q8_k_ggml_avx2.c"
 #undef km_linear_q4_k_q8_k_ggml__avx2
-#include "moe_rows.h"
 
 void km_moe_linear_q4_k_q8_k_ggml__avx2(float *y, const void *w, const void *x, const int32_t *ids, int64_t M, int64_t U, int64_t XS,
         int64_t E, int64_t N, int64_t K, int ith, int nth) {

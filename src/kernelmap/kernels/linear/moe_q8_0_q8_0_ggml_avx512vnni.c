@@ -5,10 +5,11 @@
  * output element has exactly the dense contract's arithmetic (q8_0 weights, q8_0 activations).
  * Row bytes: weights K/32*34, activations K/32*34.
  */
+#include "moe_rows.h"
 #define km_linear_q8_0_q8_0_ggml__avx512vnni km_moe_q8_0_q8_0_ggml_avx512vnni_body
+KM_LINEAR_BODY_DECL(km_linear_q8_0_q8_0_ggml__avx512vnni);
 #include "q8_0_q8_0_ggml_avx512vnni.c"
 #undef km_linear_q8_0_q8_0_ggml__avx512vnni
-#include "moe_rows.h"
 
 void km_moe_linear_q8_0_q8_0_ggml__avx512vnni(float *y, const void *w, const void *x, const int32_t *ids, int64_t M, int64_t U, int64_t XS,
         int64_t E, int64_t N, int64_t K, int ith, int nth) {

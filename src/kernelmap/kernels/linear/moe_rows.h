@@ -21,6 +21,12 @@
 typedef void (*km_linear_body)(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
                                int nth);
 
+/* The prototype of a dense linear entry point (interface linear.token_major.v1): a moe provider declares
+ * the dense body it includes under its local name with this before the include, so the body is a
+ * declared function (builds refuse undeclared exports). */
+#define KM_LINEAR_BODY_DECL(name) \
+    void name(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith, int nth)
+
 static inline void km_moe_rows(km_linear_body body, float *y, const void *w, const void *x, const int32_t *ids,
         int64_t M, int64_t U, int64_t XS, int64_t E, int64_t N, int64_t K, size_t w_row_bytes, size_t x_row_bytes,
         int ith, int nth) {
