@@ -54,7 +54,7 @@ from kernelmap.numerics.policy import load_policy
 from kernelmap.plan.fuse import fuse_for_target, rules_digest
 from kernelmap.plan.memory import Buffer, MemoryPlan, plan_memory
 from kernelmap.plan.requests import resolve_graph
-from kernelmap.plan.schedule import schedule
+from kernelmap.plan.schedule import check_weight_types, schedule
 from kernelmap.resolve import SelectionTrace
 from kernelmap.target import arch_of, host_arch, host_class, target_features
 
@@ -351,6 +351,7 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
                             kv_dtype=kv, source=str(path))
             if options.fusion:  # logical-stage rules, before the policy is applied
                 fusions += [{**r, "phase": phase} for r in fuse_for_target(graph, registry, isa, cpu_class=cpu_class)]
+            check_weight_types(graph, policy, source=str(path))
             contracts = schedule(graph, policy, interfaces)
             if options.fusion:  # scheduled-stage rules, matching the contracts the policy chose
                 fusions += [{**r, "phase": phase} for r in fuse_for_target(graph, registry, isa, cpu_class=cpu_class,
@@ -368,7 +369,7 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
     for plan in plans.values():
         for op in plan.graph.ops:
             for ref in op.weights.values():
-                layout = "ggml_blocks" if ref.dtype not in ("f32", "f16") else "row_major"
+                layout = "ggml_blocks" if ref.dtype not in ("f32", "f16", "bf16") else "row_major"
                 needs.setdefault(ref.cname, WeightNeed(ref.cname, ref.tensor, ref.dtype, layout, rows=ref.rows))
     manifest = pack_weights(gguf, [needs[k] for k in sorted(needs)], build_dir,
                             progress=lambda done, total: count("packing weights", done, total))

@@ -189,3 +189,63 @@ def test_bench_cli_real_map_small_run_writes_parseable_rows(tmp_path, capsys):
     rows = tomllib.loads(out.read_text())["measurement"]
     assert {r["provider"] for r in rows} == {"rmsnorm_f32"} and {r["metric"] for r in rows} >= {"gbps"}
     assert all(r["rows"] == 1 and r["threads"] == 1 and r["shape"] == "640" for r in rows)
+
+
+class _LinearProvider:
+    id, op, raw = "linear_q8_0_q8_0", "linear", {"quant": {"weight": "q8_0"}}
+
+
+def test_peer_linear_times_asks_each_linear_point_once_and_keys_the_answer(tmp_path):
+    from kernelmap.bench.peer import peer_linear_times
+
+    seen = tmp_path / "points.json"
+    fake = tmp_path / "fake_peer"
+    fake.write_text(f"#!/bin/sh\ncat > {seen}\necho noise\n"
+                    'echo \'[{"type": "q8_0", "N": 262144, "K": 640, "M": 1, "threads": 2, "seconds": 0.02}]\'\n')
+    fake.chmod(0o755)
+    report = _report()
+    times = peer_linear_times([_LinearProvider()], report, fake, min_time=0.01, cold=False)
+    assert times == {("linear_q8_0_q8_0", "262144x640", 1, 2): 0.02}
+    asked = json.loads(seen.read_text())
+    assert [(p["type"], p["N"], p["K"], p["M"], p["threads"], p["cold_bytes"]) for p in asked] == [
+        ("q8_0", 262144, 640, 1, 2, 0)]
+
+
+def test_peer_linear_times_failing_peer_is_one_line_request_error(tmp_path):
+    from kernelmap.bench.peer import peer_linear_times
+    from kernelmap.errors import RequestError
+
+    fake = tmp_path / "bad_peer"
+    fake.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named llama_cpp' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(RequestError, match="peer's op timing failed: ModuleNotFoundError"):
+        peer_linear_times([_LinearProvider()], _report(), fake, min_time=0.01)
+
+
+def _peer_python() -> Path | None:
+    import os
+
+    env = os.environ.get("KERNELMAP_PEER_PYTHON")
+    path = Path(env) if env else Path(__file__).resolve().parents[2] / ".venv-peer/bin/python"
+    return path if path.exists() else None
+
+
+@pytest.mark.parametrize("typ", ["q4_0", "bf16"])
+def test_peer_ops_times_one_mul_mat_cold_and_hot(typ):
+    import subprocess
+
+    from kernelmap.bench.peer import PEER_SCRIPT
+
+    python = _peer_python()
+    if python is None:
+        pytest.skip("no llama-cpp-python interpreter (.venv-peer or KERNELMAP_PEER_PYTHON)")
+    points = [{"type": typ, "N": 64, "K": 256, "M": m, "threads": 1, "min_time": 0.001, "cold_bytes": cold}
+              for m, cold in ((1, 0), (3, 1 << 20))]
+    res = subprocess.run([str(python), "-P", str(PEER_SCRIPT)], input=json.dumps(points), capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    rows = json.loads(next(ln for ln in res.stdout.splitlines() if ln.startswith("[")))
+    wbytes = {"q4_0": 64 * 256 // 32 * 18, "bf16": 64 * 256 * 2}[typ]
+    assert [r["copies"] for r in rows] == [1, -(-(1 << 20) // wbytes)]
+    assert all(r["seconds"] > 0 and r["reps"] >= 5 for r in rows)
+    assert [r["repacked"] for r in rows] == [typ == "q4_0"] * 2

@@ -68,8 +68,8 @@ def test_family_matrix_cell_meets_its_bar(cells, arch, preset):
     detail = json.dumps(cell.as_dict(), default=str)[:600]
     assert cell.status != "failed", detail
     if cell.status == "refused":
-        # fail closed for want of a kernel: names the tensor type (f16 linear has no rule before issue 13)
-        assert "tensor type" in cell.error, detail
+        # fail closed for want of a kernel: names the tensor's type (f16 expert linears have no rule yet)
+        assert "tensor type" in cell.error or "/type: unsupported weight type" in cell.error, detail
         return
     assert cell.positions == 40, detail
     if cell.expected_exact:

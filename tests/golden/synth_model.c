@@ -2,8 +2,8 @@
  * circuit: 2a97d955851944008c170e7a955c18d034cd0ddc0c355e4bb509370d09b49a86
  * gguf: 16e9314102f36d63db8a89b0e06720e7b0c72b4bdb9462baadcce515b3e41ed2
  * interfaces: 40e4c98edc130f90249a8405cf010e5e11ba75cd3dbc5b4c3a5d7f9b3de64e39
- * maps: 08c2f8542d338d94a9d865acb59d442fff6759acae54526e70c2e386518e05ff
- * policy: a606b3690548a4d6e402ef7f98891b35618b3abe88769c7a0cb2db3ab561beae
+ * maps: 966b316a3cb86e6e3a3f4fee63724eab0b81737fca1121b4d61c772b17f7de08
+ * policy: 85ee3c27bc79988f0371737e90d9897b77ffed16da80526ffb16f91e6eb73440
   */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -84,38 +84,38 @@ struct km_model {
 const km_selection_row km_selection[] = {
     {"prefill", "embed", "embedding_q8_0", "avx2"},
     {"prefill", "blk.0.attn_norm", "rmsnorm_f32", "avx2"},
-    {"prefill", "blk.0.attn_q", "linear_f32_f32", "avx2"},
-    {"prefill", "blk.0.attn_k", "linear_f32_f32", "avx2"},
-    {"prefill", "blk.0.attn_v", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.0.attn_q", "linear_f32_f32_ggml", "avx2"},
+    {"prefill", "blk.0.attn_k", "linear_f32_f32_ggml", "avx2"},
+    {"prefill", "blk.0.attn_v", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.0.q_norm.blk0_q_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"prefill", "blk.0.k_norm.blk0_k_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"prefill", "blk.0.k_append", "kv_append_f16", "avx2"},
     {"prefill", "blk.0.v_append", "kv_append_f16", "avx2"},
     {"prefill", "blk.0.attn", "attention_f16kv_ggmlfa", "avx2"},
-    {"prefill", "blk.0.attn_out", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.0.attn_out", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.0.post_attn_norm", "rmsnorm_f32", "avx2"},
     {"prefill", "blk.0.attn_residual.blk0_ffn_norm", "residual_add_rmsnorm_f32", "avx2"},
-    {"prefill", "blk.0.ffn_gate", "linear_f32_f32", "avx2"},
-    {"prefill", "blk.0.ffn_up", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.0.ffn_gate", "linear_f32_f32_ggml", "avx2"},
+    {"prefill", "blk.0.ffn_up", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.0.ffn_act", "geglu_tanh_f32", "avx2"},
-    {"prefill", "blk.0.ffn_down", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.0.ffn_down", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.0.post_ffn_norm", "rmsnorm_f32", "avx2"},
     {"prefill", "blk.0.ffn_residual.blk1_attn_norm", "residual_add_rmsnorm_f32", "avx2"},
-    {"prefill", "blk.1.attn_q", "linear_f32_f32", "avx2"},
-    {"prefill", "blk.1.attn_k", "linear_f32_f32", "avx2"},
-    {"prefill", "blk.1.attn_v", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.1.attn_q", "linear_f32_f32_ggml", "avx2"},
+    {"prefill", "blk.1.attn_k", "linear_f32_f32_ggml", "avx2"},
+    {"prefill", "blk.1.attn_v", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.1.q_norm.blk1_q_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"prefill", "blk.1.k_norm.blk1_k_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"prefill", "blk.1.k_append", "kv_append_f16", "avx2"},
     {"prefill", "blk.1.v_append", "kv_append_f16", "avx2"},
     {"prefill", "blk.1.attn", "attention_f16kv_ggmlfa", "avx2"},
-    {"prefill", "blk.1.attn_out", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.1.attn_out", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.1.post_attn_norm", "rmsnorm_f32", "avx2"},
     {"prefill", "blk.1.attn_residual.blk1_ffn_norm", "residual_add_rmsnorm_f32", "avx2"},
-    {"prefill", "blk.1.ffn_gate", "linear_f32_f32", "avx2"},
-    {"prefill", "blk.1.ffn_up", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.1.ffn_gate", "linear_f32_f32_ggml", "avx2"},
+    {"prefill", "blk.1.ffn_up", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.1.ffn_act", "geglu_tanh_f32", "avx2"},
-    {"prefill", "blk.1.ffn_down", "linear_f32_f32", "avx2"},
+    {"prefill", "blk.1.ffn_down", "linear_f32_f32_ggml", "avx2"},
     {"prefill", "blk.1.post_ffn_norm", "rmsnorm_f32", "avx2"},
     {"prefill", "blk.1.ffn_residual", "residual_add_f32", "avx2"},
     {"prefill", "final_norm", "rmsnorm_f32", "avx2"},
@@ -123,38 +123,38 @@ const km_selection_row km_selection[] = {
     {"prefill", "logits", "linear_q8_0_q8_0_ggml", "avx2"},
     {"decode", "embed", "embedding_q8_0", "avx2"},
     {"decode", "blk.0.attn_norm", "rmsnorm_f32", "avx2"},
-    {"decode", "blk.0.attn_q", "linear_f32_f32", "avx2"},
-    {"decode", "blk.0.attn_k", "linear_f32_f32", "avx2"},
-    {"decode", "blk.0.attn_v", "linear_f32_f32", "avx2"},
+    {"decode", "blk.0.attn_q", "linear_f32_f32_ggml", "avx2"},
+    {"decode", "blk.0.attn_k", "linear_f32_f32_ggml", "avx2"},
+    {"decode", "blk.0.attn_v", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.0.q_norm.blk0_q_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"decode", "blk.0.k_norm.blk0_k_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"decode", "blk.0.k_append", "kv_append_f16", "avx2"},
     {"decode", "blk.0.v_append", "kv_append_f16", "avx2"},
     {"decode", "blk.0.attn", "attention_f16kv_ggmlfa", "avx2"},
-    {"decode", "blk.0.attn_out", "linear_f32_f32", "avx2"},
+    {"decode", "blk.0.attn_out", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.0.post_attn_norm", "rmsnorm_f32", "avx2"},
     {"decode", "blk.0.attn_residual.blk0_ffn_norm", "residual_add_rmsnorm_f32", "avx2"},
-    {"decode", "blk.0.ffn_gate", "linear_f32_f32", "avx2"},
-    {"decode", "blk.0.ffn_up", "linear_f32_f32", "avx2"},
+    {"decode", "blk.0.ffn_gate", "linear_f32_f32_ggml", "avx2"},
+    {"decode", "blk.0.ffn_up", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.0.ffn_act", "geglu_tanh_f32", "avx2"},
-    {"decode", "blk.0.ffn_down", "linear_f32_f32", "avx2"},
+    {"decode", "blk.0.ffn_down", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.0.post_ffn_norm", "rmsnorm_f32", "avx2"},
     {"decode", "blk.0.ffn_residual.blk1_attn_norm", "residual_add_rmsnorm_f32", "avx2"},
-    {"decode", "blk.1.attn_q", "linear_f32_f32", "avx2"},
-    {"decode", "blk.1.attn_k", "linear_f32_f32", "avx2"},
-    {"decode", "blk.1.attn_v", "linear_f32_f32", "avx2"},
+    {"decode", "blk.1.attn_q", "linear_f32_f32_ggml", "avx2"},
+    {"decode", "blk.1.attn_k", "linear_f32_f32_ggml", "avx2"},
+    {"decode", "blk.1.attn_v", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.1.q_norm.blk1_q_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"decode", "blk.1.k_norm.blk1_k_rope", "qk_norm_rope_neox_f32", "avx2"},
     {"decode", "blk.1.k_append", "kv_append_f16", "avx2"},
     {"decode", "blk.1.v_append", "kv_append_f16", "avx2"},
     {"decode", "blk.1.attn", "attention_f16kv_ggmlfa", "avx2"},
-    {"decode", "blk.1.attn_out", "linear_f32_f32", "avx2"},
+    {"decode", "blk.1.attn_out", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.1.post_attn_norm", "rmsnorm_f32", "avx2"},
     {"decode", "blk.1.attn_residual.blk1_ffn_norm", "residual_add_rmsnorm_f32", "avx2"},
-    {"decode", "blk.1.ffn_gate", "linear_f32_f32", "avx2"},
-    {"decode", "blk.1.ffn_up", "linear_f32_f32", "avx2"},
+    {"decode", "blk.1.ffn_gate", "linear_f32_f32_ggml", "avx2"},
+    {"decode", "blk.1.ffn_up", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.1.ffn_act", "geglu_tanh_f32", "avx2"},
-    {"decode", "blk.1.ffn_down", "linear_f32_f32", "avx2"},
+    {"decode", "blk.1.ffn_down", "linear_f32_f32_ggml", "avx2"},
     {"decode", "blk.1.post_ffn_norm", "rmsnorm_f32", "avx2"},
     {"decode", "blk.1.ffn_residual", "residual_add_f32", "avx2"},
     {"decode", "final_norm", "rmsnorm_f32", "avx2"},
@@ -200,33 +200,33 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 1);
-    /* [2] blk.0.attn_q: linear_f32_f32 (avx2) weights: blk.0.attn_q.weight */
-    km_linear_f32_f32__avx2(
+    /* [2] blk.0.attn_q: linear_f32_f32_ggml (avx2) weights: blk.0.attn_q.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 2048u),
-        (const float *)(G + UINT64_C(33024)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(33024)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(64),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(prefill, 2);
-    /* [3] blk.0.attn_k: linear_f32_f32 (avx2) weights: blk.0.attn_k.weight */
-    km_linear_f32_f32__avx2(
+    /* [3] blk.0.attn_k: linear_f32_f32_ggml (avx2) weights: blk.0.attn_k.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
-        (const float *)(G + UINT64_C(49408)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(49408)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(32),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(prefill, 3);
-    /* [4] blk.0.attn_v: linear_f32_f32 (avx2) weights: blk.0.attn_v.weight */
-    km_linear_f32_f32__avx2(
+    /* [4] blk.0.attn_v: linear_f32_f32_ggml (avx2) weights: blk.0.attn_v.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 9216u),
-        (const float *)(G + UINT64_C(57600)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(57600)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(32),
         INT64_C(64),
@@ -304,11 +304,11 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 9);
-    /* [10] blk.0.attn_out: linear_f32_f32 (avx2) weights: blk.0.attn_output.weight */
-    km_linear_f32_f32__avx2(
+    /* [10] blk.0.attn_out: linear_f32_f32_ggml (avx2) weights: blk.0.attn_output.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 2048u),
-        (const float *)(G + UINT64_C(65792)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(65792)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(64),
         INT64_C(64),
@@ -339,22 +339,22 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 12);
-    /* [13] blk.0.ffn_gate: linear_f32_f32 (avx2) weights: blk.0.ffn_gate.weight */
-    km_linear_f32_f32__avx2(
+    /* [13] blk.0.ffn_gate: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_gate.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(G + UINT64_C(82176)),
-        (const float *)(A + 4096u),
+        (const void *)(G + UINT64_C(82176)),
+        (const void *)(A + 4096u),
         n_tokens,
         INT64_C(128),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(prefill, 13);
-    /* [14] blk.0.ffn_up: linear_f32_f32 (avx2) weights: blk.0.ffn_up.weight */
-    km_linear_f32_f32__avx2(
+    /* [14] blk.0.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_up.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
-        (const float *)(G + UINT64_C(114944)),
-        (const float *)(A + 4096u),
+        (const void *)(G + UINT64_C(114944)),
+        (const void *)(A + 4096u),
         n_tokens,
         INT64_C(128),
         INT64_C(64),
@@ -371,11 +371,11 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 15);
-    /* [16] blk.0.ffn_down: linear_f32_f32 (avx2) weights: blk.0.ffn_down.weight */
-    km_linear_f32_f32__avx2(
+    /* [16] blk.0.ffn_down: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_down.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(G + UINT64_C(147712)),
-        (const float *)(A + 4096u),
+        (const void *)(G + UINT64_C(147712)),
+        (const void *)(A + 4096u),
         n_tokens,
         INT64_C(64),
         INT64_C(128),
@@ -406,33 +406,33 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 18);
-    /* [19] blk.1.attn_q: linear_f32_f32 (avx2) weights: blk.1.attn_q.weight */
-    km_linear_f32_f32__avx2(
+    /* [19] blk.1.attn_q: linear_f32_f32_ggml (avx2) weights: blk.1.attn_q.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 2048u),
-        (const float *)(G + UINT64_C(181760)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(181760)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(64),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(prefill, 19);
-    /* [20] blk.1.attn_k: linear_f32_f32 (avx2) weights: blk.1.attn_k.weight */
-    km_linear_f32_f32__avx2(
+    /* [20] blk.1.attn_k: linear_f32_f32_ggml (avx2) weights: blk.1.attn_k.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
-        (const float *)(G + UINT64_C(198144)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(198144)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(32),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(prefill, 20);
-    /* [21] blk.1.attn_v: linear_f32_f32 (avx2) weights: blk.1.attn_v.weight */
-    km_linear_f32_f32__avx2(
+    /* [21] blk.1.attn_v: linear_f32_f32_ggml (avx2) weights: blk.1.attn_v.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 9216u),
-        (const float *)(G + UINT64_C(206336)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(206336)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(32),
         INT64_C(64),
@@ -510,11 +510,11 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 26);
-    /* [27] blk.1.attn_out: linear_f32_f32 (avx2) weights: blk.1.attn_output.weight */
-    km_linear_f32_f32__avx2(
+    /* [27] blk.1.attn_out: linear_f32_f32_ggml (avx2) weights: blk.1.attn_output.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 2048u),
-        (const float *)(G + UINT64_C(214528)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(214528)),
+        (const void *)(A + 0u),
         n_tokens,
         INT64_C(64),
         INT64_C(64),
@@ -545,22 +545,22 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 29);
-    /* [30] blk.1.ffn_gate: linear_f32_f32 (avx2) weights: blk.1.ffn_gate.weight */
-    km_linear_f32_f32__avx2(
+    /* [30] blk.1.ffn_gate: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_gate.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(G + UINT64_C(230912)),
-        (const float *)(A + 4096u),
+        (const void *)(G + UINT64_C(230912)),
+        (const void *)(A + 4096u),
         n_tokens,
         INT64_C(128),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(prefill, 30);
-    /* [31] blk.1.ffn_up: linear_f32_f32 (avx2) weights: blk.1.ffn_up.weight */
-    km_linear_f32_f32__avx2(
+    /* [31] blk.1.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_up.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
-        (const float *)(G + UINT64_C(263680)),
-        (const float *)(A + 4096u),
+        (const void *)(G + UINT64_C(263680)),
+        (const void *)(A + 4096u),
         n_tokens,
         INT64_C(128),
         INT64_C(64),
@@ -577,11 +577,11 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(prefill, 32);
-    /* [33] blk.1.ffn_down: linear_f32_f32 (avx2) weights: blk.1.ffn_down.weight */
-    km_linear_f32_f32__avx2(
+    /* [33] blk.1.ffn_down: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_down.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(G + UINT64_C(296448)),
-        (const float *)(A + 4096u),
+        (const void *)(G + UINT64_C(296448)),
+        (const void *)(A + 4096u),
         n_tokens,
         INT64_C(64),
         INT64_C(128),
@@ -674,33 +674,33 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 1);
-    /* [2] blk.0.attn_q: linear_f32_f32 (avx2) weights: blk.0.attn_q.weight */
-    km_linear_f32_f32__avx2(
+    /* [2] blk.0.attn_q: linear_f32_f32_ggml (avx2) weights: blk.0.attn_q.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 256u),
-        (const float *)(G + UINT64_C(33024)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(33024)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(decode, 2);
-    /* [3] blk.0.attn_k: linear_f32_f32 (avx2) weights: blk.0.attn_k.weight */
-    km_linear_f32_f32__avx2(
+    /* [3] blk.0.attn_k: linear_f32_f32_ggml (avx2) weights: blk.0.attn_k.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
-        (const float *)(G + UINT64_C(49408)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(49408)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(decode, 3);
-    /* [4] blk.0.attn_v: linear_f32_f32 (avx2) weights: blk.0.attn_v.weight */
-    km_linear_f32_f32__avx2(
+    /* [4] blk.0.attn_v: linear_f32_f32_ggml (avx2) weights: blk.0.attn_v.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1152u),
-        (const float *)(G + UINT64_C(57600)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(57600)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
         INT64_C(64),
@@ -778,11 +778,11 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 9);
-    /* [10] blk.0.attn_out: linear_f32_f32 (avx2) weights: blk.0.attn_output.weight */
-    km_linear_f32_f32__avx2(
+    /* [10] blk.0.attn_out: linear_f32_f32_ggml (avx2) weights: blk.0.attn_output.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 256u),
-        (const float *)(G + UINT64_C(65792)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(65792)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
         INT64_C(64),
@@ -813,22 +813,22 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 12);
-    /* [13] blk.0.ffn_gate: linear_f32_f32 (avx2) weights: blk.0.ffn_gate.weight */
-    km_linear_f32_f32__avx2(
+    /* [13] blk.0.ffn_gate: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_gate.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(G + UINT64_C(82176)),
-        (const float *)(A + 512u),
+        (const void *)(G + UINT64_C(82176)),
+        (const void *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(decode, 13);
-    /* [14] blk.0.ffn_up: linear_f32_f32 (avx2) weights: blk.0.ffn_up.weight */
-    km_linear_f32_f32__avx2(
+    /* [14] blk.0.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_up.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
-        (const float *)(G + UINT64_C(114944)),
-        (const float *)(A + 512u),
+        (const void *)(G + UINT64_C(114944)),
+        (const void *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
         INT64_C(64),
@@ -845,11 +845,11 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 15);
-    /* [16] blk.0.ffn_down: linear_f32_f32 (avx2) weights: blk.0.ffn_down.weight */
-    km_linear_f32_f32__avx2(
+    /* [16] blk.0.ffn_down: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_down.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(G + UINT64_C(147712)),
-        (const float *)(A + 512u),
+        (const void *)(G + UINT64_C(147712)),
+        (const void *)(A + 512u),
         INT64_C(1),
         INT64_C(64),
         INT64_C(128),
@@ -880,33 +880,33 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 18);
-    /* [19] blk.1.attn_q: linear_f32_f32 (avx2) weights: blk.1.attn_q.weight */
-    km_linear_f32_f32__avx2(
+    /* [19] blk.1.attn_q: linear_f32_f32_ggml (avx2) weights: blk.1.attn_q.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 256u),
-        (const float *)(G + UINT64_C(181760)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(181760)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(decode, 19);
-    /* [20] blk.1.attn_k: linear_f32_f32 (avx2) weights: blk.1.attn_k.weight */
-    km_linear_f32_f32__avx2(
+    /* [20] blk.1.attn_k: linear_f32_f32_ggml (avx2) weights: blk.1.attn_k.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
-        (const float *)(G + UINT64_C(198144)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(198144)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(decode, 20);
-    /* [21] blk.1.attn_v: linear_f32_f32 (avx2) weights: blk.1.attn_v.weight */
-    km_linear_f32_f32__avx2(
+    /* [21] blk.1.attn_v: linear_f32_f32_ggml (avx2) weights: blk.1.attn_v.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1152u),
-        (const float *)(G + UINT64_C(206336)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(206336)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(32),
         INT64_C(64),
@@ -984,11 +984,11 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 26);
-    /* [27] blk.1.attn_out: linear_f32_f32 (avx2) weights: blk.1.attn_output.weight */
-    km_linear_f32_f32__avx2(
+    /* [27] blk.1.attn_out: linear_f32_f32_ggml (avx2) weights: blk.1.attn_output.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 256u),
-        (const float *)(G + UINT64_C(214528)),
-        (const float *)(A + 0u),
+        (const void *)(G + UINT64_C(214528)),
+        (const void *)(A + 0u),
         INT64_C(1),
         INT64_C(64),
         INT64_C(64),
@@ -1019,22 +1019,22 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 29);
-    /* [30] blk.1.ffn_gate: linear_f32_f32 (avx2) weights: blk.1.ffn_gate.weight */
-    km_linear_f32_f32__avx2(
+    /* [30] blk.1.ffn_gate: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_gate.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(G + UINT64_C(230912)),
-        (const float *)(A + 512u),
+        (const void *)(G + UINT64_C(230912)),
+        (const void *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
         INT64_C(64),
         ith,
         nth);
     KM_STEP(decode, 30);
-    /* [31] blk.1.ffn_up: linear_f32_f32 (avx2) weights: blk.1.ffn_up.weight */
-    km_linear_f32_f32__avx2(
+    /* [31] blk.1.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_up.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
-        (const float *)(G + UINT64_C(263680)),
-        (const float *)(A + 512u),
+        (const void *)(G + UINT64_C(263680)),
+        (const void *)(A + 512u),
         INT64_C(1),
         INT64_C(128),
         INT64_C(64),
@@ -1051,11 +1051,11 @@ static void km_decode_body(void *arg, int ith, int nth) {
         ith,
         nth);
     KM_STEP(decode, 32);
-    /* [33] blk.1.ffn_down: linear_f32_f32 (avx2) weights: blk.1.ffn_down.weight */
-    km_linear_f32_f32__avx2(
+    /* [33] blk.1.ffn_down: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_down.weight */
+    km_linear_f32_f32_ggml__avx2(
         (float *)(A + 0u),
-        (const float *)(G + UINT64_C(296448)),
-        (const float *)(A + 512u),
+        (const void *)(G + UINT64_C(296448)),
+        (const void *)(A + 512u),
         INT64_C(1),
         INT64_C(64),
         INT64_C(128),

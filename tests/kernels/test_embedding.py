@@ -1,4 +1,4 @@
-"""Differential tests for the embedding lookups (q8_0, q5_0, q4_k, q6_k, f16, f32 tables).
+"""Differential tests for the embedding lookups (q8_0, q5_0, q4_0, q4_1, q5_1, q4_k, q6_k, f16, bf16, f32 tables).
 
 Oracles: every variant is bit-exact with its ref for every (ith, nth); the ref's rows equal
 gguf.quants.dequantize(row) * scale in f32 bit for bit, on synthetic tables and on real tensors of
@@ -26,13 +26,18 @@ T = gguf.GGMLQuantizationType
 FORMATS = {
     "q8_0": (T.Q8_0, np.dtype([("d", "<f2"), ("qs", "i1", (32,))]), 32),
     "q5_0": (T.Q5_0, np.dtype([("d", "<f2"), ("qh", "u1", (4,)), ("qs", "u1", (16,))]), 32),
+    "q4_0": (T.Q4_0, np.dtype([("d", "<f2"), ("qs", "u1", (16,))]), 32),
+    "q4_1": (T.Q4_1, np.dtype([("d", "<f2"), ("m", "<f2"), ("qs", "u1", (16,))]), 32),
+    "q5_1": (T.Q5_1, np.dtype([("d", "<f2"), ("m", "<f2"), ("qh", "u1", (4,)), ("qs", "u1", (16,))]), 32),
     "q4_k": (T.Q4_K, np.dtype([("d", "<f2"), ("dmin", "<f2"), ("scales", "u1", (12,)), ("qs", "u1", (128,))]), 256),
     "q6_k": (T.Q6_K, np.dtype([("ql", "u1", (128,)), ("qh", "u1", (64,)), ("scales", "i1", (16,)), ("d", "<f2")]), 256),
     "f16": (T.F16, np.dtype("<f2"), 1),
+    "bf16": (T.BF16, np.dtype("<u2"), 1),
     "f32": (T.F32, np.dtype("<f4"), 1),
 }
-MAP_IDS = {"q8_0": "embedding_q8_0", "q5_0": "embedding_q5_0", "q4_k": "embedding_q4_k",
-           "q6_k": "embedding_q6_k", "f16": "embedding_f16", "f32": "embedding_f32"}
+MAP_IDS = {"q8_0": "embedding_q8_0", "q5_0": "embedding_q5_0", "q4_0": "embedding_q4_0", "q4_1": "embedding_q4_1",
+           "q5_1": "embedding_q5_1", "q4_k": "embedding_q4_k", "q6_k": "embedding_q6_k", "f16": "embedding_f16",
+           "bf16": "embedding_bf16", "f32": "embedding_f32"}
 SCALE = float(np.float32(np.sqrt(640.0)))
 VARIANTS = [(fmt, v) for fmt in sorted(FORMATS) for v in map_variants(MAP_IDS[fmt])]
 
@@ -43,12 +48,15 @@ def _table(fmt: str, v: int, d: int, seed: int, big: bool = False) -> np.ndarray
     rng = np.random.default_rng(seed)
     if block == 1:
         vals = rng.standard_normal((v, d)) * (1e4 if big else 1.0)
+        if fmt == "bf16":  # random bf16 bit patterns of finite values: the top halves of f32 values
+            return np.ascontiguousarray(vals.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(
+                np.uint8).reshape(v, -1)
         return np.ascontiguousarray(vals.astype(dt)).view(np.uint8).reshape(v, -1)
     nb = d // block
     raw = rng.integers(0, 256, size=(v, nb * dt.itemsize), dtype=np.uint8)
     blocks = raw.view(dt).reshape(v, nb)
     mag = 3e3 if big else 0.05
-    for field in ("d", "dmin"):
+    for field in ("d", "dmin", "m"):
         if field in dt.names:
             blocks[field] = (rng.uniform(-1, 1, (v, nb)) * mag).astype(np.float16)
     return raw
@@ -58,6 +66,8 @@ def _oracle(fmt: str, rows: np.ndarray, scale: float) -> np.ndarray:
     qtype = FORMATS[fmt][0]
     if fmt in ("f16", "f32"):
         deq = rows.view(FORMATS[fmt][1]).astype(np.float32)
+    elif fmt == "bf16":
+        deq = (rows.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
     else:
         deq = gguf.quants.dequantize(rows, qtype).astype(np.float32)
     return (deq * np.float32(scale)).astype(np.float32)

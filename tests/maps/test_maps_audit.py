@@ -293,17 +293,18 @@ def test_baseline_edits_since_merge_base_list_loosenings(tmp_path):
 def test_cli_audit_check_refuses_a_lowered_floor_without_a_reason(tmp_path, capsys):
     path = _repo_with_baseline(tmp_path)
     doc = json.loads(path.read_text())
-    doc["floors"]["hardened"] -= 1  # still below the count, so only the history can catch it
+    was = doc["floors"]["hardened"]  # the committed floor (the merge base's unless this branch raised it)
+    doc["floors"]["hardened"] = was - 1  # still below the count, so only the history can catch it
     path.write_text(json.dumps(doc, indent=2))
     assert main(["maps", "audit", "--check", "--baseline", str(path)]) == 1
     err = capsys.readouterr().err
-    assert "floors.hardened 38 -> 37 (loosens) since the merge base with main" in err and "Traceback" not in err
-    doc["loosened"] = [{"key": "floors.hardened", "to": 37, "reason": "one map is being rewritten"}]
+    assert f"floors.hardened {was} -> {was - 1} (loosens) since the merge base with main" in err and "Traceback" not in err
+    doc["loosened"] = [{"key": "floors.hardened", "to": was - 1, "reason": "one map is being rewritten"}]
     path.write_text(json.dumps(doc, indent=2))
     assert main(["maps", "audit", "--check", "--baseline", str(path)]) == 0
     err = capsys.readouterr().err
-    assert "baseline vs the merge base with main" in err and "floors.hardened 38 -> 37 (loosens)" in err
-    assert "baseline loosened: floors.hardened -> 37: one map is being rewritten" in err
+    assert "baseline vs the merge base with main" in err and f"floors.hardened {was} -> {was - 1} (loosens)" in err
+    assert f"baseline loosened: floors.hardened -> {was - 1}: one map is being rewritten" in err
 
 
 def test_cli_audit_outside_git_says_history_was_not_compared(tmp_path, capsys):

@@ -109,6 +109,12 @@ def write_synth_model(path: Path, *, n_layers: int = 2, d: int = 64, n_heads: in
         elif kind in _K_QUANTS:
             q = _random_k_blocks(rng, kind, rows, cols)
             w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=_K_QUANTS[kind][0])
+        elif kind != "f32" and kind.upper() in gguf.GGMLQuantizationType.__members__:
+            # any other GGML type by name: random block bytes (for refusal tests)
+            qtype = gguf.GGMLQuantizationType[kind.upper()]
+            block, size = gguf.GGML_QUANT_SIZES[qtype]
+            raw = rng.integers(0, 256, size=(rows, cols // block * size), dtype=np.uint8)
+            w.add_tensor(name, raw, raw_dtype=qtype)
         elif kind == "f32":
             w.add_tensor(name, data)
         else:

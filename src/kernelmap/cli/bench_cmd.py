@@ -62,12 +62,14 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 @click.option("--no-record", is_flag=True, help="Do not append to the measurements file.")
 @click.option("--hot", is_flag=True,
               help="Reuse one weight copy (cache-resident); recorded metrics get a _hot suffix.")
+@click.option("--peer", "peer", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="llama-cpp-python's interpreter: also time llama.cpp's MUL_MAT at each linear point.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
 def bench(filters: tuple[str, ...], variants: str, rows: str, threads: str, min_time: float,
-          bandwidth_mib: int, out: Path | None, no_record: bool, hot: bool, as_json: bool) -> None:
+          bandwidth_mib: int, out: Path | None, no_record: bool, hot: bool, peer: Path | None, as_json: bool) -> None:
     """Time kernel variants at real shapes, with GB/s, GOP/s and the share of measured bandwidth.
 
-    Example: kernelmap bench --filter linear_q8_0_q8_0 --rows 1,16 --threads 1,2
+    Example: kernelmap bench --filter linear_q8_0_q8_0 --rows 1,16 --threads 1,2 --peer .venv-peer/bin/python
     """
     from rich.console import Console
 
@@ -93,6 +95,12 @@ def bench(filters: tuple[str, ...], variants: str, rows: str, threads: str, min_
         report: BenchReport = run_bench(providers, rows=row_list, threads=thread_list, min_time=min_time,
                                         bandwidth=bandwidth, cold=not hot,
                                         progress=lambda text: status.update(text))
+    peer_times: dict = {}
+    if peer is not None:
+        from kernelmap.bench.peer import peer_linear_times
+
+        with err.status("timing llama.cpp's MUL_MAT at the linear points..."):
+            peer_times = peer_linear_times(providers, report, peer, min_time, cold=not hot)
     cls = host_class()
     machine = machine_name()
     written = 0
@@ -102,11 +110,12 @@ def bench(filters: tuple[str, ...], variants: str, rows: str, threads: str, min_
     if as_json:
         doc = {"class": cls, "machine": machine,
                "bandwidth_gbps": {str(k): v for k, v in sorted(report.bandwidth.items())},
-               "results": [vars(r) for r in report.results], "skipped": report.skipped,
+               "results": [dict(vars(r), llama_cpp_s=peer_times.get((r.provider, r.shape, r.rows, r.threads)))
+                           for r in report.results], "skipped": report.skipped,
                "errors": report.errors, "measurements": {"path": str(path), "rows": written}}
         click.echo(json.dumps(doc, indent=1, sort_keys=True))
     else:
-        _render(report, cls, machine)
+        _render(report, cls, machine, peer_times)
         if written:
             err.print(f"appended {written} rows to {path}")
     if report.skipped:
@@ -118,18 +127,25 @@ def bench(filters: tuple[str, ...], variants: str, rows: str, threads: str, min_
                          value=sorted(e["provider"] for e in report.errors))
 
 
-def _render(report, cls: str, machine: str) -> None:
+def _render(report, cls: str, machine: str, peer_times: dict | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
     bw = ", ".join(f"{k} thread{'s' if k > 1 else ''}: {v:.1f} GB/s" for k, v in sorted(report.bandwidth.items()))
     table = Table(title=f"kernelmap bench on {machine} ({cls}); read bandwidth {bw or 'not measured'}")
-    for col in ("provider", "variant", "shape", "rows", "threads", "median us", "GB/s", "GOP/s", "% bw"):
+    cols = ["provider", "variant", "shape", "rows", "threads", "median us", "GB/s", "GOP/s", "% bw"]
+    if peer_times:
+        cols += ["llama.cpp us", "speedup"]
+    for col in cols:
         table.add_column(col, justify="right" if col not in ("provider", "variant", "shape") else "left")
     for r in report.results:
         us = r.median_s * 1e6
-        table.add_row(r.provider, r.variant, r.shape, str(r.rows), str(r.threads), _fmt(us, 2 if us < 10 else 1),
-                      _fmt(r.gbps), _fmt(r.gops), _fmt(None if r.frac_bw is None else 100 * r.frac_bw, 0))
+        row = [r.provider, r.variant, r.shape, str(r.rows), str(r.threads), _fmt(us, 2 if us < 10 else 1),
+               _fmt(r.gbps), _fmt(r.gops), _fmt(None if r.frac_bw is None else 100 * r.frac_bw, 0)]
+        if peer_times:
+            peer_s = peer_times.get((r.provider, r.shape, r.rows, r.threads))
+            row += [_fmt(None if peer_s is None else peer_s * 1e6, 1), _fmt(None if peer_s is None else peer_s / r.median_s)]
+        table.add_row(*row)
     Console(width=max(100, Console().width)).print(table)
 
 

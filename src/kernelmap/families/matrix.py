@@ -146,6 +146,10 @@ def run_cell(fixtures: dict[str, Any], arch: str, preset: str, *, work: Path, op
         compiled = compile_model(path, options)
     except (PolicyError, ResolutionError) as exc:
         return Cell(arch, preset, "refused", error=exc.message.split(" (op ")[0])
+    except ModelError as exc:
+        if (exc.pointer or "").endswith("/type"):  # a weight type the policy has no rule for, named
+            return Cell(arch, preset, "refused", error=f"{exc.pointer}: {exc.message} (found {exc.value})")
+        return Cell(arch, preset, "failed", error=exc.line())
     except KernelmapError as exc:
         return Cell(arch, preset, "failed", error=exc.line())
     contracts = _selected_contracts(compiled)

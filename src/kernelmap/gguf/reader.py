@@ -459,6 +459,7 @@ class GGUFFile:
     def _place_tensors(self, infos: list[tuple[str, int, tuple[int, ...], int, int]]) -> None:
         """Check each tensor's type geometry and extent, then check extents do not overlap."""
         extents: list[tuple[int, int, str]] = []
+        sizes: dict[str, int | None] = {}
         for i, (name, type_id, shape, n, rel) in enumerate(infos):
             base = f"tensor[{i}]"
             known = GGML_TYPES.get(type_id)
@@ -479,6 +480,7 @@ class GGUFFile:
                                   value=rel, expected=f"data end <= file size {self.size}",
                                   hint="the file is truncated or corrupt; download it again")
             extents.append((start, end, name))
+            sizes[name] = nbytes
             self._tensors[name] = TensorInfo(name, i, type_id, tuple(shape), n, start, nbytes, self.path)
         extents.sort()
         for (s0, e0, n0), (s1, _e1, n1) in zip(extents, extents[1:], strict=False):
@@ -486,6 +488,15 @@ class GGUFFile:
                 raise self._error(f"tensor {n1!r} data overlaps tensor {n0!r}",
                                   f"tensor[{self._tensors[n1].index}]/offset", value=s1 - self.data_offset,
                                   expected=f">= {e0 - self.data_offset}")
+            info = self._tensors[n0]
+            padded = e0 + (-(e0 - self.data_offset)) % self.alignment
+            if sizes[n0] is not None and s1 > padded:  # tensors are packed: a larger region means another size
+                raise self._error(f"tensor {n0!r} is {sizes[n0]} bytes by its type and shape but its data "
+                                  f"region holds {s1 - s0} bytes before tensor {n1!r}",
+                                  f"tensor[{info.index}]/dims", value=list(info.shape),
+                                  expected=f"a {info.type_name} shape of {s1 - s0} bytes (padded to "
+                                           f"{self.alignment})",
+                                  hint="the tensor's type or shape does not match its data; the file is corrupt")
 
     # ---- access --------------------------------------------------------------------------------
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from kernelmap.circuits.graph import Graph, OpNode, Tensor
 from kernelmap.circuits.hydrate import c_ident
 from kernelmap.circuits.loader import Interfaces
-from kernelmap.errors import PolicyError
+from kernelmap.errors import ModelError, PolicyError
 from kernelmap.numerics.policy import Policy, Rule
 
-__all__ = ["schedule", "policy_keys"]
+__all__ = ["schedule", "policy_keys", "check_weight_types"]
 
 
 def policy_keys(op: OpNode) -> dict[str, str]:
@@ -24,6 +24,23 @@ def policy_keys(op: OpNode) -> dict[str, str]:
         first = sorted(op.weights)[0]
         keys.setdefault("weight", op.weights[first].dtype)
     return keys
+
+
+def check_weight_types(graph: Graph, policy: Policy, *, source: str | None = None) -> None:
+    """Refuse a weight whose dtype the policy has no rule for (e.g. IQ or TQ quants), naming the tensor, its type
+    and the dtypes the policy supports for that op (the `weight` values of the op's rules)."""
+    for op in graph.ops:
+        keys = policy_keys(op)
+        dtype = keys.get("weight")
+        supported = sorted({dict(r.match)["weight"] for r in policy.rules
+                            if r.op == op.op and "weight" in dict(r.match)})
+        if dtype is None or not supported or dtype in supported:
+            continue
+        ref = op.weights[sorted(op.weights)[0]]
+        raise ModelError(f"unsupported weight type for {op.op} under policy {policy.name}", path=source,
+                         pointer=f"tensors/{ref.tensor}/type", value=dtype, expected=supported,
+                         hint="requantize the model to a supported type (llama.cpp's quantizer can, with "
+                              "--allow-requantize)")
 
 
 def schedule(graph: Graph, policy: Policy, interfaces: Interfaces) -> dict[str, str]:

@@ -35,7 +35,7 @@ FILES = ("weights.bin", "gguf")
 DATA_FILE = "weights.bin"
 MANIFEST_FILE = "weights.json"
 # layout -> dtypes it may hold; both are the native GGUF bytes (repacked layouts do not exist yet)
-LAYOUTS: dict[str, frozenset[str] | None] = {"ggml_blocks": None, "row_major": frozenset({"f32", "f16"})}
+LAYOUTS: dict[str, frozenset[str] | None] = {"ggml_blocks": None, "row_major": frozenset({"f32", "f16", "bf16"})}
 NATIVE_LAYOUTS = frozenset({"ggml_blocks", "row_major"})  # layouts whose bytes are the GGUF tensor's own
 C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 

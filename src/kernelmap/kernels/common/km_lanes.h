@@ -27,13 +27,22 @@
  *   kl_f8x2_bcast(v, j)            (every lane of A = A[j], of B = B[j])
  *   kl_f8x2_bcast_mem(p, j)        the same from a vector stored with kl_f8x2_storeu at p
  *   kl_f8x2_fold(v, &a, &b)        kl_f8_fold of A and of B
- * 32-element block dot products (legacy GGML formats against q8_0 activations), exact in int32:
- *   KL_Q32_Q5_0, KL_Q32_Q8_0      format codes (compile-time constants)
+ * 32-element block dot products (legacy GGML formats against q8_0 / q8_1 activations), exact in int32:
+ *   KL_Q32_Q4_0 KL_Q32_Q4_1 KL_Q32_Q5_0 KL_Q32_Q5_1 KL_Q32_Q8_0   weight format codes (compile-time
+ *                                  constants); the geometry macros below (block bytes, byte offsets of qs /
+ *                                  qh / the min, code offset, activation block) are the formats' layouts
  *   kl_q32xb                       one activation block prepared for the dots (ISA layout)
- *   kl_q32xb_prep(p, x, fmt)       prepare q8_0 block x (quants in [-127, 127])
- *   kl_q32w kl_q32w_load(blk, fmt) one weight block; kl_q32_dot(w, p, x, fmt) -> kl_f8 whose lane l is
- *                                  (float) sum_{i<4} w[4l+i] * x[4l+i] (exact: |sum| < 2^16)
- *   kl_q32w2 kl_q32w2_load(a, b, fmt); kl_q32_dot2(w, p, x, fmt) -> kl_f8x2: the same for rows A, B
+ *   kl_q32xb_prep(p, qs, fmt)      prepare the 32 activation quants at qs (int8 in [-127, 127]) for
+ *                                  weights of format fmt
+ *   kl_q32w kl_q32w_load(blk, fmt) one weight block; kl_q32_dot(w, p, fmt) -> kl_f8 whose lane l is
+ *                                  (float) sum_{i<4} w[4l+i] * x[4l+i] (exact: |sum| < 2^16), w the weight's
+ *                                  integer (q4_0: nibble - 8, q5_0: code - 16, q4_1 / q5_1: the unsigned code)
+ *   kl_q32w2 kl_q32w2_load(a, b, fmt); kl_q32_dot2(w, p, fmt) -> kl_f8x2: the same for rows A, B
+ *   kl_f8_sum8(v)                  lane c = the sum of the eight lanes of v[c] (c < 8), for vectors whose
+ *                                  lanes are integers with every partial sum below 2^24 (so exact)
+ *   kl_q32_dot8(rows, off, p, fmt) lane c = (float) the exact int32 sum of all 32 products of the weight block at
+ *                                  rows[c] + off (c < 8) against prepared activation block p (|sum| < 2^20)
+ *   kl_q32_values8(blk, fmt, j)    lanes l = the integers of elements 8j + l of the block as f32 (exact)
  * Memory hints: kl_prefetch_l1(p), kl_prefetch_l2(p).
  *
  * ---- native-width f32 (elementwise) ----
@@ -118,6 +127,22 @@
  *   kl_h2f(h)                     the f32 of IEEE half h (exact)
  * Scalar f32 steps (one IEEE operation each, the same on every ISA): kl_f32_mul(a, b), kl_f32_add(a, b),
  *   kl_f32_fma(a, b, c) (a * b + c with one rounding).
+ * ---- float formats ----
+ * f16 / bf16 rows and the activation conversions llama.cpp pairs with them (IEEE half, bfloat16):
+ *   kl_f8_load_f16(p) kl_f8_load_bf16(p)   8 contiguous halves / bf16 at p as f32 (exact)
+ *   kl_f8_store_f16(p, v)          8 halves: v rounded to nearest even (vcvtps2ph imm 0: overflow to inf,
+ *                                  subnormals kept, NaN quieted)
+ *   kl_f8_store_bf16(p, v)         8 bf16: v rounded to nearest even on bit 16, NaN -> (bits >> 16) | 0x40
+ *                                  (ggml_compute_fp32_to_bf16: no flush of subnormals)
+ *   kl_f8_dpbf16(acc, w, x)        vdpbf16ps on 16 bf16 pairs: lane j = R(R(acc[j] + w[2j+1] * x[2j+1]) +
+ *                                  w[2j] * x[2j]), each step one fused multiply-add rounded to nearest even
+ *                                  with inputs (acc and the bf16 values) flushed to zero when subnormal
+ *                                  (DAZ) and a result below 2^-126 in magnitude flushed to signed zero (FTZ)
+ *   kl_f8_abs(v) kl_f8_max(a, b)   lane-wise |v| and max (exact); kl_f8_hmax(v) the largest lane (exact)
+ *   kl_f8_store_i8(p, v)           8 int8 at p: lane values rounded to nearest even (|v| <= 127.5, no
+ *                                  saturation needed); returns the exact int32 sum of the 8 stored values
+ * Scalar steps of a body (a scale, a double-precision tail) are plain C, one IEEE operation each: the
+ * sources build with -ffp-contract=off, so they are the same operation on every ISA.
  */
 #ifndef KM_LANES_H
 #define KM_LANES_H
@@ -126,14 +151,32 @@
 
 #define KL_INLINE static inline __attribute__((always_inline))
 
+#define KL_Q32_Q4_0 4
+#define KL_Q32_Q4_1 41
 #define KL_Q32_Q5_0 5
+#define KL_Q32_Q5_1 51
 #define KL_Q32_Q8_0 8
 
 /* Bytes per weight block of a 32-element format. */
-#define KL_Q32_WBLK(fmt) ((fmt) == KL_Q32_Q8_0 ? 34 : 22)
+#define KL_Q32_WBLK(fmt) \
+    ((fmt) == KL_Q32_Q8_0 ? 34 : (fmt) == KL_Q32_Q5_1 ? 24 : (fmt) == KL_Q32_Q5_0 ? 22 : (fmt) == KL_Q32_Q4_1 ? 20 : 18)
 
-/* Offset of the stored code of a 32-element format (stored code - offset = the signed weight). */
-#define KL_Q32_OFF(fmt) ((fmt) == KL_Q32_Q5_0 ? 16 : 0)
+/* Byte offset of the quants (qs) in a weight block. */
+#define KL_Q32_QS(fmt) \
+    ((fmt) == KL_Q32_Q5_1 ? 8 : (fmt) == KL_Q32_Q5_0 ? 6 : (fmt) == KL_Q32_Q4_1 ? 4 : 2)
+
+/* Byte offset of the fifth bits (qh, bit j = element j) in a weight block; -1: the format has none. */
+#define KL_Q32_QH(fmt) ((fmt) == KL_Q32_Q5_0 ? 2 : (fmt) == KL_Q32_Q5_1 ? 4 : -1)
+
+/* 1 for the formats with a min (value = d * code + m: q4_1, q5_1); their activations are q8_1. */
+#define KL_Q32_HASMIN(fmt) ((fmt) == KL_Q32_Q4_1 || (fmt) == KL_Q32_Q5_1)
+
+/* Offset of the stored code of a 32-element format (stored code - offset = the weight's integer). */
+#define KL_Q32_OFF(fmt) ((fmt) == KL_Q32_Q5_0 ? 16 : (fmt) == KL_Q32_Q4_0 ? 8 : 0)
+
+/* The activation block of a format: q8_0 (34 bytes: d, qs) or q8_1 (36 bytes: d, s = d * sum(qs), qs). */
+#define KL_Q32_XBLK(fmt) (KL_Q32_HASMIN(fmt) ? 36 : 34)
+#define KL_Q32_XQS(fmt) (KL_Q32_HASMIN(fmt) ? 4 : 2)
 
 /* K-quant block formats (kl_kq* ops) and their bytes per 256-value block. */
 #define KL_KQ_Q2_K 2

@@ -1,18 +1,20 @@
-/* km_lanes_avx512.h — the lanes interface (km_lanes.h) on AVX-512 F/BW/VL/DQ (+ F16C, FMA, BMI2), and
- * with VNNI dot products when the including file is compiled with -mavx512vnni.
+/* km_lanes_avx512.h — the lanes interface (km_lanes.h) on AVX-512 F/BW/VL/DQ (+ F16C, FMA, BMI2), with
+ * VNNI dot products when the including file is compiled with -mavx512vnni, and with vdpbf16ps for
+ * kl_f8_dpbf16 when it is compiled with -mavx512bf16 (the float-format ops are in km_lanes_x86.h).
  *
  * kl_f8 is one ymm (as on AVX2). A row pair kl_f8x2 is one zmm whose lanes interleave the two contract
  * vectors: lane 2l = A[l], lane 2l + 1 = B[l]. The pair's weights are interleaved per 4-byte group and
  * each activation block is re-laid with every 4-byte group doubled, so one 512-bit integer dot gives
  * both rows' eight lanes; the fold adds the halves, quarters and pairs exactly as kl_f8_fold does.
  * 32-element dots:
- *   without VNNI: vpmaddubsw/vpmaddwd, q8_0 by |w| and x negated where w < 0 (exact), q5_0 as the
- *     unsigned code against signed x with the activation-side seed 0x4B400000 - 16 * xs4;
+ *   without VNNI: vpmaddubsw/vpmaddwd, q8_0 by |w| and x negated where w < 0 (exact), the nibble formats
+ *     as the unsigned code against signed x with the activation-side seed 0x4B400000 - off * xs4 (off the
+ *     format's code offset: q4_0 8, q5_0 16, q4_1 / q5_1 0);
  *   with VNNI, pairs: vpdpbusd with x + 128 (x ^ 0x80) as the unsigned operand and signed weights
- *     (q5_0 code - 16, q8_0 int8), seeded with 0x4B400000 - 128 * ws4 (ws4 = sum of lane l's four
+ *     (code - off, q8_0 int8), seeded with 0x4B400000 - 128 * ws4 (ws4 = sum of lane l's four
  *     weights; once per weight block, reused by every activation row);
- *   with VNNI, single rows: vpdpbusd with the unsigned weight code (q8_0 w ^ 0x80, q5_0 code) against
- *     signed x, seeded with 0x4B400000 - off * xs4 (off 128 or 16).
+ *   with VNNI, single rows: vpdpbusd with the unsigned weight code (q8_0 w ^ 0x80, nibble formats the
+ *     code) against signed x, seeded with 0x4B400000 - off * xs4 (off 128 for q8_0, else the code offset).
  * In every case the int32 lane is exact (|lane| < 2^16 plus seed terms < 2^22), and bits(lane) - 1.5*2^23
  * is its exact float.
  */
@@ -25,11 +27,16 @@
 #include "km_lanes_x86.h"
 
 #if defined(__AVX512VNNI__)
-#define KL_ISA_NAME "avx512vnni"
 #define KL_VNNI 1
 #else
-#define KL_ISA_NAME "avx512"
 #define KL_VNNI 0
+#endif
+#if defined(__AVX512BF16__)
+#define KL_ISA_NAME "avx512bf16"
+#elif defined(__AVX512VNNI__)
+#define KL_ISA_NAME "avx512vnni"
+#else
+#define KL_ISA_NAME "avx512"
 #endif
 
 typedef __m512 kl_f8x2;
@@ -68,35 +75,37 @@ KL_INLINE void kl_f8x2_fold(kl_f8x2 v, float *a, float *b) {
 /* ---- 32-element blocks ---- */
 
 typedef struct {
-    __m512i q2;    /* the 32 quants, every 4-byte group doubled (x ^ 0x80 with VNNI) */
-    __m512i seed2; /* without VNNI: 0x4B400000 - off * xs4, doubled (q5_0 pairs) */
-    __m256i q;     /* the 32 quants */
-    __m256i seed;  /* single rows: 0x4B400000 - off1 * xs4 (off1: 16 for q5_0; 128 for q8_0 with VNNI) */
+    __m512i q2;       /* the 32 quants, every 4-byte group doubled (x ^ 0x80 with VNNI) */
+    __m512i seed2;    /* without VNNI: 0x4B400000 - off * xs4, doubled (nibble-format pairs) */
+    __m256i q;        /* the 32 quants */
+    __m256i seed;     /* single rows: 0x4B400000 - off1 * xs4 (off1: the code offset; 128 for q8_0 with VNNI) */
+    __m256i lo2, hi2; /* quants 0-15 and 16-31, each in both 128-bit halves (kl_q32_dot8) */
+    int32_t xsum;     /* the sum of the 32 quants (kl_q32_dot8 of a format with an offset) */
 } kl_q32xb;
 
-KL_INLINE void kl_q32xb_prep(kl_q32xb *p, const km_block_q8_0 *x, const int fmt) {
+KL_INLINE void kl_q32xb_prep(kl_q32xb *p, const int8_t *qs, const int fmt) {
     const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
-    const __m256i q = _mm256_loadu_si256((const __m256i *)x->qs);
+    const __m256i q = _mm256_loadu_si256((const __m256i *)qs);
     const __m256i seed = kl_x86_seed8(q, KL_Q32_OFF(fmt));
     p->q = q;
     p->seed = KL_VNNI && fmt == KL_Q32_Q8_0 ? kl_x86_seed8(q, 128) : seed;
     p->seed2 = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(seed));
     const __m256i qp = KL_VNNI ? _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80)) : q;
     p->q2 = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(qp));
+    kl_x86_prep_dot8(&p->lo2, &p->hi2, &p->xsum, qs, fmt);
 }
 
-typedef __m256i kl_q32w; /* single rows: q8_0 signed (unsigned w ^ 0x80 with VNNI); q5_0 unsigned codes */
+typedef __m256i kl_q32w; /* single rows: q8_0 signed (unsigned w ^ 0x80 with VNNI); nibble formats unsigned codes */
 
 KL_INLINE kl_q32w kl_q32w_load(const uint8_t *blk, const int fmt) {
     if (fmt == KL_Q32_Q8_0) {
         const __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 2));
         return KL_VNNI ? _mm256_xor_si256(w, _mm256_set1_epi8((char)0x80)) : w;
     }
-    return kl_x86_u_q5_0(blk);
+    return kl_x86_u_q32(blk, fmt);
 }
 
-KL_INLINE kl_f8 kl_q32_dot(kl_q32w w, const kl_q32xb *p, const km_block_q8_0 *x, const int fmt) {
-    (void)x;
+KL_INLINE kl_f8 kl_q32_dot(kl_q32w w, const kl_q32xb *p, const int fmt) {
     const __m256 magic = _mm256_set1_ps(KL_MAGIC_F);
 #if defined(__AVX512VNNI__)
     (void)fmt;
@@ -124,21 +133,23 @@ KL_INLINE kl_q32w2 kl_q32w2_load(const uint8_t *a, const uint8_t *b, const int f
                                         KL_AVX512_IL,
                                         _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2))));
     } else {
-        /* q5_0: qs dwords interleaved, low nibbles in the low 256 bits, high nibbles in the high 256
-         * bits; element e of A sits at byte 8 * (e / 4) + e % 4, of B 4 bytes later: 5th bits by pdep. */
-        const __m128i qa = _mm_loadu_si128((const __m128i *)(a + 6));
-        const __m128i qb = _mm_loadu_si128((const __m128i *)(b + 6));
+        /* nibble formats: qs dwords interleaved, low nibbles in the low 256 bits, high nibbles in the high
+         * 256 bits; element e of A sits at byte 8 * (e / 4) + e % 4, of B 4 bytes later: 5th bits by pdep. */
+        const __m128i qa = _mm_loadu_si128((const __m128i *)(a + KL_Q32_QS(fmt)));
+        const __m128i qb = _mm_loadu_si128((const __m128i *)(b + KL_Q32_QS(fmt)));
         const __m256i c = _mm256_set_m128i(_mm_unpackhi_epi32(qa, qb), _mm_unpacklo_epi32(qa, qb));
         __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(c), c, 1);
         z = _mm512_srlv_epi16(z, _mm512_set_epi64(0x0004000400040004LL, 0x0004000400040004LL, 0x0004000400040004LL,
                                                   0x0004000400040004LL, 0, 0, 0, 0));
         z = _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
-        uint32_t ha, hb;
-        memcpy(&ha, a + 2, 4);
-        memcpy(&hb, b + 2, 4);
-        const uint64_t m = _pdep_u64(ha, 0x0F0F0F0F0F0F0F0FULL) | _pdep_u64(hb, 0xF0F0F0F0F0F0F0F0ULL);
-        r.w = KL_VNNI ? _mm512_mask_sub_epi8(z, (__mmask64)~m, z, _mm512_set1_epi8(0x10)) /* code - 16 */
-                      : _mm512_mask_add_epi8(z, (__mmask64)m, z, _mm512_set1_epi8(0x10));  /* code */
+        if (KL_Q32_QH(fmt) >= 0) {
+            uint32_t ha, hb;
+            memcpy(&ha, a + KL_Q32_QH(fmt), 4);
+            memcpy(&hb, b + KL_Q32_QH(fmt), 4);
+            const uint64_t m = _pdep_u64(ha, 0x0F0F0F0F0F0F0F0FULL) | _pdep_u64(hb, 0xF0F0F0F0F0F0F0F0ULL);
+            z = _mm512_mask_add_epi8(z, (__mmask64)m, z, _mm512_set1_epi8(0x10)); /* the unsigned codes */
+        }
+        r.w = KL_VNNI && KL_Q32_OFF(fmt) ? _mm512_sub_epi8(z, _mm512_set1_epi8((char)KL_Q32_OFF(fmt))) : z;
     }
 #if defined(__AVX512VNNI__)
     const __m512i ws4 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), r.w);
@@ -156,8 +167,7 @@ KL_INLINE kl_q32w2 kl_q32w2_load(const uint8_t *a, const uint8_t *b, const int f
     return r;
 }
 
-KL_INLINE kl_f8x2 kl_q32_dot2(kl_q32w2 w, const kl_q32xb *p, const km_block_q8_0 *x, const int fmt) {
-    (void)x;
+KL_INLINE kl_f8x2 kl_q32_dot2(kl_q32w2 w, const kl_q32xb *p, const int fmt) {
     const __m512 magic = _mm512_set1_ps(KL_MAGIC_F);
 #if defined(__AVX512VNNI__)
     (void)fmt;
@@ -395,6 +405,15 @@ KL_INLINE kl_f8x2 kl_f8x2_mul(kl_f8x2 a, kl_f8x2 b) { return _mm512_mul_ps(a, b)
 KL_INLINE void kl_kqi_store4(int32_t *p, kl_kqi acc) {
     const __m256i h = kl_x86_kqi_fold8(acc);
     _mm_storeu_si128((__m128i *)p, _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+}
+
+KL_INLINE kl_f8 kl_q32_dot8(const uint8_t *const *rows, int64_t off, const kl_q32xb *p, const int fmt) {
+    if (KL_Q32_QH(fmt) >= 0 || fmt == KL_Q32_Q8_0) {
+        kl_f8 f[8];
+        for (int c = 0; c < 8; c++) f[c] = kl_q32_dot(kl_q32w_load(rows[c] + off, fmt), p, fmt);
+        return kl_f8_sum8(f);
+    }
+    return kl_x86_dot8_nibbles(rows, off + KL_Q32_QS(fmt), p->lo2, p->hi2, p->xsum, KL_Q32_OFF(fmt));
 }
 
 #endif /* KM_LANES_AVX512_H */

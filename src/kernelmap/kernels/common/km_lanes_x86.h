@@ -58,16 +58,17 @@ KL_INLINE __m256i kl_x86_bits32(const uint8_t *p) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(rep, mask), mask);
 }
 
-/* q5_0 block -> 32 unsigned codes (nibble | qh bit << 4) in [0, 31]; the weight is the code - 16. */
-KL_INLINE __m256i kl_x86_u_q5_0(const uint8_t *blk) {
+/* A nibble-format block (q4_0, q4_1, q5_0, q5_1) -> its 32 unsigned codes (nibble | qh bit << 4). */
+KL_INLINE __m256i kl_x86_u_q32(const uint8_t *blk, const int fmt) {
+    const __m256i lo = kl_x86_nibbles32(blk + KL_Q32_QS(fmt));
+    if (KL_Q32_QH(fmt) < 0) return lo;
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
     uint32_t bits;
-    memcpy(&bits, blk + 2, 4);
-    const __m256i lo = kl_x86_nibbles32(blk + 6);
+    memcpy(&bits, blk + KL_Q32_QH(fmt), 4);
     return _mm256_mask_add_epi8(lo, (__mmask32)bits, lo, _mm256_set1_epi8(16));
 #else
-    const __m256i hi = _mm256_and_si256(kl_x86_bits32(blk + 2), _mm256_set1_epi8(0x10));
-    return _mm256_or_si256(kl_x86_nibbles32(blk + 6), hi);
+    const __m256i hi = _mm256_and_si256(kl_x86_bits32(blk + KL_Q32_QH(fmt)), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(lo, hi);
 #endif
 }
 
@@ -178,6 +179,124 @@ KL_INLINE kl_f8 kl_f8_kq_imin(const kl_kqm *m, const km_block_q8_k *x, const int
         r = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(h01, h23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     }
     return _mm256_cvtepi32_ps(r);
+}
+
+/* kl_q32_dot8's activation layout: quants 0-15 (lo2) and 16-31 (hi2) in both 128-bit halves, and their sum
+ * (exact) when the format has a code offset. */
+KL_INLINE void kl_x86_prep_dot8(__m256i *lo2, __m256i *hi2, int32_t *xsum, const int8_t *qs, const int fmt) {
+    *lo2 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    *hi2 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(qs + 16)));
+    *xsum = 0;
+    if (KL_Q32_OFF(fmt)) {
+        const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)qs)),
+                                            _mm256_set1_epi16(1));
+        const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        const __m128i g = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
+        *xsum = _mm_cvtsi128_si32(_mm_add_epi32(g, _mm_shuffle_epi32(g, 1)));
+    }
+}
+
+/* The whole-block dots of 8 nibble rows without fifth bits (q4_0, q4_1): the 16 quant bytes of two rows per
+ * ymm, low nibbles against quants 0-15 and high nibbles against 16-31 (int16 sums <= 4 * 15 * 127, or VNNI
+ * int32), per row four int32 partials folded exactly by vphaddd; minus off * xsum; lane c = row c (exact). */
+KL_INLINE kl_f8 kl_x86_dot8_nibbles(const uint8_t *const *rows, int64_t off, __m256i lo2, __m256i hi2, int32_t xsum,
+                                    const int code_off) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i s[4];
+    for (int j = 0; j < 4; j++) {
+        const __m256i v = _mm256_loadu2_m128i((const __m128i *)(rows[2 * j + 1] + off), (const __m128i *)(rows[2 * j] + off));
+        const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+        s[j] = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, lo2), hi, hi2);
+#else
+        s[j] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo, lo2), _mm256_maddubs_epi16(hi, hi2)),
+                                 _mm256_set1_epi16(1));
+#endif
+    }
+    /* s[j] = (row 2j: 4 partials | row 2j+1: 4 partials) -> (rows 0, 2, 4, 6 | rows 1, 3, 5, 7) -> rows 0..7 */
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+    __m256i t = _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    if (code_off) t = _mm256_sub_epi32(t, _mm256_set1_epi32(code_off * xsum));
+    return _mm256_cvtepi32_ps(t);
+}
+
+/* Lane c = the sum of the eight lanes of v[c] (exact for integer lanes with partial sums below 2^24). */
+KL_INLINE kl_f8 kl_f8_sum8(const kl_f8 v[8]) {
+    const __m256 h0123 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+    const __m256 h4567 = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(h0123, h4567, 0x20), _mm256_permute2f128_ps(h0123, h4567, 0x31));
+}
+
+/* Elements 8j .. 8j + 7 of a 32-element block as their integers in f32 (exact). */
+KL_INLINE kl_f8 kl_q32_values8(const uint8_t *blk, const int fmt, const int j) {
+    if (fmt == KL_Q32_Q8_0) return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * j))));
+    const __m256i u = kl_x86_u_q32(blk, fmt);
+    const __m128i h = j < 2 ? _mm256_castsi256_si128(u) : _mm256_extracti128_si256(u, 1);
+    const __m256i v = _mm256_cvtepu8_epi32(j & 1 ? _mm_srli_si128(h, 8) : h);
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(v, _mm256_set1_epi32(KL_Q32_OFF(fmt))));
+}
+
+/* ---- float formats ---- */
+
+KL_INLINE kl_f8 kl_f8_load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
+KL_INLINE kl_f8 kl_f8_load_bf16(const uint16_t *p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+
+KL_INLINE void kl_f8_store_f16(uint16_t *p, kl_f8 v) {
+    _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+/* bf16 by integer rounding on bit 16 (ggml_compute_fp32_to_bf16); NaN: the top half with the quiet bit. */
+KL_INLINE void kl_f8_store_bf16(uint16_t *p, kl_f8 v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7FFF))), 16);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
+    const __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(64));
+    const __m256i h = _mm256_blendv_epi8(r, q, nan);
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(h, h), 0x08); /* lanes 0-3, 4-7 */
+    _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(packed));
+}
+
+/* x with subnormal lanes replaced by zero of the same sign (DAZ on inputs, FTZ on results: |x| < 2^-126). */
+KL_INLINE __m256 kl_x86_flush(__m256 x) {
+    const __m256 tiny = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x), _mm256_set1_ps(1.17549435e-38f), _CMP_LT_OQ);
+    return _mm256_blendv_ps(x, _mm256_and_ps(x, _mm256_set1_ps(-0.0f)), tiny);
+}
+
+KL_INLINE kl_f8 kl_f8_dpbf16(kl_f8 acc, const uint16_t *w, const uint16_t *x) {
+    const __m256i wv = _mm256_loadu_si256((const __m256i *)w), xv = _mm256_loadu_si256((const __m256i *)x);
+#if defined(__AVX512BF16__) && defined(__AVX512VL__)
+    return _mm256_dpbf16_ps(acc, (__m256bh)wv, (__m256bh)xv);
+#else
+    const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+    const __m256 wo = kl_x86_flush(_mm256_castsi256_ps(_mm256_and_si256(wv, hi)));
+    const __m256 xo = kl_x86_flush(_mm256_castsi256_ps(_mm256_and_si256(xv, hi)));
+    const __m256 we = kl_x86_flush(_mm256_castsi256_ps(_mm256_slli_epi32(wv, 16)));
+    const __m256 xe = kl_x86_flush(_mm256_castsi256_ps(_mm256_slli_epi32(xv, 16)));
+    const __m256 t = kl_x86_flush(_mm256_fmadd_ps(wo, xo, kl_x86_flush(acc)));
+    return kl_x86_flush(_mm256_fmadd_ps(we, xe, t));
+#endif
+}
+
+KL_INLINE kl_f8 kl_f8_abs(kl_f8 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+KL_INLINE kl_f8 kl_f8_max(kl_f8 a, kl_f8 b) { return _mm256_max_ps(a, b); }
+
+KL_INLINE float kl_f8_hmax(kl_f8 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+
+KL_INLINE int32_t kl_f8_store_i8(int8_t *p, kl_f8 v) {
+    const __m256i i = _mm256_cvtps_epi32(v); /* the default rounding: nearest even */
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+    _mm_storel_epi64((__m128i *)p, _mm_packs_epi16(w, w));
+    const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+    const __m128i s2 = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
 }
 
 #endif /* KM_LANES_X86_H */

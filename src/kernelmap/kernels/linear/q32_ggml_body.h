@@ -1,12 +1,15 @@
-/* linear/q32_ggml_body.h — the family body of linear.q5_0.q8_0.ggml.v1 and linear.q8_0.q8_0.ggml.v1
- * (llama.cpp's x86 vec_dot order for 32-element formats), written once against the lanes interface
- * (common/km_lanes.h); every ISA variant is an instantiation of it.
+/* linear/q32_ggml_body.h — the family body of linear.<w>.<a>.ggml.v1 for the 32-element formats (w = q4_0,
+ * q5_0, q8_0 against a = q8_0; w = q4_1, q5_1 against a = q8_1): llama.cpp's x86 vec_dot order, written
+ * once against the lanes interface (common/km_lanes.h); every ISA variant is an instantiation of it.
  *
- * Numerics (exactly linear/q5_0_q8_0_ggml_ref.c and q8_0_q8_0_ggml_ref.c): per output (m, n), eight f32
- * lanes acc[l] = +0; for the blocks b = 0, 1, ... in order, lane[l] = the exact int32 sum of the four
- * products at 4l..4l+3, t = f32(fp16(w.d) * fp16(x.d)), acc[l] = fma(t, (float)lane[l], acc[l]);
- * y = kl_f8_fold(acc). Only the order of the fmas within one (m, n) matters, and every schedule below
- * keeps it: tiles, slices and threads split columns, rows and K ranges, never one lane's chain.
+ * Numerics (exactly linear/<w>_<a>_ggml_ref.c): per output (m, n), eight f32 lanes acc[l] = +0; for the
+ * blocks b = 0, 1, ... in order, lane[l] = the exact int32 sum of the four products at 4l..4l+3 (the
+ * weight's integer times the activation quant), t = f32(fp16(w.d) * fp16(x.d)), acc[l] = fma(t,
+ * (float)lane[l], acc[l]); y = kl_f8_fold(acc). The formats with a min (q4_1, q5_1) also run the scalar
+ * chain summs = fma(fp16(w.m), fp16(x.s), summs) from +0 over the blocks in order (x.s = the q8_1 block's
+ * d * sum of its quants) and store y = kl_f8_fold(acc) + summs. Only the order of the fmas within one
+ * (m, n) matters, and every schedule below keeps it: tiles, slices and threads split columns, rows and K
+ * ranges, never one lane's chain; the min chains run vectorized across 8 columns (one chain per lane).
  *
  * Schedule (the instantiating file defines these before including this header):
  *   KQ32_TT   activation rows per prefill tile (16, 8, 4 or 2)
@@ -19,6 +22,7 @@
  *   KQ32_NC   columns per chunk (a chunk's weights stay in L2 across activation tiles)
  * Partition: output columns n (km_part over N); no output depends on M, tiling or (ith, nth).
  * The instantiating file defines the entry point (linear.token_major.v1 ABI) as a call of kq32_linear.
+ * q4_0 has a second order (N % 8 == 0): linear/q32_cols_ggml_body.h.
  */
 #ifndef KM_Q32_GGML_BODY_H
 #define KM_Q32_GGML_BODY_H
@@ -27,21 +31,29 @@
 
 #define KQ32_NACC (KQ32_RP * KQ32_TT)
 
-/* One activation row's slice: each block prepared for the dots, and its f16 scale as f32 (zero past
- * the slice, so a short group's lanes stay zero). */
+/* One activation row's slice: each block prepared for the dots, its f16 scale as f32 (zero past the
+ * slice, so a short group's lanes stay zero) and, for the min formats, its f16 s as f32. */
 typedef struct {
     kl_q32xb xb[KQ32_KS];
     float dx[KQ32_KS + 8];
-    const km_block_q8_0 *x;
+    float sx[KQ32_KS];
 } kq32_xrow;
 
-KL_INLINE void kq32_prep(kq32_xrow *r, const km_block_q8_0 *x, int64_t ks, const int fmt) {
+/* x: the slice's first activation block (q8_0 or q8_1 by fmt). */
+KL_INLINE void kq32_prep(kq32_xrow *r, const uint8_t *x, int64_t ks, const int fmt) {
+    const int64_t xblk = KL_Q32_XBLK(fmt);
     for (int64_t b = 0; b < ks; b++) {
-        kl_q32xb_prep(&r->xb[b], &x[b], fmt);
-        r->dx[b] = km_fp16_to_fp32(x[b].d);
+        const uint8_t *blk = x + b * xblk;
+        km_half h;
+        kl_q32xb_prep(&r->xb[b], (const int8_t *)(blk + KL_Q32_XQS(fmt)), fmt);
+        memcpy(&h, blk, 2);
+        r->dx[b] = km_fp16_to_fp32(h);
+        if (KL_Q32_HASMIN(fmt)) {
+            memcpy(&h, blk + 2, 2);
+            r->sx[b] = km_fp16_to_fp32(h);
+        }
     }
     for (int64_t b = ks; b < ((ks + 7) & ~(int64_t)7); b++) r->dx[b] = 0.0f;
-    r->x = x;
 }
 
 /* Prefill: one group of n (compile-time, <= 8) blocks at block g of the slice, for RP row pairs x T
@@ -71,7 +83,7 @@ KL_INLINE void kq32_group(kl_f8x2 *acc, const uint8_t *const *ra, const uint8_t 
         for (int p = 0; p < RP; p++) wp[p] = kl_q32w2_load(ra[p] + b * wblk, rb[p] + b * wblk, fmt);
         for (int t = 0; t < T; t++) {
             for (int p = 0; p < RP; p++) {
-                const kl_f8x2 f = kl_q32_dot2(wp[p], &xr[t].xb[b], &xr[t].x[b], fmt);
+                const kl_f8x2 f = kl_q32_dot2(wp[p], &xr[t].xb[b], fmt);
                 const kl_f8x2 tj = reg ? kl_f8x2_bcast(tv[p * T + t], j) : kl_f8x2_bcast_mem(tb[p * T + t], j);
                 acc[p * T + t] = kl_f8x2_fma(tj, f, acc[p * T + t]);
             }
@@ -136,7 +148,7 @@ KL_INLINE void kq32_group1(kl_f8 *acc, const uint8_t *wr, int64_t wrow, int64_t 
     for (int j = 0; j < n; j++) {
         const int64_t b = g + j;
         for (int r = 0; r < R; r++) {
-            const kl_f8 f = kl_q32_dot(kl_q32w_load(wr + r * wrow + b * wblk, fmt), &xr->xb[b], &xr->x[b], fmt);
+            const kl_f8 f = kl_q32_dot(kl_q32w_load(wr + r * wrow + b * wblk, fmt), &xr->xb[b], fmt);
             acc[r] = kl_f8_fma(kl_f8_bcast(tv[r], j), f, acc[r]);
         }
     }
@@ -165,25 +177,49 @@ KL_INLINE void kq32_row1(float *y, const uint8_t *wr, int64_t wrow, int64_t wblk
     }
 }
 
+/* The min formats: the chains summs = fma(w.m, x.s, summs) of columns [0, nc) (w at the first column's
+ * slice) for T activation rows, one K slice, vectorized across 8 columns (lanes = columns: each lane
+ * one chain, blocks in order). mpark holds 8 floats per (8-column group, row) between slices; the last
+ * slice adds the chains to y (y = fold(acc) + summs, the fold already stored there). */
+KL_INLINE void kq32_mins(float *y, int64_t ystride, const uint8_t *w, int64_t wrow, int64_t wblk, const kq32_xrow *xr,
+                         int64_t ks, int first, int last, float *mpark, int64_t nc, const int T) {
+    for (int64_t g = 0; g < nc; g += 8) {
+        const int n = nc - g >= 8 ? 8 : (int)(nc - g);
+        float *pk = mpark + g * T;
+        kl_f8 acc[KQ32_TT];
+        for (int t = 0; t < T; t++) acc[t] = first ? kl_f8_zero() : kl_f8_loadu(pk + 8 * t);
+        for (int64_t b = 0; b < ks; b++) {
+            const kl_f8 m = kl_f8_f16s(w + g * wrow + b * wblk + 2, wrow, n);
+            for (int t = 0; t < T; t++) acc[t] = kl_f8_fma(m, kl_f8_set1(xr[t].sx[b]), acc[t]);
+        }
+        for (int t = 0; t < T; t++) {
+            kl_f8_storeu(pk + 8 * t, acc[t]);
+            if (last)
+                for (int c = 0; c < n; c++) y[t * ystride + g + c] = y[t * ystride + g + c] + pk[8 * t + c];
+        }
+    }
+}
+
 /* Columns [c0, c1) for T activation rows, one K slice; park holds 16 floats per accumulator of the
- * chunk's tiles (decode: 8 per row) when the row has several slices. */
+ * chunk's tiles (decode: 8 per row) when the row has several slices, mpark the min chains. */
 KL_INLINE void kq32_cols(float *y, int64_t N, const uint8_t *w, int64_t wrow, int64_t wblk, const int fmt,
-                         const kq32_xrow *xr, int64_t ks, int first, int last, float *park, int64_t c0, int64_t c1,
-                         const int T) {
+                         const kq32_xrow *xr, int64_t ks, int first, int last, float *park, float *mpark, int64_t c0,
+                         int64_t c1, const int T) {
     int64_t n = c0;
     float *pk = park;
     if (T == 1) {
         for (; n + KQ32_R1 <= c1; n += KQ32_R1, pk += 8 * KQ32_R1)
             kq32_row1(y + n, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, KQ32_R1);
         for (; n < c1; n++, pk += 8) kq32_row1(y + n, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, 1);
-        return;
+    } else {
+        for (; n + 2 * KQ32_RP <= c1; n += 2 * KQ32_RP, pk += 16 * KQ32_RP * T)
+            kq32_tile(y + n, N, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, KQ32_RP, T, 2 * KQ32_RP);
+        for (; n < c1; n += 2, pk += 16 * T) {
+            const int r = c1 - n >= 2 ? 2 : (int)(c1 - n);
+            kq32_tile(y + n, N, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, 1, T, r);
+        }
     }
-    for (; n + 2 * KQ32_RP <= c1; n += 2 * KQ32_RP, pk += 16 * KQ32_RP * T)
-        kq32_tile(y + n, N, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, KQ32_RP, T, 2 * KQ32_RP);
-    for (; n < c1; n += 2, pk += 16 * T) {
-        const int r = c1 - n >= 2 ? 2 : (int)(c1 - n);
-        kq32_tile(y + n, N, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, 1, T, r);
-    }
+    if (KL_Q32_HASMIN(fmt)) kq32_mins(y + c0, N, w + c0 * wrow, wrow, wblk, xr, ks, first, last, mpark, c1 - c0, T);
 }
 
 /* The whole linear.token_major.v1 call: thread ith's columns in chunks of KQ32_NC, activation rows in
@@ -191,14 +227,15 @@ KL_INLINE void kq32_cols(float *y, int64_t N, const uint8_t *w, int64_t wrow, in
 static inline void kq32_linear(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
                                int nth, const int fmt) {
     const int64_t nb = K / KM_QK8_0;
-    const int64_t wblk = KL_Q32_WBLK(fmt);
+    const int64_t wblk = KL_Q32_WBLK(fmt), xblk = KL_Q32_XBLK(fmt);
     int64_t lo, hi;
     km_part(N, ith, nth, &lo, &hi);
     const int64_t wrow = nb * wblk;
     const uint8_t *wb = (const uint8_t *)w;
-    const km_block_q8_0 *xb = (const km_block_q8_0 *)x;
+    const uint8_t *xb = (const uint8_t *)x;
     kq32_xrow xr[KQ32_TT];
     float park[16 * KQ32_NC / 2 * KQ32_TT] __attribute__((aligned(64))); /* used when nb > KQ32_KS */
+    float mpark[KQ32_NC * KQ32_TT] __attribute__((aligned(64)));          /* the min formats' chains */
     for (int64_t c0 = lo; c0 < hi; c0 += KQ32_NC) {
         const int64_t c1 = hi - c0 > KQ32_NC ? c0 + KQ32_NC : hi;
         for (int64_t m0 = 0; m0 < M;) {
@@ -206,20 +243,20 @@ static inline void kq32_linear(float *y, const void *w, const void *x, int64_t M
             const int T = left >= KQ32_TT ? KQ32_TT : left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
             for (int64_t k0 = 0; k0 < nb; k0 += KQ32_KS) {
                 const int64_t ks = nb - k0 > KQ32_KS ? KQ32_KS : nb - k0;
-                for (int t = 0; t < T; t++) kq32_prep(&xr[t], xb + (m0 + t) * nb + k0, ks, fmt);
+                for (int t = 0; t < T; t++) kq32_prep(&xr[t], xb + ((m0 + t) * nb + k0) * xblk, ks, fmt);
                 const int first = k0 == 0, last = k0 + ks == nb;
                 float *ym = y + m0 * N;
                 const uint8_t *wk = wb + k0 * wblk;
                 switch (T) {
 #if KQ32_TT >= 16
-                case 16: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 16); break;
+                case 16: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, mpark, c0, c1, 16); break;
 #endif
 #if KQ32_TT >= 8
-                case 8: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 8); break;
+                case 8: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, mpark, c0, c1, 8); break;
 #endif
-                case 4: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 4); break;
-                case 2: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 2); break;
-                default: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, c0, c1, 1); break;
+                case 4: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, mpark, c0, c1, 4); break;
+                case 2: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, mpark, c0, c1, 2); break;
+                default: kq32_cols(ym, N, wk, wrow, wblk, fmt, xr, ks, first, last, park, mpark, c0, c1, 1); break;
                 }
             }
             m0 += T;

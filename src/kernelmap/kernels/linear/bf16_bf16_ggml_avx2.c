@@ -1,0 +1,16 @@
+/* linear/bf16_bf16_ggml_avx2.c — km_linear_bf16_bf16_ggml__avx2: contract linear.bf16.bf16.ggml.v1.
+ *
+ * An instantiation of the family body linear/float_ggml_body.h (numerics there). Byte-identical to
+ * km_linear_bf16_bf16_ggml__ref for every (ith, nth) and M, on the AVX2 + FMA + F16C lanes (kl_f8 one ymm).
+ */
+#include "km_lanes_avx2.h"
+
+#define KFL_R1 1     /* decode: weight rows per step */
+#define KFL_TT 2     /* prefill: activation rows per tile */
+#define KFL_PF 1024  /* prefetch distance in bytes along each weight row (to L2) */
+#include "float_ggml_body.h"
+
+void km_linear_bf16_bf16_ggml__avx2(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
+                                    int nth) {
+    kfl_linear(y, w, x, M, N, K, ith, nth, KFL_BF16);
+}

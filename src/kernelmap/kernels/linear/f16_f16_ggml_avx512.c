@@ -1,0 +1,17 @@
+/* linear/f16_f16_ggml_avx512.c — km_linear_f16_f16_ggml__avx512: contract linear.f16.f16.ggml.v1.
+ *
+ * An instantiation of the family body linear/float_ggml_body.h (numerics there). Byte-identical to
+ * km_linear_f16_f16_ggml__ref for every (ith, nth) and M, on the AVX-512 F/BW/VL/DQ lanes (kl_f8 one ymm, 32
+ * registers).
+ */
+#include "km_lanes_avx512.h"
+
+#define KFL_R1 2     /* decode: weight rows per step */
+#define KFL_TT 4     /* prefill: activation rows per tile */
+#define KFL_PF 1024  /* prefetch distance in bytes along each weight row (to L2) */
+#include "float_ggml_body.h"
+
+void km_linear_f16_f16_ggml__avx512(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
+                                    int nth) {
+    kfl_linear(y, w, x, M, N, K, ith, nth, KFL_F16);
+}

@@ -1,0 +1,161 @@
+/* linear/float_ggml_body.h — the family body of linear.<t>.<t>.ggml.v1 for the float weight types (t = f16,
+ * bf16, f32): llama.cpp's x86 ggml_vec_dot_<t> order (its AVX-512 build), written once against the lanes
+ * interface (common/km_lanes.h); every ISA variant is an instantiation of it.
+ *
+ * The activation row is already in the weight's type (quantize_act.f16.v1 / quantize_act.bf16.v1 convert
+ * f32 rows as llama.cpp does; f32 rows are used as they are). Numerics (exactly linear/<t>_<t>_ggml_ref.c),
+ * per output (m, n) over the K elements, np = K - K % 64:
+ *   f16, f32: 64 f32 lanes (four 16-lane accumulators s0..s3, element i -> s[(i % 64) / 16], lane i % 16),
+ *     from +0: lane = fma(w, x, lane) for every i < np in order (halves converted exactly). Reduction:
+ *     (s0 + s2) + (s1 + s3) lane-wise, then the 16 lanes: h[l] = v[l] + v[l + 8], then kl_f8_fold(h).
+ *     f16: the tail i >= np adds f32(w * x) (exact) to that sum in double, y = (float) sum.
+ *     f32: the tail as the peer's binary (GCC-vectorized): while 16 or more remain, 16 rounded products
+ *     w * x added one by one in f32; then, if 8 or more remain, 8 more the same way; the last < 8 by fma.
+ *   bf16: two 16-lane accumulators c1, c2 from +0; per 64 elements c1 takes [i, i + 32), c2 [i + 32, i + 64):
+ *     lane j of a 32-element step = kl_f8_dpbf16 (vdpbf16ps: odd element of the pair first, DAZ / FTZ).
+ *     sum = (double) 0 + reduce(c1); sum += reduce(c2) (reduce as above, in f32; the adds in double); the tail
+ *     i >= np adds f32(w * x) in double; y = (float) sum.
+ * Lanes here are kl_f8 vectors: a 16-lane accumulator is two kl_f8 (lanes 0-7, 8-15), so the reduction is
+ * kl_f8_add and kl_f8_fold; the double-precision and tail steps are plain C (one IEEE operation each).
+ *
+ * Schedule (the instantiating file defines these before including this header):
+ *   KFL_R1  weight rows per decode step (M = 1): independent accumulator sets
+ *   KFL_TT  activation rows per prefill tile (one weight row against KFL_TT activation rows)
+ *   KFL_PF  software prefetch distance in bytes along each weight row (to L2)
+ * Partition: output columns n (km_part over N); no output depends on M, tiling or (ith, nth).
+ * The instantiating file defines the entry point (linear.token_major.v1 ABI) as a call of kfl_linear.
+ */
+#ifndef KM_FLOAT_GGML_BODY_H
+#define KM_FLOAT_GGML_BODY_H
+
+#include "km_lanes.h"
+
+#define KFL_F16 1
+#define KFL_BF16 2
+#define KFL_F32 4
+
+#define KFL_ESIZE(fmt) ((fmt) == KFL_F32 ? 4 : 2)
+#define KFL_NACC 8 /* kl_f8 accumulators per output: 64 lanes (f16, f32); bf16 uses 4 of them */
+
+/* 8 consecutive elements at p of a row of format fmt, as f32 (exact). */
+KL_INLINE kl_f8 kfl_load(const uint8_t *p, const int fmt) {
+    if (fmt == KFL_F32) return kl_f8_loadu((const float *)p);
+    if (fmt == KFL_F16) return kl_f8_load_f16((const uint16_t *)p);
+    return kl_f8_load_bf16((const uint16_t *)p);
+}
+
+/* Element i of a row as f32 (exact). */
+KL_INLINE float kfl_elem(const uint8_t *row, int64_t i, const int fmt) {
+    if (fmt == KFL_F32) {
+        float f;
+        memcpy(&f, row + 4 * i, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, row + 2 * i, 2);
+    if (fmt == KFL_F16) return km_fp16_to_fp32(h);
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* The 64-lane (f16, f32) or 32 + 32-lane (bf16) steps over elements [0, np) of R weight rows x T
+ * activation rows: acc[(r * T + t) * KFL_NACC + q]. */
+KL_INLINE void kfl_steps(kl_f8 *acc, const uint8_t *const *wr, const uint8_t *const *xr, int64_t np, const int fmt,
+                         const int R, const int T) {
+    const int64_t es = KFL_ESIZE(fmt);
+    for (int i = 0; i < R * T * KFL_NACC; i++) acc[i] = kl_f8_zero();
+    for (int64_t i = 0; i < np; i += 64) {
+        for (int r = 0; r < R; r++)
+            for (int64_t o = 0; o < 64 * es; o += 64) kl_prefetch_l2(wr[r] + i * es + KFL_PF + o);
+        if (fmt == KFL_BF16) {
+            for (int q = 0; q < 4; q++)
+                for (int r = 0; r < R; r++)
+                    for (int t = 0; t < T; t++) {
+                        kl_f8 *a = &acc[(r * T + t) * KFL_NACC + q];
+                        *a = kl_f8_dpbf16(*a, (const uint16_t *)(wr[r] + (i + 16 * q) * 2),
+                                          (const uint16_t *)(xr[t] + (i + 16 * q) * 2));
+                    }
+        } else {
+            for (int q = 0; q < 8; q++) {
+                kl_f8 wv[KFL_R1 > KFL_TT ? KFL_R1 : KFL_TT];
+                for (int r = 0; r < R; r++) wv[r] = kfl_load(wr[r] + (i + 8 * q) * es, fmt);
+                for (int t = 0; t < T; t++) {
+                    const kl_f8 xv = kfl_load(xr[t] + (i + 8 * q) * es, fmt);
+                    for (int r = 0; r < R; r++) {
+                        kl_f8 *a = &acc[(r * T + t) * KFL_NACC + q];
+                        *a = kl_f8_fma(wv[r], xv, *a);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* One output from its accumulators (a[0..7]) and the tail [np, K) of its rows w, x. */
+KL_INLINE float kfl_finish(const kl_f8 *a, const uint8_t *w, const uint8_t *x, int64_t np, int64_t K, const int fmt) {
+    if (fmt == KFL_BF16) {
+        double s = 0.0;
+        s += (double)kl_f8_fold(kl_f8_add(a[0], a[1]));
+        s += (double)kl_f8_fold(kl_f8_add(a[2], a[3]));
+        for (int64_t i = np; i < K; i++) s += (double)(kfl_elem(w, i, fmt) * kfl_elem(x, i, fmt));
+        return (float)s;
+    }
+    const kl_f8 lo = kl_f8_add(kl_f8_add(a[0], a[4]), kl_f8_add(a[2], a[6]));
+    const kl_f8 hi = kl_f8_add(kl_f8_add(a[1], a[5]), kl_f8_add(a[3], a[7]));
+    const float r = kl_f8_fold(kl_f8_add(lo, hi));
+    if (fmt == KFL_F16) {
+        double s = (double)r;
+        for (int64_t i = np; i < K; i++) s += (double)(kfl_elem(w, i, fmt) * kfl_elem(x, i, fmt));
+        return (float)s;
+    }
+    float s = r;
+    int64_t i = np;
+    for (; K - i >= 16; i += 16)
+        for (int j = 0; j < 16; j++) s = s + kfl_elem(w, i + j, fmt) * kfl_elem(x, i + j, fmt);
+    if (K - i >= 8) {
+        for (int j = 0; j < 8; j++) s = s + kfl_elem(w, i + j, fmt) * kfl_elem(x, i + j, fmt);
+        i += 8;
+    }
+    for (; i < K; i++) s = __builtin_fmaf(kfl_elem(w, i, fmt), kfl_elem(x, i, fmt), s);
+    return s;
+}
+
+/* R weight rows from column n x T activation rows from row m. */
+KL_INLINE void kfl_tile(float *y, int64_t N, const uint8_t *w, const uint8_t *x, int64_t rowb, int64_t n, int64_t m,
+                        int64_t K, const int fmt, const int R, const int T) {
+    const int64_t np = K - K % 64;
+    const uint8_t *wr[KFL_R1 > 1 ? KFL_R1 : 1], *xr[KFL_TT];
+    for (int r = 0; r < R; r++) wr[r] = w + (n + r) * rowb;
+    for (int t = 0; t < T; t++) xr[t] = x + (m + t) * rowb;
+    kl_f8 acc[(KFL_R1 > KFL_TT ? KFL_R1 : KFL_TT) * KFL_NACC];
+    kfl_steps(acc, wr, xr, np, fmt, R, T);
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++)
+            y[(m + t) * N + n + r] = kfl_finish(&acc[(r * T + t) * KFL_NACC], wr[r], xr[t], np, K, fmt);
+}
+
+/* The whole linear.token_major.v1 call: thread ith's columns; decode (M = 1) KFL_R1 rows per step,
+ * prefill one weight row against tiles of KFL_TT activation rows (then 2, 1). */
+static inline void kfl_linear(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith, int nth,
+                              const int fmt) {
+    int64_t lo, hi;
+    km_part(N, ith, nth, &lo, &hi);
+    const int64_t rowb = K * KFL_ESIZE(fmt);
+    const uint8_t *wb = (const uint8_t *)w, *xb = (const uint8_t *)x;
+    if (M == 1) {
+        int64_t n = lo;
+        for (; n + KFL_R1 <= hi; n += KFL_R1) kfl_tile(y, N, wb, xb, rowb, n, 0, K, fmt, KFL_R1, 1);
+        for (; n < hi; n++) kfl_tile(y, N, wb, xb, rowb, n, 0, K, fmt, 1, 1);
+        return;
+    }
+    for (int64_t n = lo; n < hi; n++) {
+        int64_t m = 0;
+        for (; m + KFL_TT <= M; m += KFL_TT) kfl_tile(y, N, wb, xb, rowb, n, m, K, fmt, 1, KFL_TT);
+        for (; m + 2 <= M; m += 2) kfl_tile(y, N, wb, xb, rowb, n, m, K, fmt, 1, 2);
+        for (; m < M; m++) kfl_tile(y, N, wb, xb, rowb, n, m, K, fmt, 1, 1);
+    }
+}
+
+#endif /* KM_FLOAT_GGML_BODY_H */

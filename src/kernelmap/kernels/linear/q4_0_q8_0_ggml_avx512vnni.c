@@ -1,0 +1,23 @@
+/* linear/q4_0_q8_0_ggml_avx512vnni.c — km_linear_q4_0_q8_0_ggml__avx512vnni: contract linear.q4_0.q8_0.ggml.v1.
+ *
+ * An instantiation of the family bodies linear/q32_cols_ggml_body.h (N % 8 == 0) and linear/q32_ggml_body.h
+ * (otherwise); numerics and the exactness argument are there. Byte-identical to
+ * km_linear_q4_0_q8_0_ggml__ref for every (ith, nth) and M, on the AVX-512 lanes with VNNI dot products (a
+ * row pair is one zmm, lanes interleaved).
+ */
+#include "km_lanes_avx512.h"
+
+#define KQ32_TT 16     /* activation rows per prefill tile */
+#define KQ32_TREG 2    /* tiles up to this many rows keep their t vectors in registers */
+#define KQ32_RP 1      /* weight row pairs per prefill tile */
+#define KQ32_R1 2      /* decode: weight rows per step */
+#define KQ32_PF 8192   /* prefetch distance in bytes (to L2) */
+#define KQ32_PFT 4     /* prefill: prefetch distance in weight rows */
+#define KQ32_KS 64     /* blocks per K slice */
+#define KQ32_NC 128    /* columns per chunk */
+#include "q32_cols_ggml_body.h"
+
+void km_linear_q4_0_q8_0_ggml__avx512vnni(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
+                                          int nth) {
+    kq32_linear_q4_0(y, w, x, M, N, K, ith, nth);
+}

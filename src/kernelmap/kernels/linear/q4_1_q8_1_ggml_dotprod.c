@@ -1,0 +1,22 @@
+/* linear/q4_1_q8_1_ggml_dotprod.c — km_linear_q4_1_q8_1_ggml__dotprod: contract linear.q4_1.q8_1.ggml.v1.
+ *
+ * An instantiation of the family body linear/q32_ggml_body.h; numerics and the exactness argument are there.
+ * Byte-identical to km_linear_q4_1_q8_1_ggml__ref (and so to the x86 variants) for every (ith, nth) and M,
+ * on the AArch64 AdvSIMD lanes with SDOT dot products (armv8.2-a+dotprod).
+ */
+#include "km_lanes_neon.h"
+
+#define KQ32_TT 4      /* activation rows per prefill tile */
+#define KQ32_TREG 2    /* tiles up to this many rows keep their t vectors in registers */
+#define KQ32_RP 1      /* weight row pairs per prefill tile */
+#define KQ32_R1 2      /* decode: weight rows per step */
+#define KQ32_PF 4096   /* prefetch distance in bytes (to L2) */
+#define KQ32_PFT 4     /* prefill: prefetch distance in weight rows */
+#define KQ32_KS 64     /* blocks per K slice */
+#define KQ32_NC 128    /* columns per chunk */
+#include "q32_ggml_body.h"
+
+void km_linear_q4_1_q8_1_ggml__dotprod(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
+                                       int nth) {
+    kq32_linear(y, w, x, M, N, K, ith, nth, KL_Q32_Q4_1);
+}
