@@ -28,6 +28,7 @@ SHAPES_PATH = Path(__file__).resolve().parent / "shapes.json"
 _ELEMENT = {"f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "i32": (1, 4), "i8": (1, 1)}
 _BLOCKS: dict[str, tuple[int, int, tuple[tuple[int, str], ...]]] = {
     "q8_0": (32, 34, ((0, "f16"),)),
+    "q8_1": (32, 36, ((0, "f16"), (2, "f16"))),  # d, s (= d * sum of the quants; random here: any bits are valid)
     "q4_0": (32, 18, ((0, "f16"),)),
     "q4_1": (32, 20, ((0, "f16"), (2, "f16"))),
     "q5_0": (32, 22, ((0, "f16"),)),
