@@ -33,7 +33,7 @@ WEIGHT_TYPES = {"attn_q": "q4_k", "attn_k": "q5_0", "attn_v": "q6_k", "attn_outp
 
 # the default policy's linear kernels the weights above must reach
 LINEAR_PROVIDERS = {"linear_q4_k_q8_k_ggml", "linear_q6_k_q8_k_ggml", "linear_q5_0_q8_0_ggml", "linear_q8_0_q8_0_ggml",
-                    "linear_f32_f32"}
+                    "linear_f32_f32_ggml"}
 
 
 @pytest.fixture(scope="module")

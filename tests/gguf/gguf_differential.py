@@ -167,6 +167,13 @@ def _has_control(text: str) -> bool:
     return any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in text)
 
 
+def _gap(r: Readout) -> bool:
+    """A tensor whose data region (up to the next tensor) is longer than its type and shape, padded."""
+    base, al = r.extra["data_offset"], r.alignment
+    ext = sorted((t["offset"], t["offset"] + t["n_bytes"]) for t in r.tensors)
+    return any(s1 > e0 + (-(e0 - base)) % al for (_s0, e0), (s1, _) in zip(ext, ext[1:], strict=False))
+
+
 def _overlap(r: Readout) -> bool:
     ext = sorted((t["offset"], t["offset"] + t["n_bytes"]) for t in r.tensors)
     return any(s1 < e0 or s1 == s0 for (s0, e0), (s1, _) in zip(ext, ext[1:], strict=False))
@@ -213,6 +220,9 @@ REFUSED_BY_US_ONLY: tuple[Asymmetry, ...] = (
     Asymmetry("tensor-overlap", "two tensors whose bytes overlap (or that start at one offset): llama.cpp "
               "requires each tensor to start where the previous one ends, gguf-py does not check",
               "data overlaps", _overlap),
+    Asymmetry("tensor-gap", "a tensor whose data region up to the next tensor is longer than its type and shape "
+              "give (padded): the same llama.cpp rule (each tensor starts where the previous one ends), so the type "
+              "or shape is wrong; gguf-py does not check", "by its type and shape but its data region holds", _gap),
     Asymmetry("offset-wraps", "a tensor offset near 2^64: gguf-py adds it to the data start in uint64 numpy "
               "arithmetic, which wraps around to an earlier place in the file; llama.cpp and kernelmap refuse it",
               "data runs past the end of the file", lambda r: any(t["offset"] < r.extra["data_offset"]

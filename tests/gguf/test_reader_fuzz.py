@@ -122,6 +122,7 @@ ASYMMETRY_EXAMPLES = {
     "zero-dim": _image(RawTensor("t", (0,), 0, b"")),
     "misaligned-offset": _image(RawTensor("t", (4,), 0, bytes(32), offset=4)),
     "tensor-overlap": _image(RawTensor("a", (4,), 0, bytes(16), offset=0), RawTensor("b", (4,), 0, bytes(16), offset=0)),
+    "tensor-gap": _image(RawTensor("a", (4,), 0, bytes(16), offset=0), RawTensor("b", (4,), 0, bytes(48), offset=64)),
     "offset-wraps": _wrapping_offset(),
     "big-endian": _big_endian(),
     "unknown-type-kept": _image(RawTensor("t", (4,), 99, bytes(16), offset=0)),

@@ -160,7 +160,9 @@ def load_map_library(map_id: str) -> tuple[ctypes.CDLL, dict[str, Any]]:
     """
     spec = load_map(map_id)
     seen: dict[str, tuple[str, ...]] = {}
-    for v in spec["variants"]:
+    # a batch row wrapper calls the kernels of the maps it names (`calls`): build those into the library too
+    callees = [v for cid in spec.get("calls", ()) for v in load_map(cid)["variants"]]
+    for v in [*spec["variants"], *callees]:
         src = v["source"]
         if not (KERNEL_ROOT / src).is_file():
             raise AssertionError(f"{map_id} [{v['name']}]: kernel source {KERNEL_ROOT / src} does not exist")

@@ -14,8 +14,8 @@ from kernelmap.numerics import load_policy, policy_names
     ("q6_k", "linear.q6_k.q8_k.ggml.v1", "q8_k"),
     ("q5_0", "linear.q5_0.q8_0.ggml.v1", "q8_0"),
     ("q8_0", "linear.q8_0.q8_0.ggml.v1", "q8_0"),
-    ("q4_0", "linear.q4_0.q8_0.f32.v1", "q8_0"),
-    ("f32", "linear.f32.f32.f32.v1", "f32"),
+    ("q4_0", "linear.q4_0.q8_0.ggml.v1", "q8_0"),
+    ("f32", "linear.f32.f32.ggml.v1", "f32"),
 ])
 def test_llama_cpu_linear_pairs_weight_with_activation(weight, contract, act):
     rule = load_policy("llama-cpu").rule_for("linear", weight=weight)

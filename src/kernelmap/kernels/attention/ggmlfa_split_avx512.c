@@ -58,6 +58,15 @@ static void split_avx512(float *y, const float *q, const void *k_cache, const vo
     const km_fa_args a = {y, q, (const km_half *)k_cache, (const km_half *)v_cache, D, C, pos, window, n_split, scale};
     km_fa_walk(&a, M, Hq, Hkv, ith, nth, same_view, split_group);
 }
+/* Both maps' entry points live in this one unit; each is declared here, since a build that selects one
+ * map's variant declares only that one (builds refuse undeclared exports). */
+void km_attention_f16kv_ggmlfa_split2__avx512(float *y, const float *q, const void *k_cache, const void *v_cache,
+        int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window, int ith,
+        int nth);
+void km_attention_f16kv_ggmlfa_split4__avx512(float *y, const float *q, const void *k_cache, const void *v_cache,
+        int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window, int ith,
+        int nth);
+
 void km_attention_f16kv_ggmlfa_split2__avx512(float *y, const float *q, const void *k_cache, const void *v_cache,
         int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale,
         int64_t window, int ith, int nth) {
