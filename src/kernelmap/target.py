@@ -27,6 +27,7 @@ __all__ = [
     "host_arch",
     "host_class",
     "host_features",
+    "host_model_name",
     "missing",
     "parse_isa",
     "parse_target",
@@ -109,6 +110,21 @@ def host_features() -> frozenset[str]:
     import archspec.cpu
 
     return frozenset(archspec.cpu.host().features)
+
+
+@functools.lru_cache(maxsize=1)
+def host_model_name() -> str:
+    """The CPU's model name as the OS reports it (/proc/cpuinfo `model name`, else platform.processor())."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        try:
+            for line in cpuinfo.read_text(errors="replace").splitlines():
+                key, sep, value = line.partition(":")
+                if sep and key.strip() == "model name" and value.strip():
+                    return value.strip()
+        except OSError:
+            pass
+    return platform.processor() or _machine()
 
 
 def parse_isa(text: str) -> frozenset[str]:

@@ -174,3 +174,29 @@ def test_every_host_class_is_in_the_chain_with_its_features(machine, flags):
     assert chain.get(name).arch == machine
     gated = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "asimddp", "sve"}
     assert chain.features(name) & gated == set(flags.split()) & gated
+
+
+def test_host_report_shows_only_the_device_records_that_name_this_cpu(monkeypatch):
+    from kernelmap.lkb import report
+
+    records = [{"id": "epyc", "model_name": "AMD EPYC", "class": "c", "cores": 2},
+               {"id": "xeon", "model_name": "Intel(R) Xeon(R) Processor", "class": "c", "cores": 2},
+               {"id": "other_class", "model_name": "Intel(R) Xeon(R) Processor", "class": "d", "cores": 2}]
+    monkeypatch.setattr("kernelmap.target.host_model_name", lambda: "Intel(R) Xeon(R) Processor")
+    shown, cpu = report._devices(records, "c", host=True)
+    assert [d["id"] for d in shown] == ["xeon"] and cpu == "Intel(R) Xeon(R) Processor"
+    # Another class's report (not the host's) lists every record of that class.
+    assert [d["id"] for d in report._devices(records, "c", host=False)[0]] == ["epyc", "xeon"]
+    monkeypatch.setattr("kernelmap.target.host_model_name", lambda: "AMD Ryzen 9 7950X")
+    shown, cpu = report._devices(records, "c", host=True)
+    assert shown == []
+    lines = report.report_lines({"class": "c", "lineage": ["c"], "profile": "none", "measurement_rows": 0,
+                                 "gaps": [], "residual": {"count": 0, "loc": 0, "copy_points": 0,
+                                                          "unregistered": 0, "instantiation_points": [],
+                                                          "single_class": {"count": 0, "loc": 0}},
+                                 "lines_per_class": [], "yield": {"lines_deleted": 0, "promoted": [],
+                                                                  "campaigns": 0},
+                                 "envelope": [], "provider_check": {"assigned": 0, "variants": 0, "ok": True,
+                                                                    "findings": []},
+                                 "devices": shown, "cpu_model": cpu, "bandwidth_gbps": {}})
+    assert lines[-1].startswith("device: no DEVICES.toml entry names this CPU ('AMD Ryzen 9 7950X'")

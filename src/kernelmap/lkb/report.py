@@ -49,7 +49,7 @@ def build_report(cls: str | None = None, *, profile_path: Path | None = None, mo
             gaps.append(metrics.gap(steps[r], r, name, chain, check, env))
         else:
             gaps.append({"rows": r, "line": f"C{r}: no step profile (pass --profile FILE or -m MODEL)"})
-    devices = [d for d in load_devices(devices_path) if d["class"] == name]
+    devices, cpu = _devices(load_devices(devices_path), name, host=cls is None)
     return {
         "class": name,
         "lineage": [c.name for c in chain.lineage(name)],
@@ -67,8 +67,25 @@ def build_report(cls: str | None = None, *, profile_path: Path | None = None, mo
         "provider_check": {"ok": check.ok, "assigned": len(check.assigned), "variants": len(check.variants),
                            "findings": check.lines()},
         "devices": devices,
+        "cpu_model": cpu,
         "bandwidth_gbps": {str(k): v for k, v in sorted(bandwidth(meas, name).items())},
     }
+
+
+def _devices(records: list[dict[str, Any]], cls: str, *, host: bool) -> tuple[list[dict[str, Any]], str | None]:
+    """The device records a report shows: the class's, and for the host only those naming this CPU.
+
+    A class holds several SKUs (the build machine is an AMD EPYC one day and an Intel Xeon the next), so
+    the host's report keeps the records whose `model_name` occurs in the CPU's own model name, and says so
+    when none does, rather than printing another machine's facts as this one's.
+    """
+    from kernelmap.target import host_model_name
+
+    of_class = [d for d in records if d["class"] == cls]
+    if not host:
+        return of_class, None
+    cpu = host_model_name()
+    return [d for d in of_class if d["model_name"].lower() in cpu.lower()], cpu
 
 
 def campaign_metrics(report: dict[str, Any]) -> dict[str, Any]:
@@ -116,6 +133,9 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     lines.append(f"providers: {pc['assigned']} of {pc['variants']} variants in a family point"
                  + ("" if pc["ok"] else " (registry problems below)"))
     lines += ["  " + f for f in pc["findings"]]
+    if report.get("cpu_model") and not report["devices"]:
+        lines.append(f"device: no DEVICES.toml entry names this CPU ({report['cpu_model']!r}, class "
+                     f"{report['class']}); add one with its cores and caches")
     for d in report["devices"]:
         bw = report["bandwidth_gbps"]
         lines.append(f"device {d['id']}: {d['model_name']}, {d['cores']} cores; bandwidth "
