@@ -358,17 +358,17 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
             resolve_graph(graph, contracts, interfaces, registry, isa, trace, allow, evidence=inputs.evidence)
             mem[phase] = plan_memory(_phase_buffers(graph, _scratch_sizes(graph, registry)))
             plans[phase] = PhasePlan(graph, mem[phase].offsets)
+        # the selected kernels and the kernels they call (a batch wrapper's callee: same variant name)
+        selected = sorted({(pair[0].id, pair[1]) for plan in plans.values() for op in plan.graph.ops
+                           for pair in [(registry.providers[op.provider], op.variant),
+                                        *callees(registry.providers[op.provider], registry, op.variant)]})
+        # The kernel library holds exactly the selection; its objects (shared with every model) compile in
+        # the background while the trace is written, the weights packed and the model's C generated and compiled.
+        kernels = None if cross else _Background(lambda: build_kernel_library(
+            registry, isa, selected, progress=lambda done, total: count("compiling kernel units", done, total)))
     finally:
         trace.fusions = fusions
         trace.write(build_dir / "selection_trace.json")
-    # the selected kernels and the kernels they call (a batch wrapper's callee: same variant name)
-    selected = sorted({(pair[0].id, pair[1]) for plan in plans.values() for op in plan.graph.ops
-                       for pair in [(registry.providers[op.provider], op.variant),
-                                    *callees(registry.providers[op.provider], registry, op.variant)]})
-    # The kernel library holds exactly the selection; its objects (shared with every model) compile in
-    # the background while the weights are packed and the model's C is generated and compiled.
-    kernels = None if cross else _Background(lambda: build_kernel_library(
-        registry, isa, selected, progress=lambda done, total: count("compiling kernel units", done, total)))
     say("packing weights")
     from kernelmap.weights import WeightNeed, pack_weights
 

@@ -4,7 +4,8 @@ Input: a list of compile units (source path + variant cflags) and include dirs. 
 a `.so` in the user cache, named by a hash of every source byte, every header under the kernel tree
 and the include dirs, every flag, the compiler's identity (resolved path, binary size and mtime,
 `-v` output, the environment variables gcc reads) and the target. One builder per key at a time (a
-lock file the kernel releases if the builder dies); each builds in a temporary directory and
+lock file the kernel releases if the builder dies) and one compiler per object (a lock file per object
+key, so concurrent builds of libraries sharing a unit compile it once); each builds in a temporary directory and
 installs by rename, so concurrent builds of one key are safe and a failed or killed build leaves no
 file under a final name. It does not decide which sources to build (the plan does) nor load the
 library (the runtime does).
