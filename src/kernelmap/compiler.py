@@ -4,8 +4,10 @@ Input: a GGUF path and options (policy, extra map dirs, target ISA, prefill batc
 evidence). Output: a build directory holding `model.c`, `km_kernels.h`, `selection_trace.json`, the
 weights manifest (and the packed weights of tensors that need repacking), `build.json`, and the paths
 of the model's shared library and of the kernel library it links (both content-addressed in the
-cache). The kernel library holds every variant this policy can select on this CPU and is built once
-and shared by every model (`build/kernel_lib.py`); a model compiles only its generated `model.c`.
+cache). The kernel library holds the variants this model selected; its objects are cached one per
+kernel unit and shared by every model (`build/kernel_lib.py`), so a model whose kernels some earlier
+model already needed compiles only its generated `model.c`, and one that needs a new provider
+compiles that provider's unit too. The kernel units compile in the background, next to `model.c`.
 Every stage is delegated to its module; this file only wires them in pipeline order.
 
 The cache key covers every input that can change the program or library: the GGUF bytes, the
@@ -38,9 +40,10 @@ from kernelmap.build.driver import (
     file_lock,
     is_locked,
     sanitize_enabled,
+    shared_library_path,
 )
 from kernelmap.build.inputs import source_digest
-from kernelmap.build.kernel_lib import build_kernel_library
+from kernelmap.build.kernel_lib import KERNEL_LIBRARY, build_kernel_library, kernel_library_units
 from kernelmap.circuits.graph import Graph
 from kernelmap.circuits.hydrate import hydrate, read_config, row_bytes
 from kernelmap.circuits.loader import circuit_for, load_interfaces
@@ -336,10 +339,6 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
                                    "interfaces": interfaces.sha256, "gguf": gguf_id})
     allow = frozenset({"production", "candidate"}) if options.allow_candidates else frozenset({"production"})
     cross = arch_of(isa) not in (None, host_arch())  # another machine's build: only its bundle's make compiles it
-    # The kernel library depends on none of the model: build (or find) it while the model is planned.
-    kernels = None if cross else _Background(lambda: build_kernel_library(
-        registry, policy, isa, cpu_class, allow, inputs.evidence,
-        progress=lambda done, total: count("compiling kernel units", done, total)))
     plans: dict[str, PhasePlan] = {}
     mem: dict[str, MemoryPlan] = {}
     say("resolving kernels")
@@ -359,6 +358,14 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
             resolve_graph(graph, contracts, interfaces, registry, isa, trace, allow, evidence=inputs.evidence)
             mem[phase] = plan_memory(_phase_buffers(graph, _scratch_sizes(graph, registry)))
             plans[phase] = PhasePlan(graph, mem[phase].offsets)
+        # the selected kernels and the kernels they call (a batch wrapper's callee: same variant name)
+        selected = sorted({(pair[0].id, pair[1]) for plan in plans.values() for op in plan.graph.ops
+                           for pair in [(registry.providers[op.provider], op.variant),
+                                        *callees(registry.providers[op.provider], registry, op.variant)]})
+        # The kernel library holds exactly the selection; its objects (shared with every model) compile in
+        # the background while the trace is written, the weights packed and the model's C generated and compiled.
+        kernels = None if cross else _Background(lambda: build_kernel_library(
+            registry, isa, selected, progress=lambda done, total: count("compiling kernel units", done, total)))
     finally:
         trace.fusions = fusions
         trace.write(build_dir / "selection_trace.json")
@@ -411,26 +418,27 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
     _write_atomic(gen_dir / "km_kernels.h", kernels_h)
     for name in ("km_runtime.h", "km_model.h"):
         _write_atomic(gen_dir / name, (RUNTIME_DIR / name).read_text())
-    # the selected kernels and the kernels they call (a batch wrapper's callee: same variant name)
-    selected = sorted({(pair[0].id, pair[1]) for plan in plans.values() for op in plan.graph.ops
-                       for pair in [(registry.providers[op.provider], op.variant),
-                                    *callees(registry.providers[op.provider], registry, op.variant)]})
     lib = kernel_lib = Path()
     lib_variants: list[tuple[str, str]] = []
     profile = ("-DKM_PROFILE",) if options.profile else ()
     if kernels is not None:
-        say("compiling the kernel library")
-        kernel_lib, lib_variants = kernels.result()
-        if not set(selected) <= set(lib_variants):  # a selection the library did not foresee: add it
-            kernel_lib, lib_variants = build_kernel_library(
-                registry, policy, isa, cpu_class, allow, inputs.evidence, selected=selected,
-                progress=lambda done, total: count("compiling kernel units", done, total))
         say("compiling the model")
+        kernel_lib = shared_library_path(kernel_library_units(registry, selected), name=KERNEL_LIBRARY,
+                                         link_flags=["-lpthread"], target=",".join(sorted(isa)))
+
+        def kernels_ready() -> None:
+            say("compiling kernel units")
+            built, pairs = kernels.result()
+            if built != kernel_lib:
+                raise BuildError("the kernel library was built under another path than planned", path=built,
+                                 expected=str(kernel_lib))
+            lib_variants[:] = pairs
         # The model links the kernel library by its absolute path (DT_NEEDED names it), and every symbol
         # it calls must resolve there at link time (-z defs; not under ASan, whose runtime is preloaded).
+        # model.c compiles alongside the kernel units; its link waits for their library.
         link = [str(kernel_lib), *(() if sanitize_enabled() else ("-Wl,-z,defs",)), "-lpthread"]
         lib = build_shared([CompileUnit(gen_dir / "model.c", profile)], name="kmmodel", include_dirs=[gen_dir],
-                           link_flags=link, target=",".join(sorted(isa)),
+                           link_flags=link, target=",".join(sorted(isa)), before_link=kernels_ready,
                            progress=lambda done, total: count("compiling the model", done, total))
     info = {
         "schema": BUILD_SCHEMA, "key": key, "library": "" if cross else str(lib),

@@ -138,6 +138,76 @@ def test_build_shared_concurrent_processes_same_key_agree(tmp_path):
     assert hasattr(lib, "km_add_one__ref")
 
 
+PAIR_SCRIPT = """
+import sys
+from pathlib import Path
+from kernelmap.build.driver import CompileUnit, build_shared
+units = [CompileUnit(Path(a)) for a in sys.argv[2:]]
+print(build_shared(units, name="t", out_dir=Path(sys.argv[1])), flush=True)
+"""
+
+# Logs each compiled source; a compile of $KM_TEST_MATCH touches $KM_TEST_MARK and waits for $KM_TEST_GATE.
+GATED_LOGGING_CC = """case " $* " in *" -c "*)
+  for last in "$@"; do :; done
+  echo "$last" >> "$KM_TEST_LOG"
+  case "$last" in *"$KM_TEST_MATCH")
+    touch "$KM_TEST_MARK"; while [ ! -e "$KM_TEST_GATE" ]; do sleep 0.05; done;;
+  esac;;
+esac
+exec gcc "$@"
+"""
+
+
+def _blocked_on(lock_dir: Path) -> bool:
+    """True if some process waits for an flock on a `.*.lock` file in `lock_dir` (Linux /proc/locks)."""
+    inodes = {str(p.stat().st_ino) for p in lock_dir.glob(".*.lock")} if lock_dir.is_dir() else set()
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if "->" in fields and fields[-3].rpartition(":")[2] in inodes:
+            return True
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/locks").is_file(), reason="needs Linux /proc/locks to see a blocked waiter")
+def test_two_libraries_sharing_a_unit_built_at_once_compile_it_once(tmp_path):
+    """Two processes build different libraries that share one unit into one cache: while the first
+    compiles the shared unit, the second waits for that object's lock (it does not compile it again),
+    then reuses the object; both libraries load and export their kernels."""
+    shared = _src(tmp_path, ADD_SRC, "shared.c")
+    a = _src(tmp_path, "void km_a__ref(void) {}\n", "a.c")
+    b = _src(tmp_path, "void km_b__ref(void) {}\n", "b.c")
+    out = tmp_path / "c"
+    mark, gate, log = tmp_path / "compiling", tmp_path / "gate", tmp_path / "log"
+    cc = _fake_cc(tmp_path, "gatedcc", GATED_LOGGING_CC)
+    env = dict(os.environ, CC=str(cc), KM_TEST_MATCH="shared.c", KM_TEST_MARK=str(mark), KM_TEST_GATE=str(gate),
+               KM_TEST_LOG=str(log))
+    procs = []
+    try:
+        procs.append(subprocess.Popen([sys.executable, "-c", PAIR_SCRIPT, str(out), str(shared), str(a)], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        deadline = time.monotonic() + 120
+        while not mark.exists() and time.monotonic() < deadline and procs[0].poll() is None:
+            time.sleep(0.05)
+        assert mark.exists(), "the first builder never compiled the shared unit"
+        mark.unlink()
+        procs.append(subprocess.Popen([sys.executable, "-c", PAIR_SCRIPT, str(out), str(shared), str(b)], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        deadline = time.monotonic() + 120
+        while (not mark.exists() and not _blocked_on(tmp_path / "obj") and time.monotonic() < deadline
+               and procs[1].poll() is None):
+            time.sleep(0.05)
+        assert not mark.exists(), "the second builder compiled the unit the first was compiling"
+        assert _blocked_on(tmp_path / "obj"), "the second builder never waited for the shared object"
+    finally:
+        gate.touch()
+    results = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [r[1] for r in results]
+    compiled = sorted(Path(line).name for line in log.read_text().split())
+    assert compiled == ["a.c", "b.c", "shared.c"], compiled
+    first, second = (ctypes.CDLL(r[0].strip()) for r in results)
+    assert hasattr(first, "km_a__ref") and hasattr(second, "km_b__ref") and hasattr(second, "km_add_one__ref")
+
+
 def test_build_shared_killed_mid_build_leaves_no_final_file(tmp_path):
     src = _src(tmp_path, ADD_SRC)
     out = tmp_path / "c"

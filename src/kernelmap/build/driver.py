@@ -4,7 +4,8 @@ Input: a list of compile units (source path + variant cflags) and include dirs. 
 a `.so` in the user cache, named by a hash of every source byte, every header under the kernel tree
 and the include dirs, every flag, the compiler's identity (resolved path, binary size and mtime,
 `-v` output, the environment variables gcc reads) and the target. One builder per key at a time (a
-lock file the kernel releases if the builder dies); each builds in a temporary directory and
+lock file the kernel releases if the builder dies) and one compiler per object (a lock file per object
+key, so concurrent builds of libraries sharing a unit compile it once); each builds in a temporary directory and
 installs by rename, so concurrent builds of one key are safe and a failed or killed build leaves no
 file under a final name. It does not decide which sources to build (the plan does) nor load the
 library (the runtime does).
@@ -42,6 +43,7 @@ __all__ = [
     "reexec_under_sanitizer",
     "sanitize_enabled",
     "sanitizer_env",
+    "shared_library_path",
 ]
 
 KERNEL_ROOT = Path(__file__).resolve().parent.parent / "kernels"
@@ -387,9 +389,11 @@ def _compile_objects(cc: str, units: Sequence[CompileUnit], keys: Sequence[str],
                      extra: Sequence[str], obj_dir: Path, progress: Counter | None) -> list[Path]:
     """Compile each unit to `obj_dir/<key>.o` unless it exists, biggest first, `build_jobs()` at a time.
 
-    An object is compiled to a temp file beside its final name and renamed into place, so concurrent
-    builders of one unit agree and a killed compile leaves no file under a final name. The first
-    failing unit (in unit order) raises BuildError after the running compiles finish.
+    An object is compiled under its own lock file (`.<key>.lock`, never deleted), so of concurrent
+    builders (threads or processes) one compiles it and the others wait and reuse it; it is written to
+    a temp file beside its final name and renamed into place, so a killed compile leaves no file under
+    a final name. The first failing unit (in unit order) raises BuildError after the running compiles
+    finish.
     """
     objs = [obj_dir / f"{key}.o" for key in keys]
     todo = sorted((i for i in range(len(units)) if not objs[i].is_file()), key=lambda i: -_cost(units[i]))
@@ -409,8 +413,9 @@ def _compile_objects(cc: str, units: Sequence[CompileUnit], keys: Sequence[str],
 
     def one(i: int) -> None:
         unit = units[i]
-        with _claim(objs[i]) as mine:
-            if not mine:  # another thread of this process compiled it while we waited
+        with _claim(objs[i]) as mine, file_lock(obj_dir / f".{keys[i]}.lock"):
+            # one compiler per object across processes too: a builder that waited finds it done
+            if not mine or objs[i].is_file():
                 return
             tmp = obj_dir / f".{keys[i]}.{os.getpid()}.{threading.get_ident()}.tmp.o"
             try:
@@ -447,6 +452,48 @@ def _compile_objects(cc: str, units: Sequence[CompileUnit], keys: Sequence[str],
     return objs
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What one build_shared call builds: its units' object keys and the library's final path."""
+
+    cc: str
+    includes: list[Path]
+    extra: list[str]
+    unit_keys: list[str]
+    key: str
+    final: Path
+    obj_dir: Path
+    sanitize: bool
+
+
+def _plan(units: Sequence[CompileUnit], name: str, include_dirs: Sequence[Path], extra_cflags: Sequence[str],
+          link_flags: Sequence[str], target: str, sanitize: bool | None, out_dir: Path | None) -> _Plan:
+    if not units:
+        raise BuildError("nothing to build: no compile units", path=name)
+    for unit in units:
+        if not unit.source.is_file():
+            raise BuildError("source file not found", path=unit.source)
+    if sanitize is None:
+        sanitize = sanitize_enabled()
+    lib_root = out_dir or cache_dir() / "lib"
+    cc = compiler()
+    ident = compiler_identity(cc)
+    includes = [KERNEL_ROOT / "common", *include_dirs]
+    extra = [*extra_cflags, *(SANITIZE_CFLAGS if sanitize else ())]
+    unit_keys = _object_keys(units, includes, extra, target, ident)
+    key = _lib_key(unit_keys, link_flags, sanitize, ident)
+    return _Plan(cc, includes, extra, unit_keys, key, lib_root / key / f"lib{name}.so", lib_root.parent / "obj",
+                 sanitize)
+
+
+def shared_library_path(units: Sequence[CompileUnit], *, name: str = "kernels", include_dirs: Sequence[Path] = (),
+                        extra_cflags: Sequence[str] = (), link_flags: Sequence[str] = (), target: str = "",
+                        sanitize: bool | None = None, out_dir: Path | None = None) -> Path:
+    """The path `build_shared` with these arguments returns, without building anything (so a library
+    that links this one can be planned, and its objects compiled, while this one is built)."""
+    return _plan(units, name, include_dirs, extra_cflags, link_flags, target, sanitize, out_dir).final
+
+
 def build_shared(
     units: Sequence[CompileUnit],
     *,
@@ -458,27 +505,17 @@ def build_shared(
     sanitize: bool | None = None,
     out_dir: Path | None = None,
     progress: Counter | None = None,
+    before_link: Callable[[], object] | None = None,
 ) -> Path:
     """Compile `units` (objects cached per unit) and link them into `<cache>/lib/<hash>/lib<name>.so`
-    (or reuse it); return its path. `progress(done, total)` is told of each unit compiled or reused."""
-    if not units:
-        raise BuildError("nothing to build: no compile units", path=name)
-    for unit in units:
-        if not unit.source.is_file():
-            raise BuildError("source file not found", path=unit.source)
-    if sanitize is None:
-        sanitize = sanitize_enabled()
-    lib_root = out_dir or cache_dir() / "lib"
-    obj_dir = lib_root.parent / "obj"
-    cc = compiler()
-    ident = compiler_identity(cc)
-    includes = [KERNEL_ROOT / "common", *include_dirs]
-    extra = [*extra_cflags, *(SANITIZE_CFLAGS if sanitize else ())]
-    unit_keys = _object_keys(units, includes, extra, target, ident)
-    key = _lib_key(unit_keys, link_flags, sanitize, ident)
-    final_dir = lib_root / key
-    final = final_dir / f"lib{name}.so"
+    (or reuse it); return its path. `progress(done, total)` is told of each unit compiled or reused;
+    `before_link()` is called once the objects exist and before the link (or the reuse of a linked
+    library): a library linking another that is being built elsewhere waits for it there."""
+    plan = _plan(units, name, include_dirs, extra_cflags, link_flags, target, sanitize, out_dir)
+    final, final_dir, key = plan.final, plan.final.parent, plan.key
     if final.is_file():
+        if before_link is not None:
+            before_link()
         if progress is not None:
             progress(len(units), len(units))
         return final
@@ -488,16 +525,21 @@ def build_shared(
         # build's empty dir cannot race with a process waiting for the lock.
         with file_lock(final_dir.with_name(key + LOCK_SUFFIX)):
             if final.is_file():  # another process built it while we waited
+                if before_link is not None:
+                    before_link()
                 if progress is not None:
                     progress(len(units), len(units))
                 return final
             final_dir.mkdir(exist_ok=True)
             _sweep_stale(final_dir)
             with tempfile.TemporaryDirectory(prefix="km-build-", dir=final_dir) as tmp:
-                objs = _compile_objects(cc, units, unit_keys, includes, extra, obj_dir, progress)
+                objs = _compile_objects(plan.cc, units, plan.unit_keys, plan.includes, plan.extra, plan.obj_dir,
+                                        progress)
+                if before_link is not None:
+                    before_link()
                 tmp_so = Path(tmp) / final.name
-                _run([cc, "-shared", *(SANITIZE_CFLAGS if sanitize else ()), "-o", str(tmp_so), *map(str, objs),
-                      *link_flags, "-lm"], "link", cwd=Path(tmp))
+                _run([plan.cc, "-shared", *(SANITIZE_CFLAGS if plan.sanitize else ()), "-o", str(tmp_so),
+                      *map(str, objs), *link_flags, "-lm"], "link", cwd=Path(tmp))
                 # The rename is the only step that creates the final name: atomic on one filesystem.
                 os.chmod(tmp_so, 0o755)
                 os.replace(tmp_so, final)

@@ -1,23 +1,24 @@
-"""Build stage: the kernel library of one CPU and numerics policy, built once and shared by every model.
+"""Build stage: the kernel library of one model's selection, linked from objects shared by every model.
 
-Input: the kernel-map registry, the numerics policy, the target ISA and its CPU class, the lifecycles
-a build may select, the class's variant evidence, and the (provider, variant) pairs a plan selected.
-Output: `libkmkernels.so` in the build cache holding the runtime (thread pool) and every variant the
-resolver can select under this policy on this ISA. A generated model is compiled alone and linked
-against it, so a model never seen before compiles one C file, not its kernels.
+Input: the kernel-map registry and the (provider, variant) pairs a plan selected (the compiler adds
+the kernels a selected batch wrapper calls). Output: `libkmkernels.so` in the build cache holding the
+runtime (thread pool) and exactly those variants. A generated model is compiled alone and linked
+against it.
 
-Which variants: every provider whose contract the policy (or a fusion rule of the class) can request
-and whose lifecycle is allowed contributes the runnable variants (requires within the ISA) the
-resolver could rank first: the best by priority, every variant the class's evidence chooses at some
-measured shape and row count, or all of them where variant constraints make eligibility depend on the
-request. The plan's own selection is always added, so a selection the set did not foresee still links
-(in a library of its own). Each kernel unit is compiled with its own
-prototypes force-included, derived from its map's call_abi like the model's km_kernels.h, so a
-definition whose types disagree with its map, or an exported function no map declares, fails to build.
+The unit of sharing is the object, not the library: one object per (source, cflags), compiled with
+the prototypes of every registry variant built from that same source and flags force-included
+(derived from their maps' call_abi like the model's km_kernels.h, so a definition whose types
+disagree with its map, or an exported function no map declares, fails to build). That prelude does
+not depend on which variants a plan selected, so an object compiled for one model (or for the
+fuser's probe library) is the object every later model uses: a model that needs a provider no
+earlier model needed compiles only that provider's unit and relinks (a link is a fraction of a
+second). The library's cache address is the content of its objects (sources, headers, flags,
+prototypes, compiler identity; see build.driver).
 
-The library's cache address is the content of its objects (sources, headers, flags, prototypes,
-compiler identity; see build.driver), so it is rebuilt exactly when a kernel input changes, and each
-object is cached on its own: an edited kernel source recompiles that unit only.
+Which variants a first run compiles is therefore what the resolver selected on this CPU (the best
+runnable variant of each requested provider, or the one evidence ranks first), never every variant
+the policy could select: `selectable_variants` names that larger set (the kernels some model could
+need under a policy on a CPU class), for tools that want to build it ahead of time.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, Counter, build_shared
 
 __all__ = ["KERNEL_LIBRARY", "RUNTIME_SOURCE", "build_kernel_library", "kernel_library_units",
-           "selectable_variants"]
+           "selectable_variants", "unit_prelude"]
 
 KERNEL_LIBRARY = "kmkernels"
 RUNTIME_SOURCE = KERNEL_ROOT / "runtime" / "km_runtime.c"
@@ -65,28 +66,34 @@ def selectable_variants(registry: Any, policy: Any, isa: frozenset[str], cpu_cla
     return sorted(out)
 
 
-def kernel_library_units(registry: Any, pairs: Iterable[tuple[str, str]], *, runtime: bool = True
-                         ) -> list[CompileUnit]:
-    """One unit per (source, cflags) of the given variants, each with its variants' prototypes as prelude,
-    then (with `runtime`) the runtime; in a stable order."""
+def unit_prelude(registry: Any, source: str, cflags: tuple[str, ...]) -> str:
+    """The prototypes force-included into the unit (`source`, `cflags`): every registry variant built
+    from that source with those flags (independent of any selection, so the object is shared)."""
     from kernelmap.codegen.bind import prototype
     from kernelmap.codegen.emit import kernels_header
 
-    protos: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
-    for pid, name in sorted(set(pairs)):
-        provider = registry.providers[pid]
-        variant = provider.variant(name)
-        protos.setdefault((variant.source, tuple(variant.cflags)), {})[variant.symbol] = prototype(
-            provider.raw, variant.symbol)
-    units = [CompileUnit(KERNEL_ROOT / src, flags, kernels_header(p)) for (src, flags), p in sorted(protos.items())]
+    protos = {v.symbol: prototype(p.raw, v.symbol) for _pid, p in sorted(registry.providers.items())
+              for v in p.variants if v.source == source and tuple(v.cflags) == tuple(cflags)}
+    return kernels_header(protos)
+
+
+def kernel_library_units(registry: Any, pairs: Iterable[tuple[str, str]], *, runtime: bool = True
+                         ) -> list[CompileUnit]:
+    """One unit per (source, cflags) of the given variants, each with `unit_prelude`, then (with
+    `runtime`) the runtime; in a stable order."""
+    keys: set[tuple[str, tuple[str, ...]]] = set()
+    for pid, name in set(pairs):
+        variant = registry.providers[pid].variant(name)
+        keys.add((variant.source, tuple(variant.cflags)))
+    units = [CompileUnit(KERNEL_ROOT / src, flags, unit_prelude(registry, src, flags)) for src, flags in sorted(keys)]
     return [*units, CompileUnit(RUNTIME_SOURCE)] if runtime else units
 
 
-def build_kernel_library(registry: Any, policy: Any, isa: frozenset[str], cpu_class: str, allow: frozenset[str],
-                         evidence: Any = None, *, selected: Iterable[tuple[str, str]] = (),
+def build_kernel_library(registry: Any, isa: frozenset[str], selected: Iterable[tuple[str, str]], *,
                          progress: Counter | None = None) -> tuple[Path, list[tuple[str, str]]]:
-    """Build (or reuse) the kernel library; return its path and the (provider, variant) pairs it holds."""
-    pairs = sorted(set(selectable_variants(registry, policy, isa, cpu_class, allow, evidence)) | set(selected))
+    """Build (or reuse) the kernel library of `selected` (provider, variant) pairs, compiling only the
+    objects the cache lacks; return its path and the pairs it holds."""
+    pairs = sorted(set(selected))
     units = kernel_library_units(registry, pairs)
     lib = build_shared(units, name=KERNEL_LIBRARY, link_flags=["-lpthread"], target=",".join(sorted(isa)),
                        progress=progress)
