@@ -249,3 +249,83 @@ def test_peer_ops_times_one_mul_mat_cold_and_hot(typ):
     assert [r["copies"] for r in rows] == [1, -(-(1 << 20) // wbytes)]
     assert all(r["seconds"] > 0 and r["reps"] >= 5 for r in rows)
     assert [r["repacked"] for r in rows] == [typ == "q4_0"] * 2
+
+
+# ---- decode GEMV per weight type (`kernelmap bench --gemv`, issue 13) ----
+
+ISSUE13_WEIGHTS = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "f16", "bf16",
+                   "f32"}
+
+
+def _gemv_points(provider) -> list[str]:
+    from kernelmap.bench.workload import constraint_failure
+
+    entry, cases = bench_cases("linear.token_major.v1")
+    wdtype = provider.raw["quant"]["weight"]
+    out = []
+    for case in cases:
+        if case["label"] not in entry["gemv_shapes"]:
+            continue
+        if case.get("weight_dtypes") is not None and wdtype not in case["weight_dtypes"]:
+            continue
+        if constraint_failure(provider.raw.get("constraints", {}) or {}, {"M": 1, **case["dims"]}) is None:
+            out.append(case["label"])
+    return out
+
+
+def test_gemv_shapes_give_every_weight_type_an_lm_head_and_an_ffn_point():
+    """Each linear weight type of issue 13 is timed by --gemv at an LM-head-sized (N >= 128256) and an FFN shape."""
+    entry, cases = bench_cases("linear.token_major.v1")
+    dims = {c["label"]: c["dims"] for c in cases}
+    assert set(entry["gemv_shapes"]) <= set(dims)
+    linear = [p for p in prov.load_providers() if p.interface == "linear.token_major.v1"]
+    seen = set()
+    for p in linear:
+        points = _gemv_points(p)
+        weight = p.raw["quant"]["weight"]
+        seen.add(weight)
+        assert any(dims[s]["N"] >= 128256 for s in points), (p.id, weight, points)
+        assert any(dims[s]["N"] <= 8192 for s in points), (p.id, weight, points)
+    assert ISSUE13_WEIGHTS <= seen
+
+
+def test_gemv_summary_keeps_fastest_variant_per_point_and_flags_below_floor():
+    from kernelmap.bench.runner import GEMV_FLOOR, gemv_summary
+
+    def res(provider, variant, shape, rows, gbps, interface="linear.token_major.v1"):
+        return BenchResult(provider=provider, variant=variant, interface=interface, shape=shape, rows=rows,
+                           threads=2, median_s=1e-3, reps=3, bytes_moved=gbps * 1e6, flops=None, gbps=gbps,
+                           gops=None, frac_bw=gbps / 20.0)
+
+    report = BenchReport(bandwidth={2: 20.0}, results=[
+        res("lin_a", "avx2", "2048x640", 1, 10.0), res("lin_a", "avx512", "2048x640", 1, 18.0),
+        res("lin_a", "avx512", "2048x640", 16, 19.0), res("lin_b", "ref", "640x2048", 1, 4.0),
+        res("rms", "ref", "640", 1, 1.0, interface="rmsnorm.row_major.v1")])
+    providers = [prov._record({"id": i, "op": "linear", "interface": "linear.token_major.v1",
+                               "quant": {"weight": w}, "variants": []}, Path(f"{i}.json"))
+                 for i, w in (("lin_a", "q4_0"), ("lin_b", "q6_k"))]
+    rows = gemv_summary(report, providers)
+    assert [(r["weight"], r["variant"], r["shape"], r["gbps"]) for r in rows] == [
+        ("q4_0", "avx512", "2048x640", 18.0), ("q6_k", "ref", "640x2048", 4.0)]
+    assert [r["below_floor"] for r in rows] == [18.0 / 20.0 < GEMV_FLOOR, True]
+
+
+def test_resolver_variants_keep_highest_priority_runnable_variant(toy_provider):
+    from kernelmap.bench.runner import resolver_variants
+
+    picked = resolver_variants([toy_provider], frozenset({"avx2"}))
+    assert [v.name for v in picked[0].variants] == ["ref"]  # avx512 (priority 10) needs avx512_nope
+    assert [v.name for v in resolver_variants([toy_provider], frozenset({"avx512_nope"}))[0].variants] == ["avx512"]
+
+
+def test_bench_cli_gemv_prints_share_of_bandwidth_per_weight_type(tmp_path, capsys):
+    rc = main(["bench", "--gemv", "--filter", "linear_q8_0_q8_0_ggml", "--variant", "ref", "--shape", "2048x640",
+               "--hot", "--min-time", "0.002", "--bandwidth-mib", "4", "--no-record", "--json"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    doc = json.loads(captured.out)
+    assert [(r["weight"], r["shape"], r["threads"], r["variant"]) for r in doc["gemv"]] == [
+        ("q8_0", "2048x640", 2, "ref")]
+    row = doc["gemv"][0]
+    assert row["frac_bw"] == pytest.approx(row["gbps"] / doc["bandwidth_gbps"]["2"])
+    assert {r["rows"] for r in doc["results"]} == {1}

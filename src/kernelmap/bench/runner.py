@@ -15,7 +15,7 @@ import re
 import statistics
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,8 @@ from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, build_shared
 from kernelmap.errors import BuildError, KernelmapError, RequestError
 from kernelmap.target import missing, target_features
 
-__all__ = ["BenchResult", "BenchReport", "llc_bytes", "measure_bandwidth", "run_bench", "time_call"]
+__all__ = ["GEMV_FLOOR", "BenchResult", "BenchReport", "gemv_summary", "llc_bytes", "measure_bandwidth",
+           "resolver_variants", "run_bench", "time_call"]
 
 HARNESS = Path(__file__).resolve().parent / "harness.c"
 _SYMBOL = re.compile(r"^km_[a-z0-9_]+__[a-z0-9_]+$")
@@ -35,6 +36,8 @@ _CAST = re.compile(r"^(const )?(void|float|double|int|int8_t|uint8_t|int16_t|uin
                    r"int64_t|uint64_t|km_half|km_block_[a-z0-9_]+)( ?\*{1,2})?$")
 _POINTER_KINDS = ("output", "activation", "weight", "weight_opt", "state", "scratch")
 _PARAM_C = {"float": "float", "int64": "int64_t", "int32": "int32_t"}
+GEMV_INTERFACE = "linear.token_major.v1"
+GEMV_FLOOR = 0.8  # issue 13: a decode GEMV should stream its weights at >= 80% of the measured read bandwidth
 
 
 @dataclass
@@ -258,17 +261,21 @@ def _weight_sets(weights: dict[str, np.ndarray], cold_bytes: int) -> list[dict[s
 
 def run_bench(providers: Sequence[BenchProvider], *, rows: Sequence[int] = (1, 16, 128),
               threads: Sequence[int] = (1, 2), min_time: float = 0.1, bandwidth: dict[int, float] | None = None,
-              cold: bool = True, progress: Callable[[str], None] | None = None) -> BenchReport:
+              cold: bool = True, progress: Callable[[str], None] | None = None,
+              shapes: Sequence[str] | None = None) -> BenchReport:
     """Time each runnable variant of each provider at its interface's shapes for every rows x threads.
 
     With `cold` (the default), successive calls rotate over copies of the weights that together
     exceed three times the last-level cache, so weights come from memory as in a decode step.
+    `shapes`, when given, keeps only the cases with those labels (e.g. "262144x640").
     """
     cold_bytes = 3 * llc_bytes() if cold else 0
     features = target_features()
     report = BenchReport(bandwidth=dict(bandwidth or {}))
     for provider in providers:
         entry, cases = bench_cases(provider.interface)
+        if shapes is not None:
+            cases = [c for c in cases if c["label"] in shapes]
         if not cases:
             report.skipped.append({"provider": provider.id, "variant": "*",
                                    "reason": f"no_bench_shapes:{provider.interface}"})
@@ -333,3 +340,32 @@ def var_constraint_failure(raw: dict[str, Any], variant: str, dims: dict[str, in
         if var.get("name") == variant and var.get("constraints"):
             return constraint_failure(var["constraints"], dims)
     return None
+
+
+def resolver_variants(providers: Sequence[BenchProvider], features: frozenset[str]) -> list[BenchProvider]:
+    """Each provider with only the variant the resolver would pick here: the highest-priority runnable one."""
+    out = []
+    for p in providers:
+        runnable = [v for v in p.variants if not missing(v.requires, features)]
+        if runnable:
+            out.append(replace(p, variants=(max(runnable, key=lambda v: v.priority),)))
+    return out
+
+
+def gemv_summary(report: BenchReport, providers: Sequence[BenchProvider]) -> list[dict[str, Any]]:
+    """The decode GEMV points (one-row linear calls): per provider, shape and thread count the fastest variant
+    measured, its weight type, GB/s and share of the read bandwidth, and whether it is under `GEMV_FLOOR`."""
+    weight = {p.id: p.raw.get("quant", {}).get("weight", "?") for p in providers}
+    best: dict[tuple[str, str, int], BenchResult] = {}
+    for r in report.results:
+        if r.rows != 1 or r.interface != GEMV_INTERFACE:
+            continue
+        key = (r.provider, r.shape, r.threads)
+        if key not in best or r.gbps > best[key].gbps:
+            best[key] = r
+    rows = []
+    for (provider, shape, threads), r in sorted(best.items(), key=lambda kv: (weight.get(kv[0][0], "?"), kv[0])):
+        rows.append({"weight": weight.get(provider, "?"), "provider": provider, "variant": r.variant,
+                     "shape": shape, "threads": threads, "median_us": r.median_s * 1e6, "gbps": r.gbps,
+                     "frac_bw": r.frac_bw, "below_floor": r.frac_bw is not None and r.frac_bw < GEMV_FLOOR})
+    return rows

@@ -52,8 +52,13 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 @click.option("--filter", "filters", multiple=True, metavar="ID",
               help="Provider ids or globs (comma list, repeatable), e.g. linear_q8_0_q8_0 or 'rmsnorm*'.")
 @click.option("--variant", "variants", default="", metavar="NAMES", help="Only these variants, e.g. ref,avx2.")
-@click.option("--rows", default="1,16,128", show_default=True, help="Row counts (tokens per call).")
-@click.option("--threads", default="1,2", show_default=True, help="Thread counts.")
+@click.option("--rows", default=None, help="Row counts (tokens per call) [default: 1,16,128; --gemv: 1].")
+@click.option("--threads", default=None, help="Thread counts [default: 1,2; --gemv: 2].")
+@click.option("--shape", "shape", default="", metavar="LABELS",
+              help="Only these bench shapes (comma list of labels), e.g. 262144x640.")
+@click.option("--gemv", is_flag=True,
+              help="Decode GEMV per weight type: the linear providers' resolver-picked variant, 1 row, 2 threads, "
+                   "at the LM-head and FFN shapes, with each point's share of the read bandwidth.")
 @click.option("--min-time", default=0.1, show_default=True, type=float, help="Seconds of timed calls per point.")
 @click.option("--bandwidth-mib", default=512, show_default=True, type=int,
               help="Buffer size of the streaming-read bandwidth measurement (0 = skip it).")
@@ -65,35 +70,44 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 @click.option("--peer", "peer", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="llama-cpp-python's interpreter: also time llama.cpp's MUL_MAT at each linear point.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
-def bench(filters: tuple[str, ...], variants: str, rows: str, threads: str, min_time: float,
-          bandwidth_mib: int, out: Path | None, no_record: bool, hot: bool, peer: Path | None, as_json: bool) -> None:
+def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: str | None, shape: str, gemv: bool,
+          min_time: float, bandwidth_mib: int, out: Path | None, no_record: bool, hot: bool, peer: Path | None,
+          as_json: bool) -> None:
     """Time kernel variants at real shapes, with GB/s, GOP/s and the share of measured bandwidth.
 
-    Example: kernelmap bench --filter linear_q8_0_q8_0 --rows 1,16 --threads 1,2 --peer .venv-peer/bin/python
+    Example: kernelmap bench --filter linear_q8_0_q8_0 --rows 1,16 --threads 1,2 --peer .venv-peer/bin/python;
+    kernelmap bench --gemv (decode GEMV of every weight type against the read bandwidth).
     """
     from rich.console import Console
 
     from kernelmap.bench import default_measurements_path, load_providers, measure_bandwidth, run_bench
     from kernelmap.bench.record import machine_name, write_measurements
-    from kernelmap.bench.runner import BenchReport
-    from kernelmap.target import host_class
+    from kernelmap.bench.runner import GEMV_INTERFACE, BenchReport, gemv_summary, resolver_variants
+    from kernelmap.bench.workload import bench_cases
+    from kernelmap.target import host_class, target_features
 
-    row_list = _int_list(rows, "--rows")
-    thread_list = _int_list(threads, "--threads")
+    row_list = _int_list(rows or ("1" if gemv else "1,16,128"), "--rows")
+    thread_list = _int_list(threads or ("2" if gemv else "1,2"), "--threads")
     if min_time <= 0 or min_time > 60:
         raise RequestError("--min-time must be in (0, 60] seconds", pointer="--min-time", value=min_time)
     providers = _select(load_providers(), filters)
+    shapes = [s.strip() for s in shape.split(",") if s.strip()] or None
+    if gemv:
+        providers = [p for p in providers if p.interface == GEMV_INTERFACE]
+        shapes = shapes or list(bench_cases(GEMV_INTERFACE)[0].get("gemv_shapes", ()))
     wanted_variants = {v.strip() for v in variants.split(",") if v.strip()}
     if wanted_variants:
         from dataclasses import replace
 
         providers = [replace(p, variants=tuple(v for v in p.variants if v.name in wanted_variants))
                      for p in providers]
+    elif gemv:
+        providers = resolver_variants(providers, target_features())
     err = Console(stderr=True)
     with err.status("measuring read bandwidth...") as status:
         bandwidth = (measure_bandwidth(thread_list, bandwidth_mib << 20) if bandwidth_mib > 0 else {})
         report: BenchReport = run_bench(providers, rows=row_list, threads=thread_list, min_time=min_time,
-                                        bandwidth=bandwidth, cold=not hot,
+                                        bandwidth=bandwidth, cold=not hot, shapes=shapes,
                                         progress=lambda text: status.update(text))
     peer_times: dict = {}
     if peer is not None:
@@ -101,6 +115,7 @@ def bench(filters: tuple[str, ...], variants: str, rows: str, threads: str, min_
 
         with err.status("timing llama.cpp's MUL_MAT at the linear points..."):
             peer_times = peer_linear_times(providers, report, peer, min_time, cold=not hot)
+    gemv_rows = gemv_summary(report, providers)
     cls = host_class()
     machine = machine_name()
     written = 0
@@ -111,11 +126,13 @@ def bench(filters: tuple[str, ...], variants: str, rows: str, threads: str, min_
         doc = {"class": cls, "machine": machine,
                "bandwidth_gbps": {str(k): v for k, v in sorted(report.bandwidth.items())},
                "results": [dict(vars(r), llama_cpp_s=peer_times.get((r.provider, r.shape, r.rows, r.threads)))
-                           for r in report.results], "skipped": report.skipped,
+                           for r in report.results], "gemv": gemv_rows, "skipped": report.skipped,
                "errors": report.errors, "measurements": {"path": str(path), "rows": written}}
         click.echo(json.dumps(doc, indent=1, sort_keys=True))
     else:
         _render(report, cls, machine, peer_times)
+        if gemv_rows:
+            _render_gemv(gemv_rows)
         if written:
             err.print(f"appended {written} rows to {path}")
     if report.skipped:
@@ -147,6 +164,29 @@ def _render(report, cls: str, machine: str, peer_times: dict | None = None) -> N
             row += [_fmt(None if peer_s is None else peer_s * 1e6, 1), _fmt(None if peer_s is None else peer_s / r.median_s)]
         table.add_row(*row)
     Console(width=max(100, Console().width)).print(table)
+
+
+def _render_gemv(rows: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from kernelmap.bench.runner import GEMV_FLOOR
+
+    floor = f"{100 * GEMV_FLOOR:.0f}%"
+    table = Table(title=f"decode GEMV (1 row) per weight type: fastest variant, share of read bandwidth (floor {floor})")
+    for col in ("weight", "provider", "variant", "shape", "threads", "median us", "GB/s", "% bw", f"< {floor}"):
+        table.add_column(col, justify="right" if col not in ("weight", "provider", "variant", "shape") else "left")
+    for r in rows:
+        frac = r["frac_bw"]
+        table.add_row(r["weight"], r["provider"], r["variant"], r["shape"], str(r["threads"]), _fmt(r["median_us"], 1),
+                      _fmt(r["gbps"]), _fmt(None if frac is None else 100 * frac, 0),
+                      "-" if frac is None else ("below" if r["below_floor"] else ""))
+    console = Console(width=max(100, Console().width))
+    console.print(table)
+    below = [r for r in rows if r["below_floor"]]
+    if below:
+        console.print(f"below {floor} of read bandwidth: " + ", ".join(
+            f"{r['weight']} {r['shape']} t{r['threads']} {100 * r['frac_bw']:.0f}%" for r in below))
 
 
 def register(cli: click.Group) -> None:
