@@ -69,12 +69,12 @@ def test_ray_options_and_builder_refuse_bad_arguments():
         build({"model": "m.gguf", "replicas": "two"})
 
 
-def _wait_ready(proc: subprocess.Popen, url: str, timeout: float) -> None:
+def _wait_ready(proc: subprocess.Popen, url: str, log, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            out = proc.stdout.read() if proc.stdout else ""
-            pytest.fail(f"kernelmap serve --replicas exited with {proc.returncode} before it was ready:\n{out[-3000:]}")
+            pytest.fail(f"kernelmap serve --replicas exited with {proc.returncode} before it was ready:\n"
+                        f"{log.read_text()[-3000:]}")
         try:
             if httpx.get(f"{url}/health", timeout=5).status_code == 200:
                 return
@@ -82,12 +82,12 @@ def _wait_ready(proc: subprocess.Popen, url: str, timeout: float) -> None:
             pass
         time.sleep(1)
     proc.kill()
-    out = proc.communicate()[0]
-    pytest.fail(f"kernelmap serve --replicas was not ready within {timeout:.0f} s:\n{out[-3000:]}")
+    proc.wait()
+    pytest.fail(f"kernelmap serve --replicas was not ready within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
 
 
 @pytest.mark.slow
-def test_ray_two_replicas_behind_one_endpoint_both_serve_the_same_tokens(synth_gguf):
+def test_ray_two_replicas_behind_one_endpoint_both_serve_the_same_tokens(synth_gguf, tmp_path):
     pytest.importorskip("ray.serve", reason="the ray extra is not installed (pip install 'kernelmap[ray]')")
     import openai
 
@@ -95,10 +95,12 @@ def test_ray_two_replicas_behind_one_endpoint_both_serve_the_same_tokens(synth_g
     url = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-m", "kernelmap", "serve", "-m", str(synth_gguf), "--port", str(port), "--parallel", "2",
            "--ctx", "64", "-t", "1", "--batch", "8", "--replicas", "2", "--grace", "20", "-q"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+    log = tmp_path / "serve.log"  # a file, not a pipe: nobody reads a pipe while the test talks to the server
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
     try:
-        _wait_ready(proc, url, timeout=300)
+        _wait_ready(proc, url, log, timeout=900)  # a cold build cache compiles the model first
         client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=120)
 
         def ask(prompt: str) -> tuple[str, str, int]:
@@ -131,7 +133,8 @@ def test_ray_two_replicas_behind_one_endpoint_both_serve_the_same_tokens(synth_g
         proc.send_signal(signal.SIGTERM)
         rest = list(stream)
         assert rest and rest[-1].choices[0].finish_reason == "length"
-        out, _ = proc.communicate(timeout=120)
+        proc.wait(timeout=120)
+        out = log.read_text()
         assert proc.returncode == 0, out[-3000:]
         assert "kernelmap serve: stopped" in out
     finally:

@@ -136,12 +136,12 @@ def run_ray(gguf: str | Path, options: ServeOptions, ray_options: RayOptions, *,
         ray.init(address=ray_options.address, include_dashboard=False, log_to_driver=False)
     else:
         ray.init(include_dashboard=False, log_to_driver=False, num_cpus=os.cpu_count() or 1)
+    stop = threading.Event()  # handlers set after ray.init, which installs its own (an abort on SIGTERM); a
+    for sig in (signal.SIGTERM, signal.SIGINT):  # signal while the replicas start ends the wait below at once
+        signal.signal(sig, lambda *_: stop.set())
     try:
         serve.start(http_options={"host": host, "port": port})
         serve.run(deployment(gguf, options, ray_options), name="kernelmap", route_prefix="/")
-        stop = threading.Event()  # handlers set after ray.init, which installs its own (an abort on SIGTERM)
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
         model_id = options.model_id or model_id_for(gguf)
         print(f"kernelmap serve: {model_id} on http://{host}:{port}/v1 ({ray_options.replicas} Ray Serve replicas x "
               f"{options.parallel} parallel, ctx {options.ctx})", file=sys.stderr, flush=True)
