@@ -46,8 +46,13 @@ cross-tools:
 	    echo "cross-tools: installed $(CROSS_PKGS)"; \
 	else echo "*** cross-tools: $(CROSS_PKGS) missing and not installable here (needs root and apt-get): the aarch64 suite (tests/aarch64) will be SKIPPED ***"; fi
 
+# the Ray Serve extra (tests/serve/test_ray.py, slow): only the slow suite installs it
+$(VENV)/.stamp-ray: pyproject.toml $(VENV)/.stamp-dev
+	$(VPY) -m pip install -q -e '.[ray]'
+	touch $@
+
 # the checks too slow for `make test` (tests marked `slow`; they skip there unless KERNELMAP_SLOW=1)
-test-slow: install-dev cross-tools
+test-slow: install-dev cross-tools $(VENV)/.stamp-ray
 	KERNELMAP_SLOW=1 $(VENV)/bin/pytest -q -x -m slow --durations=15
 
 sanitize: install-dev
@@ -66,11 +71,15 @@ MODEL_CMD  = $(VPY) -P -c 'from kernelmap.runtime import default_model_path; pri
 	CMAKE_ARGS="$$($(PY) $(PEER_INFO) --cmake-args)" FORCE_CMAKE=1 $(PEER_PY) -m pip install -q --no-cache-dir \
 		--force-reinstall --no-binary llama-cpp-python "llama-cpp-python==$$($(PY) $(PEER_INFO) --version)" numpy
 	$(PY) $(PEER_INFO) --record .venv-peer/peer-build.json --python $(PEER_PY)
-	# the server extra (for benchmarks/serve.py: python -m llama_cpp.server), same pinned build
+	touch $@
+
+# the server extra's dependencies (benchmarks/serve.py runs python -m llama_cpp.server), also for a peer venv
+# built before this rule; the pinned llama-cpp-python is already installed, so pip only adds the extra's deps
+.venv-peer/.stamp-server: .venv-peer/.stamp
 	$(PEER_PY) -m pip install -q "llama-cpp-python[server]==$$($(PY) $(PEER_INFO) --version)"
 	touch $@
 
-peer: .venv-peer/.stamp
+peer: .venv-peer/.stamp .venv-peer/.stamp-server
 
 # Rewrites every committed peer fixture (each script records the llama.cpp build and CPU path it ran).
 fixtures: peer install-dev

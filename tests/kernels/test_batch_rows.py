@@ -27,10 +27,11 @@ SLOTS = np.array([3, 0, 4], dtype=np.int64)
 
 def test_batch_rows_wrappers_cover_every_position_dependent_op():
     ops = {registry().providers[pid].op for pid in WRAPPERS}
-    assert ops == {"rope", "kv_append", "attention", "qk_norm_rope"}
+    assert ops == {"rope", "kv_append", "attention", "qk_norm_rope", "rope_ff", "attention_kq"}
     # by name, so a new wrapper is a visible change here (and the audit sees each map's test)
     assert WRAPPERS == ["attention_f16kv_ggmlfa_rows", "attention_f16kv_rows", "attention_f32kv_rows",
-                        "kv_append_f16_rows", "kv_append_f32_rows", "qk_norm_rope_neox_f32_rows",
+                        "attention_kq_f16kv_ggmlfa_rows", "kv_append_f16_rows", "kv_append_f32_rows",
+                        "qk_norm_rope_neox_f32_rows", "rope_ff_neox_f32_rows", "rope_ff_normal_f32_rows",
                         "rope_neox_f32_rows", "rope_normal_f32_rows"]
 
 
@@ -70,9 +71,9 @@ def _p(a: np.ndarray) -> int:
 
 def _buffers(op: str, elem: type, rng: np.random.Generator) -> dict[str, np.ndarray]:
     d = DIMS["D"]
-    if op in ("rope", "qk_norm_rope"):
+    if op in ("rope", "qk_norm_rope", "rope_ff"):
         return {"x": rng.standard_normal((M, DIMS["H"] * d)).astype(np.float32),
-                "w": (1 + 0.1 * rng.standard_normal(d)).astype(np.float32),
+                "w": (1 + 0.1 * rng.standard_normal(d)).astype(np.float32),  # rope_ff: its first D/2 are factors
                 "y": np.full((M, DIMS["H"] * d), np.nan, np.float32)}
     if op == "kv_append":
         cache = rng.standard_normal((S, DIMS["H"], C, d)).astype(elem)
@@ -92,6 +93,11 @@ def _run(op: str, fn, one, b: dict[str, np.ndarray], nth: int, window: int, per_
         elif op == "rope":
             for r in range(M):
                 one(_p(b["y"][r]), _p(b["x"][r]), 1, DIMS["H"], d, int(pos[r]), 10000.0, 1.0, ith, nth)
+        elif op == "rope_ff" and not per_row:
+            fn(_p(b["y"]), _p(b["x"]), _p(b["w"]), M, DIMS["H"], d, _p(pos), 10000.0, 1.0, ith, nth)
+        elif op == "rope_ff":
+            for r in range(M):
+                one(_p(b["y"][r]), _p(b["x"][r]), _p(b["w"]), 1, DIMS["H"], d, int(pos[r]), 10000.0, 1.0, ith, nth)
         elif op == "qk_norm_rope" and not per_row:
             fn(_p(b["y"]), _p(b["x"]), _p(b["w"]), M, DIMS["H"], d, _p(pos), 1e-6, 10000.0, 1.0, ith, nth)
         elif op == "qk_norm_rope":
@@ -118,7 +124,7 @@ def _elem(pid: str) -> type:
 
 
 # the sliding window (0 = none, 5) is an attention parameter: other ops run with window 0 only
-WINDOWED = [(pid, v, w) for pid, v in CASES for w in ((0, 5) if registry().providers[pid].op == "attention" else (0,))]
+WINDOWED = [(pid, v, w) for pid, v in CASES for w in ((0, 5) if registry().providers[pid].op in ("attention", "attention_kq") else (0,))]
 
 
 @pytest.mark.parametrize("pid,variant,window", WINDOWED, ids=[f"{p}-{v}-w{w}" for p, v, w in WINDOWED])

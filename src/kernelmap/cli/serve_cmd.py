@@ -17,7 +17,8 @@ __all__ = ["register"]
 _NEEDS = ("starlette", "uvicorn", "prometheus_client")
 
 
-@click.command("serve", epilog="Example: kernelmap serve -m model.gguf --port 8080 --parallel 8")
+@click.command("serve", epilog="Example: kernelmap serve -m model.gguf --port 8080 --parallel 8 "
+               "(add --replicas 4 for four replicas behind this port with Ray Serve)")
 @click.option("-m", "--model", type=click.Path(dir_okay=False), default=None,
               help="GGUF model file (default: the default model package).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -33,15 +34,27 @@ _NEEDS = ("starlette", "uvicorn", "prometheus_client")
 @click.option("--alias", default=None, help="Model id clients use (default: the GGUF file name).")
 @click.option("--policy", default="llama-cpu", show_default=True, help="Numerics policy name or file.")
 @click.option("--batch", type=int, default=128, show_default=True, help="Prefill rows per step.")
+@click.option("--replicas", type=int, default=None,
+              help="Run N replicas behind this endpoint with Ray Serve (needs kernelmap[ray]).")
+@click.option("--ray-address", default=None,
+              help="With --replicas: join this Ray cluster ('auto': the local node's) instead of starting one.")
+@click.option("--replica-cpus", type=float, default=None,
+              help="With --replicas: CPUs each replica reserves in Ray (default: --threads, else 1).")
 @click.option("-q", "--quiet", is_flag=True, help="No compile progress on stderr.")
 def serve_command(model: str | None, host: str, port: int, parallel: int, ctx: int, threads: int | None, queue: int,
-                  grace: float, alias: str | None, policy: str, batch: int, quiet: bool) -> None:
+                  grace: float, alias: str | None, policy: str, batch: int, replicas: int | None,
+                  ray_address: str | None, replica_cpus: float | None, quiet: bool) -> None:
     """Serve a model with an OpenAI-compatible API (/v1/completions, /v1/chat/completions, /v1/models,
     /health, /metrics), decoding concurrent requests in one batch."""
     missing = [m for m in _NEEDS if importlib.util.find_spec(m) is None]
     if missing:
         raise ModelError("the server's dependencies are not installed", value=", ".join(missing),
                          hint="pip install 'kernelmap[serve]'")
+    if replicas is None and (ray_address or replica_cpus is not None):
+        raise ModelError("--ray-address and --replica-cpus need --replicas", pointer="--replicas",
+                         hint="kernelmap serve --replicas 2 --ray-address auto")
+    if replicas is not None and importlib.util.find_spec("ray") is None:
+        raise ModelError("Ray Serve is not installed", pointer="--replicas", hint="pip install 'kernelmap[ray]'")
     if not 1 <= port <= 65535:
         raise ModelError("port out of range", pointer="--port", value=port, expected="1..65535")
     from kernelmap.cli.run_cmd import _options, _Progress
@@ -52,6 +65,22 @@ def serve_command(model: str | None, host: str, port: int, parallel: int, ctx: i
     options = ServeOptions(parallel=parallel, ctx=ctx, threads=threads, queue=queue, grace=grace,
                            compile=_options(policy, (), None, batch), model_id=alias)
     progress = _Progress(quiet)
+    if replicas is not None:
+        from kernelmap.serve.ray_app import RayOptions, run_ray
+
+        ray_options = RayOptions(replicas, address=ray_address, num_cpus=replica_cpus)
+        stopped = []
+
+        def compiled() -> None:
+            stopped.append(True)
+            progress.stop()
+
+        try:
+            run_ray(path, options, ray_options, host=host, port=port, progress=progress.say, compiled=compiled)
+        finally:
+            if not stopped:
+                progress.stop()
+        return
     try:
         state = build_state(path, options, progress=progress.say)
     finally:

@@ -20,6 +20,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -39,9 +40,10 @@ from kernelmap.serve.protocol import (
     usage,
 )
 
-__all__ = ["ServeState", "create_app", "MAX_BODY_BYTES"]
+__all__ = ["ServeState", "create_app", "MAX_BODY_BYTES", "REPLICA_HEADER"]
 
 MAX_BODY_BYTES = 4 << 20
+REPLICA_HEADER = "x-kernelmap-replica"
 
 
 @dataclass
@@ -55,6 +57,7 @@ class ServeState:
     metrics: Metrics
     max_body: int = MAX_BODY_BYTES
     started: int = 0
+    replica: str | None = None  # set under Ray Serve (ray_app.py): /health and a header on every response name it
 
 
 def _error(exc: APIError) -> JSONResponse:
@@ -184,7 +187,7 @@ async def models(request: Request) -> Response:
 async def health(request: Request) -> Response:
     state: ServeState = request.app.state.serve
     return JSONResponse({"status": "ok", "model": state.limits.model_id, "pid": os.getpid(),
-                         **state.engine.stats()})
+                         **({"replica": state.replica} if state.replica else {}), **state.engine.stats()})
 
 
 async def metrics(request: Request) -> Response:
@@ -216,6 +219,27 @@ def create_app(state: ServeState, *, close_engine: bool = True) -> Starlette:
         Route("/v1/models", models, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-    ], exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
+    ], exception_handlers={HTTPException: _http_error}, lifespan=lifespan,
+        middleware=[Middleware(_ReplicaHeader, replica=state.replica)] if state.replica else None)
     app.state.serve = state
     return app
+
+
+class _ReplicaHeader:
+    """ASGI middleware: every response carries `x-kernelmap-replica: <replica id>` (streams too)."""
+
+    def __init__(self, app: Any, replica: str) -> None:
+        self.app = app
+        self.header = (REPLICA_HEADER.encode(), replica.encode())
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_header(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), self.header]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_header)

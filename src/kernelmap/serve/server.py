@@ -16,7 +16,7 @@ from typing import Any
 
 from kernelmap.compiler import CompileOptions
 
-__all__ = ["ServeOptions", "build_state", "model_id_for", "run"]
+__all__ = ["ServeOptions", "build_state", "check_options", "compile_options", "model_id_for", "run"]
 
 
 @dataclass(frozen=True)
@@ -38,24 +38,35 @@ def model_id_for(path: str | Path) -> str:
     return name[:-5] if name.lower().endswith(".gguf") else name
 
 
-def build_state(gguf: str | Path, options: ServeOptions, progress: Callable[[str], None] | None = None) -> Any:
-    """Compile (cached) with a batch phase of `parallel` rows, load, and start the engine."""
-    from dataclasses import replace
-
-    from kernelmap.compiler import compile_model
+def check_options(options: ServeOptions) -> None:
+    """Refuse serving options out of range (ModelError naming the flag)."""
     from kernelmap.errors import ModelError
-    from kernelmap.runtime.model import Model
-    from kernelmap.serve.app import ServeState
-    from kernelmap.serve.engine import Engine
-    from kernelmap.serve.metrics import Metrics
-    from kernelmap.serve.protocol import Limits
 
     if not 1 <= options.parallel <= 64:
         raise ModelError("parallel sequences out of range", pointer="--parallel", value=options.parallel,
                          expected="1..64")
     if options.queue < 0:
         raise ModelError("queue bound must be >= 0", pointer="--queue", value=options.queue)
-    compiled = compile_model(gguf, replace(options.compile, batch_rows=options.parallel), progress=progress)
+
+
+def compile_options(options: ServeOptions) -> CompileOptions:
+    """The compile options of a served model: the given ones with a batch phase of `parallel` rows."""
+    from dataclasses import replace
+
+    return replace(options.compile, batch_rows=options.parallel)
+
+
+def build_state(gguf: str | Path, options: ServeOptions, progress: Callable[[str], None] | None = None) -> Any:
+    """Compile (cached) with a batch phase of `parallel` rows, load, and start the engine."""
+    from kernelmap.compiler import compile_model
+    from kernelmap.runtime.model import Model
+    from kernelmap.serve.app import ServeState
+    from kernelmap.serve.engine import Engine
+    from kernelmap.serve.metrics import Metrics
+    from kernelmap.serve.protocol import Limits
+
+    check_options(options)
+    compiled = compile_model(gguf, compile_options(options), progress=progress)
     model = Model(compiled, n_ctx=options.ctx, threads=options.threads)
     metrics = Metrics()
     try:
