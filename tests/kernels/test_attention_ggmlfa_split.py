@@ -17,7 +17,7 @@ import pytest
 from ggmlfa_cases import emulation as _emulation
 from ggmlfa_cases import inputs as _inputs
 from ggmlfa_cases import run as _run
-from kernel_harness import assert_close_or_equal, bind, host_can_run, load_map_library, map_variants
+from kernel_harness import assert_close_or_equal, bind, load_map_library, map_variants, skip_unless_runnable
 
 SPLIT_MAPS = {2: "attention_f16kv_ggmlfa_split2", 4: "attention_f16kv_ggmlfa_split4"}
 PLAIN_MAP = "attention_f16kv_ggmlfa"
@@ -53,10 +53,7 @@ def libs():
 
 def _fn(libs, n, variant):
     lib, spec = libs[n]
-    v = next(v for v in spec["variants"] if v["name"] == variant)
-    ok, why = host_can_run(v["requires"])
-    if not ok:
-        pytest.skip(f"{SPLIT_MAPS[n]} [{variant}]: {why}")
+    skip_unless_runnable(SPLIT_MAPS[n], variant)
     return bind(lib, spec, variant)
 
 

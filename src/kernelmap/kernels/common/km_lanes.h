@@ -141,6 +141,18 @@
  *   kl_f8_abs(v) kl_f8_max(a, b)   lane-wise |v| and max (exact); kl_f8_hmax(v) the largest lane (exact)
  *   kl_f8_store_i8(p, v)           8 int8 at p: lane values rounded to nearest even (|v| <= 127.5, no
  *                                  saturation needed); returns the exact int32 sum of the 8 stored values
+ * ---- flash attention (attention/ggmlfa_body.h) ----
+ *   kl_fv_rt16(v)                  lane-wise f32(f16_rne(v)): v rounded to an IEEE half, nearest even (overflow to
+ *                                  inf, subnormals kept), widened back exactly
+ *   kl_fv_expf(v)                  lane-wise expf: lanes with |x| < 0x1.6p6 by glibc's expf operations (x86 FMA
+ *                                  build: double kd = fma(x, 32/ln2, 0x1.8p52), r = fma(32/ln2, x, -(kd - 0x1.8p52)),
+ *                                  s = kl_expf_tab[k mod 32] + (k << 47), y = fma(fma(r, C0, C1), r*r, fma(r, C2, 1))
+ *                                  * s, rounded to f32); all other lanes (large, inf, NaN) call the C library's expf
+ *   kl_fv_prefix_max(v, m)         lane l = the running maximum before lane l: start m, then lanes 0 .. l-1 in order, a
+ *                                  lane replacing it only when strictly greater (so of equal values the earlier;
+ *                                  lanes of v not NaN)
+ *   kl_fold16x16(s, p)             s[k] (k < 16) = the 16 floats p[16k .. 16k+15] folded P[l] += P[l+8] (l < 8),
+ *                                  then + 4, + 2, s = P[0] + P[1] (ggml_vec_dot_f16's reduce; p 64-byte aligned)
  * Scalar steps of a body (a scale, a double-precision tail) are plain C, one IEEE operation each: the
  * sources build with -ffp-contract=off, so they are the same operation on every ISA.
  */
@@ -197,5 +209,23 @@ KL_INLINE float kl_f32_fma(float a, float b, float c) { return __builtin_fmaf(a,
 /* (float)v for |v| < 2^22 by the 1.5 * 2^23 trick: bits(v + 0x4B400000) - 12582912.0f is exact. */
 #define KL_MAGIC_I 0x4B400000
 #define KL_MAGIC_F 12582912.0f
+
+/* 2^(i/32) correctly rounded, minus i << 47 (glibc's expf table, as kl_fv_expf uses it). */
+static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
+    0x3ff0000000000000ULL, 0x3fefd9b0d3158574ULL, 0x3fefb5586cf9890fULL, 0x3fef9301d0125b51ULL,
+    0x3fef72b83c7d517bULL, 0x3fef54873168b9aaULL, 0x3fef387a6e756238ULL, 0x3fef1e9df51fdee1ULL,
+    0x3fef06fe0a31b715ULL, 0x3feef1a7373aa9cbULL, 0x3feedea64c123422ULL, 0x3feece086061892dULL,
+    0x3feebfdad5362a27ULL, 0x3feeb42b569d4f82ULL, 0x3feeab07dd485429ULL, 0x3feea47eb03a5585ULL,
+    0x3feea09e667f3bcdULL, 0x3fee9f75e8ec5f74ULL, 0x3feea11473eb0187ULL, 0x3feea589994cce13ULL,
+    0x3feeace5422aa0dbULL, 0x3feeb737b0cdc5e5ULL, 0x3feec49182a3f090ULL, 0x3feed503b23e255dULL,
+    0x3feee89f995ad3adULL, 0x3feeff76f2fb5e47ULL, 0x3fef199bdd85529cULL, 0x3fef3720dcef9069ULL,
+    0x3fef5818dcfba487ULL, 0x3fef7c97337b9b5fULL, 0x3fefa4afa2a490daULL, 0x3fefd0765b6e4540ULL,
+};
+#define KL_EXPF_N 0x1.71547652b82fep+5 /* 32 / ln 2 */
+#define KL_EXPF_SHIFT 0x1.8p+52
+#define KL_EXPF_C0 0x1.c6af84b912394p-20
+#define KL_EXPF_C1 0x1.ebfce50fac4f3p-13
+#define KL_EXPF_C2 0x1.62e42ff0c52d6p-6
+#define KL_EXPF_BIG 0x42afffffu /* |x| bits above this: glibc's special path (expf itself) */
 
 #endif /* KM_LANES_H */

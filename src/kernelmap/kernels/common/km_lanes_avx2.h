@@ -291,4 +291,67 @@ KL_INLINE void kl_kqi_store4(int32_t *p, kl_kqi acc) {
     _mm_storeu_si128((__m128i *)p, _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1)));
 }
 
+/* ---- flash attention (attention/ggmlfa_body.h) ---- */
+KL_INLINE kl_fv kl_fv_rt16(kl_fv v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
+
+/* 4 lanes of expf's main path in double (the table by a gather) */
+KL_INLINE __m128 kl_avx2_expf4(__m128 x) {
+    const __m256d n = _mm256_set1_pd(KL_EXPF_N), shift = _mm256_set1_pd(KL_EXPF_SHIFT);
+    const __m256d xd = _mm256_cvtps_pd(x);
+    __m256d kd = _mm256_fmadd_pd(n, xd, shift);
+    const __m256i ki = _mm256_castpd_si256(kd);
+    kd = _mm256_sub_pd(kd, shift);
+    const __m256d r = _mm256_fmsub_pd(n, xd, kd);
+    __m256i t = _mm256_i64gather_epi64((const long long *)(const void *)kl_expf_tab, _mm256_and_si256(ki, _mm256_set1_epi64x(31)), 8);
+    t = _mm256_add_epi64(t, _mm256_slli_epi64(ki, 47));
+    const __m256d z = _mm256_fmadd_pd(r, _mm256_set1_pd(KL_EXPF_C0), _mm256_set1_pd(KL_EXPF_C1));
+    const __m256d r2 = _mm256_mul_pd(r, r);
+    __m256d y = _mm256_fmadd_pd(r, _mm256_set1_pd(KL_EXPF_C2), _mm256_set1_pd(1.0));
+    y = _mm256_fmadd_pd(z, r2, y);
+    y = _mm256_mul_pd(y, _mm256_castsi256_pd(t));
+    return _mm256_cvtpd_ps(y);
+}
+
+KL_INLINE kl_fv kl_fv_expf(kl_fv x) {
+    __m256 y = _mm256_set_m128(kl_avx2_expf4(_mm256_extractf128_ps(x, 1)), kl_avx2_expf4(_mm256_castps256_ps128(x)));
+    const __m256i ax = _mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(0x7fffffff));
+    const int special = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(ax, _mm256_set1_epi32((int)KL_EXPF_BIG))));
+    if (__builtin_expect(special != 0, 0)) {
+        float xs[8], ys[8];
+        _mm256_storeu_ps(xs, x);
+        _mm256_storeu_ps(ys, y);
+        for (int l = 0; l < 8; l++) {
+            if (special >> l & 1) ys[l] = __builtin_expf(xs[l]);
+        }
+        y = _mm256_loadu_ps(ys);
+    }
+    return y;
+}
+
+/* per key: 16 -> 8 -> 4 lanes by vector adds, then (l, l+2) and the last pair */
+KL_INLINE void kl_fold16x16(float *s, const float *p) {
+    for (int k = 0; k < 16; k++) {
+        const __m256 h = _mm256_add_ps(_mm256_load_ps(p + 16 * k), _mm256_load_ps(p + 16 * k + 8));
+        const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        const __m128 u = _mm_add_ps(q, _mm_movehl_ps(q, q));
+        s[k] = _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps(u, u, 1)));
+    }
+}
+
+/* v shifted up by sh lanes (-inf in) */
+#define KL_AVX2_UP(v, sh, ninf) \
+    _mm256_blend_ps(_mm256_permutevar8x32_ps((v), _mm256_and_si256(_mm256_setr_epi32(-(sh), 1 - (sh), 2 - (sh), 3 - (sh), \
+        4 - (sh), 5 - (sh), 6 - (sh), 7 - (sh)), _mm256_set1_epi32(7))), (ninf), (1 << (sh)) - 1)
+KL_INLINE kl_fv kl_fv_prefix_max(kl_fv v, float m) {
+    const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
+    __m256 e = KL_AVX2_UP(v, 1, ninf);
+    v = _mm256_blendv_ps(e, v, _mm256_cmp_ps(v, e, _CMP_GT_OQ));
+    e = KL_AVX2_UP(v, 2, ninf);
+    v = _mm256_blendv_ps(e, v, _mm256_cmp_ps(v, e, _CMP_GT_OQ));
+    e = KL_AVX2_UP(v, 4, ninf);
+    v = _mm256_blendv_ps(e, v, _mm256_cmp_ps(v, e, _CMP_GT_OQ));
+    const __m256 x = KL_AVX2_UP(v, 1, ninf), mm = _mm256_set1_ps(m);
+    return _mm256_blendv_ps(mm, x, _mm256_cmp_ps(x, mm, _CMP_GT_OQ));
+}
+
 #endif /* KM_LANES_AVX2_H */

@@ -416,4 +416,82 @@ KL_INLINE kl_f8 kl_q32_dot8(const uint8_t *const *rows, int64_t off, const kl_q3
     return kl_x86_dot8_nibbles(rows, off + KL_Q32_QS(fmt), p->lo2, p->hi2, p->xsum, KL_Q32_OFF(fmt));
 }
 
+/* ---- flash attention (attention/ggmlfa_body.h) ---- */
+KL_INLINE kl_fv kl_fv_rt16(kl_fv v) {
+    return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+/* 8 lanes of expf's main path in double (the table by two two-source permutes) */
+KL_INLINE __m256 kl_avx512_expf8(__m256 x) {
+    const __m512d n = _mm512_set1_pd(KL_EXPF_N), shift = _mm512_set1_pd(KL_EXPF_SHIFT);
+    const __m512d xd = _mm512_cvtps_pd(x);
+    __m512d kd = _mm512_fmadd_pd(n, xd, shift);
+    const __m512i ki = _mm512_castpd_si512(kd);
+    kd = _mm512_sub_pd(kd, shift);
+    const __m512d r = _mm512_fmsub_pd(n, xd, kd);
+    const __m512i t01 = _mm512_permutex2var_epi64(_mm512_load_si512(kl_expf_tab), ki, _mm512_load_si512(kl_expf_tab + 8));
+    const __m512i t23 = _mm512_permutex2var_epi64(_mm512_load_si512(kl_expf_tab + 16), ki, _mm512_load_si512(kl_expf_tab + 24));
+    __m512i t = _mm512_mask_blend_epi64(_mm512_test_epi64_mask(ki, _mm512_set1_epi64(16)), t01, t23);
+    t = _mm512_add_epi64(t, _mm512_slli_epi64(ki, 47));
+    const __m512d z = _mm512_fmadd_pd(r, _mm512_set1_pd(KL_EXPF_C0), _mm512_set1_pd(KL_EXPF_C1));
+    const __m512d r2 = _mm512_mul_pd(r, r);
+    __m512d y = _mm512_fmadd_pd(r, _mm512_set1_pd(KL_EXPF_C2), _mm512_set1_pd(1.0));
+    y = _mm512_fmadd_pd(z, r2, y);
+    y = _mm512_mul_pd(y, _mm512_castsi512_pd(t));
+    return _mm512_cvtpd_ps(y);
+}
+
+KL_INLINE kl_fv kl_fv_expf(kl_fv x) {
+    const __m256 lo = kl_avx512_expf8(_mm512_castps512_ps256(x));
+    const __m256 hi = kl_avx512_expf8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+    __m512 y = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+    const __mmask16 special = _mm512_cmpgt_epu32_mask(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)),
+                                                      _mm512_set1_epi32((int)KL_EXPF_BIG));
+    if (__builtin_expect(special != 0, 0)) {
+        float xs[16], ys[16];
+        _mm512_storeu_ps(xs, x);
+        _mm512_storeu_ps(ys, y);
+        for (int l = 0; l < 16; l++) {
+            if (special >> l & 1) ys[l] = __builtin_expf(xs[l]);
+        }
+        y = _mm512_loadu_ps(ys);
+    }
+    return y;
+}
+
+/* 16 keys at once: each step one add over lanes of several keys gathered by shuffles (the adds are the
+ * contract's, two operands each, so the bits are those of a per-key reduction) */
+KL_INLINE void kl_fold16x16(float *s, const float *p) {
+    __m512 q1[8], q2[4], q3[2];
+    for (int i = 0; i < 8; i++) {
+        const __m512 a = _mm512_load_ps(p + 32 * i), b = _mm512_load_ps(p + 32 * i + 16);
+        /* lanes 0-7: key 2i's P[l] + P[l+8]; lanes 8-15: key 2i+1's */
+        q1[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    for (int i = 0; i < 4; i++) { /* 128-bit block b: key 4i+b's h[l] + h[l+4], l < 4 */
+        q2[i] = _mm512_add_ps(_mm512_shuffle_f32x4(q1[2 * i], q1[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                              _mm512_shuffle_f32x4(q1[2 * i], q1[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+    for (int i = 0; i < 2; i++) { /* block b: [u0 + u2, u1 + u3] of key 8i+b, then of key 8i+4+b */
+        q3[i] = _mm512_add_ps(_mm512_shuffle_ps(q2[2 * i], q2[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_ps(q2[2 * i], q2[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    /* block b: v0 + v1 of keys b, 4+b, 8+b, 12+b */
+    const __m512 r = _mm512_add_ps(_mm512_shuffle_ps(q3[0], q3[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(q3[0], q3[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm512_storeu_ps(s, _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r));
+}
+
+KL_INLINE kl_fv kl_fv_prefix_max(kl_fv v, float m) {
+    const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int sh = 1; sh < 16; sh <<= 1) { /* inclusive scan: the earlier lane's maximum unless v is greater */
+        const __m512 e = _mm512_mask_permutexvar_ps(ninf, (__mmask16)(0xffffu << sh), _mm512_sub_epi32(lane, _mm512_set1_epi32(sh)), v);
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, e, _CMP_GT_OQ), e, v);
+    }
+    const __m512 x = _mm512_mask_permutexvar_ps(ninf, 0xfffe, _mm512_sub_epi32(lane, _mm512_set1_epi32(1)), v);
+    const __m512 mm = _mm512_set1_ps(m);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, mm, _CMP_GT_OQ), mm, x);
+}
+
 #endif /* KM_LANES_AVX512_H */

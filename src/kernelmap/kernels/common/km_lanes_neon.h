@@ -532,4 +532,66 @@ KL_INLINE kl_f8 kl_f8_kq_imin(const kl_kqm *m, const km_block_q8_k *x, const int
     return (kl_f8){vcvtq_f32_s32(vld1q_s32(r)), vcvtq_f32_s32(vld1q_s32(r + 4))};
 }
 
+/* ---- flash attention (attention/ggmlfa_body.h) ---- */
+KL_INLINE kl_fv kl_fv_rt16(kl_fv v) { return vcvt_f32_f16(vcvt_f16_f32(v)); }
+
+/* 2 lanes of expf's main path in double (the same IEEE operations as the x86 build's glibc) */
+KL_INLINE float32x2_t kl_neon_expf2(float32x2_t x) {
+    const float64x2_t n = vdupq_n_f64(KL_EXPF_N), shift = vdupq_n_f64(KL_EXPF_SHIFT);
+    const float64x2_t xd = vcvt_f64_f32(x);
+    float64x2_t kd = vfmaq_f64(shift, n, xd);
+    const uint64x2_t ki = vreinterpretq_u64_f64(kd);
+    kd = vsubq_f64(kd, shift);
+    const float64x2_t r = vfmaq_f64(vnegq_f64(kd), n, xd);
+    uint64x2_t t = vcombine_u64(vcreate_u64(kl_expf_tab[vgetq_lane_u64(ki, 0) & 31]),
+                                vcreate_u64(kl_expf_tab[vgetq_lane_u64(ki, 1) & 31]));
+    t = vaddq_u64(t, vshlq_n_u64(ki, 47));
+    const float64x2_t z = vfmaq_f64(vdupq_n_f64(KL_EXPF_C1), r, vdupq_n_f64(KL_EXPF_C0));
+    const float64x2_t r2 = vmulq_f64(r, r);
+    float64x2_t y = vfmaq_f64(vdupq_n_f64(1.0), r, vdupq_n_f64(KL_EXPF_C2));
+    y = vfmaq_f64(y, z, r2);
+    y = vmulq_f64(y, vreinterpretq_f64_u64(t));
+    return vcvt_f32_f64(y);
+}
+
+KL_INLINE kl_fv kl_fv_expf(kl_fv x) {
+    float32x4_t y = vcombine_f32(kl_neon_expf2(vget_low_f32(x)), kl_neon_expf2(vget_high_f32(x)));
+    const uint32x4_t special = vcgtq_u32(vandq_u32(vreinterpretq_u32_f32(x), vdupq_n_u32(0x7fffffffu)),
+                                         vdupq_n_u32(KL_EXPF_BIG));
+    if (__builtin_expect(vmaxvq_u32(special) != 0, 0)) {
+        float xs[4], ys[4];
+        uint32_t sp[4];
+        vst1q_f32(xs, x);
+        vst1q_f32(ys, y);
+        vst1q_u32(sp, special);
+        for (int l = 0; l < 4; l++) {
+            if (sp[l]) ys[l] = __builtin_expf(xs[l]);
+        }
+        y = vld1q_f32(ys);
+    }
+    return y;
+}
+
+/* per key: 16 -> 8 -> 4 lanes by vector adds, then (l, l+2) and the last pair */
+KL_INLINE void kl_fold16x16(float *s, const float *p) {
+    for (int k = 0; k < 16; k++) {
+        const float *pk = p + 16 * k;
+        const float32x4_t h0 = vaddq_f32(vld1q_f32(pk), vld1q_f32(pk + 8));
+        const float32x4_t h1 = vaddq_f32(vld1q_f32(pk + 4), vld1q_f32(pk + 12));
+        const float32x4_t q = vaddq_f32(h0, h1);
+        const float32x2_t u = vadd_f32(vget_low_f32(q), vget_high_f32(q));
+        s[k] = vget_lane_f32(u, 0) + vget_lane_f32(u, 1);
+    }
+}
+
+KL_INLINE kl_fv kl_fv_prefix_max(kl_fv v, float m) {
+    const float32x4_t ninf = vdupq_n_f32(-__builtin_inff());
+    float32x4_t e = vextq_f32(ninf, v, 3); /* v shifted up one lane */
+    v = vbslq_f32(vcgtq_f32(v, e), v, e);
+    e = vextq_f32(ninf, v, 2);
+    v = vbslq_f32(vcgtq_f32(v, e), v, e);
+    const float32x4_t x = vextq_f32(ninf, v, 3), mm = vdupq_n_f32(m);
+    return vbslq_f32(vcgtq_f32(x, mm), x, mm);
+}
+
 #endif /* KM_LANES_NEON_H */
