@@ -50,9 +50,12 @@ class PeerError(Exception):
 
 
 def _peer(gguf: str, prompt: list[int], n_decode: int, threads: int, flash_attn: bool,
-          peer_py: Path = PEER_PY) -> dict:
+          peer_py: Path = PEER_PY, ubatch: int | None = None) -> dict:
+    """One peer run; `ubatch` splits the prompt into llama_decode micro-batches of that many tokens (default: one)."""
     req = {"model": gguf, "tokens": prompt, "n_decode": n_decode, "threads": threads,
            "n_ctx": len(prompt) + n_decode + 16, "flash_attn": flash_attn, "repeats": 1}
+    if ubatch is not None:
+        req["n_ubatch"] = ubatch
     proc = subprocess.run([str(peer_py), "-P", str(ROOT / "benchmarks" / "peer_llama.py")], input=json.dumps(req),
                           capture_output=True, text=True, check=False)
     where = f"llama.cpp ({peer_py}, {threads} thread{'s' if threads != 1 else ''}, {len(prompt)}-token batch)"

@@ -1,7 +1,7 @@
 """Peer side of the e2e benchmark: llama.cpp (llama-cpp-python) timing of one prefill and one decode run.
 
 Run with the peer venv's Python (`.venv-peer/bin/python`); reads a JSON request on stdin
-({model, tokens, n_decode, threads, n_ctx, flash_attn}) and prints one JSON result line: prefill and
+({model, tokens, n_decode, threads, n_ctx, flash_attn[, n_ubatch, repeats]}) and prints one JSON result line: prefill and
 decode tokens/s from llama.cpp's own performance counters, plus the greedy tokens it produced.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 def main() -> None:
     req = json.loads(sys.stdin.read())
     llm = llama_cpp.Llama(model_path=req["model"], n_ctx=req["n_ctx"], n_threads=req["threads"],
-                          n_threads_batch=req["threads"], n_batch=len(req["tokens"]), n_ubatch=len(req["tokens"]),
+                          n_threads_batch=req["threads"], n_batch=len(req["tokens"]), n_ubatch=req.get("n_ubatch", len(req["tokens"])),
                           flash_attn=req.get("flash_attn", False), verbose=False, logits_all=False, seed=0)
     out = []
     for _ in range(req.get("repeats", 1)):

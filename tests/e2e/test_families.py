@@ -24,7 +24,10 @@ from kernelmap.families.matrix import load_fixtures, markdown_table, matrix_spec
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "families"
 REF_ONLY = CompileOptions(max_rows=16, isa=frozenset())
-CELLS = [(a, p) for a in ("llama", "qwen2", "qwen3", "phi3", "qwen3moe") for p in ("Q8_0", "Q4_K_M", "Q4_0", "F16")]
+# rows: the five circuits at their tiny dims, and llama at dims that are not multiples of 256 (llama.cpp's Q4_K_M
+# then falls back to q5_0/q8_0 as on the full-size SmolLM2-135M; head dim 64, 3 q heads per kv head, tied output)
+ROWS = ("llama", "qwen2", "qwen3", "phi3", "qwen3moe", "llama-d192")
+CELLS = [(a, p) for a in ROWS for p in ("Q8_0", "Q4_K_M", "Q4_0", "F16")]
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +52,9 @@ def cells(fixtures, tmp_path_factory):
 
 def test_family_fixtures_cover_every_circuit_and_preset(fixtures):
     assert sorted(fixtures["models"]) == sorted({a for a, _ in CELLS})
+    odd = fixtures["models"]["llama-d192"]
+    assert odd["arch"] == "llama" and odd["overrides"]["d_model"] % 256 and odd["overrides"]["head_dim"] == 64
+    assert odd["presets"]["Q4_K_M"]["tensor_types"] == ["f32", "q5_0", "q8_0"]  # llama.cpp's fallback types
     assert matrix_spec()["presets"] == ["Q8_0", "Q4_K_M", "Q4_0", "F16"]
     for arch, entry in fixtures["models"].items():
         assert sorted(entry["presets"]) == sorted(matrix_spec()["presets"]), arch
@@ -90,14 +96,14 @@ def test_family_matrix_markdown_has_one_row_per_architecture(cells):
     table = markdown_table(list(cells.values()))
     lines = table.splitlines()
     assert lines[0] == "| architecture | Q8_0 | Q4_K_M | Q4_0 | F16 |"
-    assert [ln.split("|")[1].strip() for ln in lines[2:]] == ["llama", "qwen2", "qwen3", "phi3", "qwen3moe"]
+    assert [ln.split("|")[1].strip() for ln in lines[2:]] == list(ROWS)
     assert all(ln.count("|") == 6 for ln in lines)
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("KERNELMAP_SLOW"), reason="slow (host SIMD build of 10 cells, ~40 s each): "
+@pytest.mark.skipif(not os.environ.get("KERNELMAP_SLOW"), reason="slow (host SIMD build of 12 cells, ~40 s each): "
                     "set KERNELMAP_SLOW=1; the ref-variant matrix above runs always")
-@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "phi3", "qwen3moe"])
+@pytest.mark.parametrize("arch", list(ROWS))
 @pytest.mark.parametrize("preset", ["Q8_0", "Q4_K_M"])
 def test_family_matrix_host_simd_build_is_bit_exact(fixtures, tmp_path, arch, preset):
     cell = run_cell(fixtures, arch, preset, work=tmp_path, options=CompileOptions(max_rows=16), threads=2)

@@ -175,6 +175,37 @@ def test_swiglu_ggml_matches_numpy_lane_model(variant):
         assert_close_or_equal(want, y, map_id="swiglu_f32_ggml", variant=variant, context=f"nth={nth}")
 
 
+@pytest.mark.parametrize("variant", map_variants("swiglu_f32_ggml", ref=False))
+def test_swiglu_ggml_variants_byte_identical_to_ref(variant):
+    """Every SIMD variant of swiglu.f32.ggml.v1 returns the ref's bytes: exp underflow to subnormals and to 0,
+    overflow, |n| > 192, NaN, infinities, signed zeros; row lengths with and without a scalar tail, rows that
+    start inside another thread's chunk, nth 1..5, and y aliasing gate."""
+    skip_unless_runnable("swiglu_f32_ggml", variant)
+    lib, spec = load_map_library("swiglu_f32_ggml")
+    rng = np.random.default_rng(23)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 1e30, -1e30, 80.0, -80.0, 87.0, -87.0,
+                        88.7, -88.7, 89.0, -89.0, 100.0, -100.0, 103.9, -103.9, 104.0, -104.0, 110.0, -110.0,
+                        133.0, -133.0, 150.0, -150.0, 192.0, -192.0, 300.0, -300.0], F)
+    for m, n in ((1, 16), (3, 37), (2, 64), (4, 100), (5, 7), (3, 320), (1, 1536)):
+        gate = (rng.standard_normal((m, n)) * rng.choice([1.0, 8.0, 60.0], (m, n))).astype(F)
+        flat = gate.reshape(-1)
+        k = min(len(special), flat.size)
+        flat[rng.choice(flat.size, k, replace=False)] = special[:k]
+        flat[: min(flat.size, 40)] = np.linspace(-110.0, 110.0, min(flat.size, 40)).astype(F)
+        up = rng.standard_normal((m, n)).astype(F)
+        with np.errstate(all="ignore"):
+            (want,) = _run(bind(lib, spec, "ref"), [((m, n), F)], [ptr(gate), ptr(up), m, n])
+            for nth in (1, 2, 3, 5):
+                (got,) = _run(bind(lib, spec, variant), [((m, n), F)], [ptr(gate), ptr(up), m, n], nth)
+                bad = np.flatnonzero(want.view(np.uint32) != got.view(np.uint32))
+                assert bad.size == 0, (f"swiglu_f32_ggml [{variant}] {m}x{n} nth={nth}: {bad.size} differing; first at "
+                                       f"{bad[:5].tolist()}: gate {flat[bad[:5]].tolist()} want {want.reshape(-1)[bad[:5]].tolist()} "
+                                       f"got {got.reshape(-1)[bad[:5]].tolist()}")
+            inplace = gate.copy()
+            bind(lib, spec, variant)(ptr(inplace), ptr(inplace), ptr(up), m, n, 0, 1)
+            assert np.array_equal(inplace.view(np.uint32), want.view(np.uint32)), f"swiglu_f32_ggml [{variant}] in place {m}x{n}"
+
+
 # --- MoE router -----------------------------------------------------------------------------------------------
 
 def _reduce16(a):
@@ -302,7 +333,8 @@ _MOE_MAPS = {"q8_0": ("moe_linear_q8_0_q8_0_ggml", "linear_q8_0_q8_0_ggml", "q8_
              "q5_0": ("moe_linear_q5_0_q8_0_ggml", "linear_q5_0_q8_0_ggml", "q8_0"),
              "q4_k": ("moe_linear_q4_k_q8_k_ggml", "linear_q4_k_q8_k_ggml", "q8_k"),
              "q6_k": ("moe_linear_q6_k_q8_k_ggml", "linear_q6_k_q8_k_ggml", "q8_k"),
-             "q4_0": ("moe_linear_q4_0_q8_0", "linear_q4_0_q8_0", "q8_0")}
+             "q4_0": ("moe_linear_q4_0_q8_0", "linear_q4_0_q8_0", "q8_0"),
+             "q4_0_ggml": ("moe_linear_q4_0_q8_0_ggml", "linear_q4_0_q8_0_ggml", "q8_0")}
 
 
 def _quant_weights(wtype, e, n, k, rng):
@@ -354,22 +386,24 @@ def test_moe_linear_rows_equal_dense_linear(wtype, xs):
     lib, spec = _variant_lib(moe_id, ["ref"])
     dlib, dspec = _variant_lib(dense_id, ["ref"])
     rng = np.random.default_rng(len(wtype) + xs)
-    e, u, m, n, k = 5, 2, 3, 24, 256
-    w = _quant_weights(wtype, e, n, k, rng)
-    x = rng.standard_normal((m * (xs if xs == 1 else u), k)).astype(F)
-    xq = _quant_act(act, x)
-    ids = np.array([[4, 1], [1, 0], [3, 4]], np.int32)
-    (y,) = _run(bind(lib, spec, "ref"), [((m, u * n), F)], [ptr(w), ptr(xq), ptr(ids), m, u, xs if xs == 1 else u, e, n, k])
-    wrow = w.size // (e * n)
-    xrow = xq.size // x.shape[0]
-    dense = bind(dlib, dspec, "ref")
-    for r in range(m * u):
-        ex, xr = int(ids.reshape(-1)[r]), (r // u if xs == 1 else r)
-        we = np.ascontiguousarray(w[ex * n * wrow:(ex + 1) * n * wrow])
-        xe = np.ascontiguousarray(xq[xr * xrow:(xr + 1) * xrow])
-        want = np.zeros(n, F)
-        dense(ptr(want), ptr(we), ptr(xe), 1, n, k, 0, 1)
-        assert_close_or_equal(want, y.reshape(m * u, n)[r], map_id=moe_id, variant="ref", context=f"row {r}")
+    e, u, m, k = 5, 2, 3, 256
+    for n in (24, 20):  # q4_0 in llama.cpp's order: a multiple of 8 rows is the repacked order, 20 the vec_dot one
+        w = _quant_weights(wtype.removesuffix("_ggml"), e, n, k, rng)
+        x = rng.standard_normal((m * (xs if xs == 1 else u), k)).astype(F)
+        xq = _quant_act(act, x)
+        ids = np.array([[4, 1], [1, 0], [3, 4]], np.int32)
+        (y,) = _run(bind(lib, spec, "ref"), [((m, u * n), F)],
+                    [ptr(w), ptr(xq), ptr(ids), m, u, xs if xs == 1 else u, e, n, k])
+        wrow = w.size // (e * n)
+        xrow = xq.size // x.shape[0]
+        dense = bind(dlib, dspec, "ref")
+        for r in range(m * u):
+            ex, xr = int(ids.reshape(-1)[r]), (r // u if xs == 1 else r)
+            we = np.ascontiguousarray(w[ex * n * wrow:(ex + 1) * n * wrow])
+            xe = np.ascontiguousarray(xq[xr * xrow:(xr + 1) * xrow])
+            want = np.zeros(n, F)
+            dense(ptr(want), ptr(we), ptr(xe), 1, n, k, 0, 1)
+            assert_close_or_equal(want, y.reshape(m * u, n)[r], map_id=moe_id, variant="ref", context=f"n={n} row {r}")
 
 
 _MOE_VARIANTS = [(w, v) for w in sorted(_MOE_MAPS) for v in map_variants(_MOE_MAPS[w][0], ref=False)]
@@ -386,17 +420,18 @@ def test_moe_linear_variants_match_ref(wtype, variant):
         pytest.skip(f"{moe_id} [{variant}]: not the host's selected variant; slow: set KERNELMAP_SLOW=1")
     lib, spec = _variant_lib(moe_id, sorted({"ref", variant}))
     rng = np.random.default_rng(100 + len(wtype))
-    e, u, m, n, k = 6, 3, 5, 40, 512
-    w = _quant_weights(wtype, e, n, k, rng)
+    e, u, m, k = 6, 3, 5, 512
     ids = rng.integers(0, e, (m, u)).astype(np.int32)
-    for xs in (1, u):
-        x = rng.standard_normal((m * xs, k)).astype(F)
-        xq = _quant_act(act, x)
-        args = [ptr(w), ptr(xq), ptr(ids), m, u, xs, e, n, k]
-        (want,) = _run(bind(lib, spec, "ref"), [((m, u * n), F)], args)
-        for nth in (1, 2, 3):
-            (got,) = _run(bind(lib, spec, variant), [((m, u * n), F)], args, nth)
-            assert_close_or_equal(want, got, map_id=moe_id, variant=variant, context=f"xs={xs} nth={nth}")
+    for n in (40, 36):  # q4_0 in llama.cpp's order: both of its orders (N a multiple of 8 or not)
+        w = _quant_weights(wtype.removesuffix("_ggml"), e, n, k, rng)
+        for xs in (1, u):
+            x = rng.standard_normal((m * xs, k)).astype(F)
+            xq = _quant_act(act, x)
+            args = [ptr(w), ptr(xq), ptr(ids), m, u, xs, e, n, k]
+            (want,) = _run(bind(lib, spec, "ref"), [((m, u * n), F)], args)
+            for nth in (1, 2, 3):
+                (got,) = _run(bind(lib, spec, variant), [((m, u * n), F)], args, nth)
+                assert_close_or_equal(want, got, map_id=moe_id, variant=variant, context=f"n={n} xs={xs} nth={nth}")
 
 
 @pytest.mark.parametrize("variant", map_variants("moe_combine_f32"))

@@ -111,7 +111,8 @@ def model_path(fixtures: dict[str, Any], arch: str, preset: str, work: Path) -> 
         from kernelmap.synth import read_tokenizer, resolve_dims, write_model
 
         tok_from = base / entry["presets"]["Q8_0"]["file"]
-        name, dims = resolve_dims(arch, entry["dims"])
+        name, dims = resolve_dims(entry.get("arch", arch), entry["dims"])  # a row may be an architecture at other dims
+        dims = {**dims, **entry.get("overrides", {})}
         path = Path(work) / f"{arch}-{preset}.gguf"
         if not path.exists() or _sha(path) != info["sha256"]:
             write_model(path, name, dims, read_tokenizer(tok_from, keep=dims.get("vocab_keep")),
