@@ -66,6 +66,8 @@ struct km_model {
     double prof_batch[KM_N_BATCH_OPS > 0 ? KM_N_BATCH_OPS : 1];
 };
 
+/* A barrier ends every run of independent ops (see barrier_groups in codegen/emit.py); a profiling build
+ * times each run and books it on the run's last op (the others show 0). */
 #ifdef KM_PROFILE
 #define KM_STEP(phase, i)                                   \
     do {                                                    \
@@ -210,7 +212,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(prefill, 2);
+    /* no barrier: [3] is independent of the ops since the last one */
     /* [3] blk.0.attn_k: linear_f32_f32_ggml (avx2) weights: blk.0.attn_k.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
@@ -221,7 +223,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(prefill, 3);
+    /* no barrier: [4] is independent of the ops since the last one */
     /* [4] blk.0.attn_v: linear_f32_f32_ggml (avx2) weights: blk.0.attn_v.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 9216u),
@@ -247,7 +249,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         0x1.0000000000000p+0f,
         ith,
         nth);
-    KM_STEP(prefill, 5);
+    /* no barrier: [6] is independent of the ops since the last one */
     /* [6] blk.0.k_norm.blk0_k_rope: qk_norm_rope_neox_f32 (avx2) weights: blk.0.attn_k_norm.weight */
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
@@ -274,7 +276,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         pos,
         ith,
         nth);
-    KM_STEP(prefill, 7);
+    /* no barrier: [8] is independent of the ops since the last one */
     /* [8] blk.0.v_append: kv_append_f16 (avx2) */
     km_kv_append_f16__avx2(
         (void *)m->state[1],
@@ -349,7 +351,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(prefill, 13);
+    /* no barrier: [14] is independent of the ops since the last one */
     /* [14] blk.0.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_up.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
@@ -416,7 +418,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(prefill, 19);
+    /* no barrier: [20] is independent of the ops since the last one */
     /* [20] blk.1.attn_k: linear_f32_f32_ggml (avx2) weights: blk.1.attn_k.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
@@ -427,7 +429,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(prefill, 20);
+    /* no barrier: [21] is independent of the ops since the last one */
     /* [21] blk.1.attn_v: linear_f32_f32_ggml (avx2) weights: blk.1.attn_v.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 9216u),
@@ -453,7 +455,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         0x1.0000000000000p+0f,
         ith,
         nth);
-    KM_STEP(prefill, 22);
+    /* no barrier: [23] is independent of the ops since the last one */
     /* [23] blk.1.k_norm.blk1_k_rope: qk_norm_rope_neox_f32 (avx2) weights: blk.1.attn_k_norm.weight */
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
@@ -480,7 +482,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         pos,
         ith,
         nth);
-    KM_STEP(prefill, 24);
+    /* no barrier: [25] is independent of the ops since the last one */
     /* [25] blk.1.v_append: kv_append_f16 (avx2) */
     km_kv_append_f16__avx2(
         (void *)m->state[3],
@@ -555,7 +557,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(prefill, 30);
+    /* no barrier: [31] is independent of the ops since the last one */
     /* [31] blk.1.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_up.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
@@ -684,7 +686,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(decode, 2);
+    /* no barrier: [3] is independent of the ops since the last one */
     /* [3] blk.0.attn_k: linear_f32_f32_ggml (avx2) weights: blk.0.attn_k.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
@@ -695,7 +697,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(decode, 3);
+    /* no barrier: [4] is independent of the ops since the last one */
     /* [4] blk.0.attn_v: linear_f32_f32_ggml (avx2) weights: blk.0.attn_v.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1152u),
@@ -721,7 +723,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         0x1.0000000000000p+0f,
         ith,
         nth);
-    KM_STEP(decode, 5);
+    /* no barrier: [6] is independent of the ops since the last one */
     /* [6] blk.0.k_norm.blk0_k_rope: qk_norm_rope_neox_f32 (avx2) weights: blk.0.attn_k_norm.weight */
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
@@ -748,7 +750,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         pos,
         ith,
         nth);
-    KM_STEP(decode, 7);
+    /* no barrier: [8] is independent of the ops since the last one */
     /* [8] blk.0.v_append: kv_append_f16 (avx2) */
     km_kv_append_f16__avx2(
         (void *)m->state[1],
@@ -823,7 +825,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(decode, 13);
+    /* no barrier: [14] is independent of the ops since the last one */
     /* [14] blk.0.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_up.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
@@ -890,7 +892,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(decode, 19);
+    /* no barrier: [20] is independent of the ops since the last one */
     /* [20] blk.1.attn_k: linear_f32_f32_ggml (avx2) weights: blk.1.attn_k.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
@@ -901,7 +903,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(decode, 20);
+    /* no barrier: [21] is independent of the ops since the last one */
     /* [21] blk.1.attn_v: linear_f32_f32_ggml (avx2) weights: blk.1.attn_v.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1152u),
@@ -927,7 +929,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         0x1.0000000000000p+0f,
         ith,
         nth);
-    KM_STEP(decode, 22);
+    /* no barrier: [23] is independent of the ops since the last one */
     /* [23] blk.1.k_norm.blk1_k_rope: qk_norm_rope_neox_f32 (avx2) weights: blk.1.attn_k_norm.weight */
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
@@ -954,7 +956,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         pos,
         ith,
         nth);
-    KM_STEP(decode, 24);
+    /* no barrier: [25] is independent of the ops since the last one */
     /* [25] blk.1.v_append: kv_append_f16 (avx2) */
     km_kv_append_f16__avx2(
         (void *)m->state[3],
@@ -1029,7 +1031,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(decode, 30);
+    /* no barrier: [31] is independent of the ops since the last one */
     /* [31] blk.1.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_up.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
