@@ -1,4 +1,5 @@
-"""Barrier groups: the generated body drops a barrier only between ops that touch disjoint memory."""
+"""Barrier groups and split ops: a barrier is dropped only between ops that touch disjoint memory; only ops
+streaming a large weight without scratch run as claimed pieces."""
 
 from types import SimpleNamespace
 
@@ -52,3 +53,17 @@ def test_barrier_groups_scratch_counts_as_written():
     # b's scratch lies on a's output
     plan = _plan(ops, {"h": 0, "ta": 64, "tb": 128, "a__scratch_s": 192, "b__scratch_s": 64})
     assert barrier_groups(plan, reg) == [[0], [1]]
+
+
+def test_split_ops_picks_large_weight_ops_without_scratch_only():
+    from kernelmap.circuits.graph import WeightRef
+    from kernelmap.codegen.emit import SPLIT_MIN_BYTES, split_ops
+
+    rows = SPLIT_MIN_BYTES // (640 * 4) + 1  # f32 rows of 640: just above the threshold
+    big = WeightRef("w_big", "big.weight", "f32", (rows, 640))
+    small = WeightRef("w_small", "small.weight", "f32", (8, 640))
+    reg = SimpleNamespace(providers={"p": SimpleNamespace(scratch=[]), "s": SimpleNamespace(scratch=[object()])})
+    ops = [_op("head", {"x": "h"}, {"y": "a"}), _op("proj", {"x": "h"}, {"y": "b"}), _op("scr", {"x": "h"}, {"y": "c"})]
+    ops[0].weights, ops[1].weights, ops[2].weights = {"w": big}, {"w": small}, {"w": big}
+    ops[2].provider = "s"
+    assert split_ops(_plan(ops, {"h": 0, "a": 64, "b": 128, "c": 192}), reg) == [0]

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,10 @@
 #define KM_ARENA_BYTES UINT64_C(14336)
 #define KM_WEIGHTS_BYTES UINT64_C(0)
 #define KM_N_BATCH_OPS 0
+/* Ops that stream a large weight run as KM_SPLIT pieces the threads claim in turn (split_ops in
+ * codegen/emit.py); one counter per such op of a phase, reset before every pool run. */
+#define KM_N_CLAIMS 0
+#define KM_SPLIT 256
 #define KM_MAX_BATCH INT64_C(0)
 /* Tensors in the GGUF layout are read from the model file itself (mapped, never copied): its size and
  * the checksum of its head (metadata and tensor records) must be the ones this program was built from. */
@@ -64,7 +69,19 @@ struct km_model {
     int64_t positions[KM_MAX_BATCH > 0 ? KM_MAX_BATCH : 1];
     int64_t slots[KM_MAX_BATCH > 0 ? KM_MAX_BATCH : 1];
     double prof_batch[KM_N_BATCH_OPS > 0 ? KM_N_BATCH_OPS : 1];
+    atomic_int claims[KM_N_CLAIMS > 0 ? KM_N_CLAIMS : 1];
 };
+
+/* The next piece of split op k for the calling thread (>= KM_SPLIT: none left). Relaxed: the pieces'
+ * outputs are published by the barrier after the op. */
+static inline int km_claim(km_model *m, int k) {
+    return atomic_fetch_add_explicit(&m->claims[k], 1, memory_order_relaxed);
+}
+
+/* Before a pool run (the job's publication orders these stores before every thread's first claim). */
+static void km_claims_reset(km_model *m) {
+    for (int k = 0; k < KM_N_CLAIMS; k++) atomic_store_explicit(&m->claims[k], 0, memory_order_relaxed);
+}
 
 /* A barrier ends every run of independent ops (see barrier_groups in codegen/emit.py); a profiling build
  * times each run and books it on the run's last op (the others show 0). */
@@ -1307,6 +1324,7 @@ int km_model_prefill(km_model *m, const int32_t *tokens, int64_t n, int64_t pos)
         memcpy(m->arena + 0u, tokens + done, (size_t)rows * sizeof(int32_t));
         m->n_tokens = rows;
         m->pos = pos + done;
+        km_claims_reset(m);
         km_pool_run(m->pool, km_prefill_body, m);
     }
     m->logits = (const float *)(m->arena + 0u);
@@ -1319,6 +1337,7 @@ int km_model_decode(km_model *m, int32_t token, int64_t pos) {
     memcpy(m->arena + 0u, &token, sizeof token);
     m->n_tokens = 1;
     m->pos = pos;
+    km_claims_reset(m);
     km_pool_run(m->pool, km_decode_body, m);
     m->logits = (const float *)(m->arena + 0u);
     return 0;
@@ -1386,6 +1405,7 @@ int km_model_decode_batch(km_model *m, const int32_t *tokens, const int64_t *slo
     memcpy(m->slots, slots, (size_t)n * sizeof(int64_t));
     for (int i = 0; m->n_slots > 0 && i < KM_N_STATE; i++) m->state[i] = m->state_base[i];
     m->n_tokens = n;
+    km_claims_reset(m);
     km_pool_run(m->pool, km_batch_body, m);
     if (m->n_slots > 0) km_model_select_slot(m, m->slot);
     m->logits = (const float *)(m->arena + 0u);

@@ -12,6 +12,12 @@ next op touches nothing the ops since the last barrier write, and writes nothing
 byte ranges from the memory plan, op scratch, KV state buffers; weights are read-only) — see
 `barrier_groups`. Ops without a barrier between them compute the same bytes in any interleaving, so
 no bit depends on the grouping.
+
+Split ops: an op that streams a large weight (at least SPLIT_MIN_BYTES) and has no scratch runs as
+KM_SPLIT pieces (ith = piece, nth = KM_SPLIT) that the threads claim in turn from a counter, so a
+thread that runs late (another process on its core, a slower memory channel) leaves no tail: the
+others take its remaining pieces. Every kernel computes the same bytes for every (ith, nth) (each
+map's partition-invariance test), so the pieces compute what the static split did.
 """
 
 from __future__ import annotations
@@ -27,8 +33,8 @@ from kernelmap.errors import CodegenError
 from kernelmap.isa_flags import CPU_SUPPORTS
 from kernelmap.maps.registry import Registry
 
-__all__ = ["GCC_FEATURES", "HWCAP_FEATURES", "TEMPLATE_DIR", "GGUFCheck", "PhasePlan", "barrier_groups", "cpu_checks",
-           "emit_model", "gguf_checksum", "kernels_header"]
+__all__ = ["GCC_FEATURES", "HWCAP_FEATURES", "TEMPLATE_DIR", "GGUFCheck", "PhasePlan", "SPLIT_MIN_BYTES", "barrier_groups",
+           "cpu_checks", "emit_model", "split_ops", "gguf_checksum", "kernels_header"]
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -48,6 +54,7 @@ HWCAP_FEATURES = {
     "bf16": ("AT_HWCAP2", "HWCAP2_BF16", 14),
 }
 _STATE_DTYPES = ("f16", "bf16", "f32")  # element types a KV state buffer may hold
+SPLIT_MIN_BYTES = 16 << 20  # weight bytes from which an op runs as claimed pieces (see split_ops)
 
 
 @dataclass(frozen=True)
@@ -188,10 +195,24 @@ def barrier_groups(plan: PhasePlan, registry: Registry) -> list[list[int]]:
     return groups
 
 
+def split_ops(plan: PhasePlan, registry: Registry) -> list[int]:
+    """Indices of the ops that run as claimed pieces: weights of at least SPLIT_MIN_BYTES, no scratch."""
+    out = []
+    for i, op in enumerate(plan.graph.ops):
+        if op.provider is None or registry.providers[op.provider].scratch:
+            continue
+        size = sum((ref.shape[0] if len(ref.shape) > 1 else 1) * row_bytes(ref.dtype, ref.shape[-1])
+                   for ref in op.weights.values())
+        if size >= SPLIT_MIN_BYTES:
+            out.append(i)
+    return out
+
+
 def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[str, Any],
           state_index: dict[str, int], protos: dict[str, str]) -> list[str]:
     lines: list[str] = []
     last_of_group = {g[-1] for g in barrier_groups(plan, registry)}
+    claims = {i: k for k, i in enumerate(split_ops(plan, registry))}
     for i, op in enumerate(plan.graph.ops):
         if op.provider is None or op.variant is None:
             raise CodegenError("op was not resolved", value=op.label)
@@ -204,8 +225,16 @@ def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[
         tensors = ", ".join(ref.tensor for ref in op.weights.values())
         note = f" weights: {tensors}" if tensors else ""
         lines.append(f"    /* [{i}] {c_comment(op.label)}: {c_comment(op.provider)} ({c_comment(op.variant)}){c_comment(note)} */")
-        args = ",\n        ".join(call.args)
-        lines.append(f"    {call.symbol}(\n        {args});")
+        if i in claims:
+            if call.args[-2:] != ("ith", "nth"):
+                raise CodegenError("a split op's call does not end with (ith, nth)", value=op.label)
+            args = ",\n            ".join((*call.args[:-2], "piece_", "KM_SPLIT"))
+            lines.append(f"    for (int piece_ = km_claim(m, {claims[i]}); piece_ < KM_SPLIT; "
+                         f"piece_ = km_claim(m, {claims[i]}))")
+            lines.append(f"        {call.symbol}(\n            {args});")
+        else:
+            args = ",\n        ".join(call.args)
+            lines.append(f"    {call.symbol}(\n        {args});")
         if i in last_of_group:
             lines.append(f"    KM_STEP({phase}, {i});")
         else:
@@ -242,6 +271,7 @@ def emit_model(prefill: PhasePlan, decode: PhasePlan, *, registry: Registry, wei
         "N_STATE": len(state),
         "N_PREFILL_OPS": len(prefill.graph.ops),
         "N_DECODE_OPS": len(decode.graph.ops),
+        "N_CLAIMS": max(len(split_ops(p, registry)) for _, p in phases),
         "MAX_ROWS": prefill.graph.max_rows,
         "N_VOCAB": n_vocab,
         "CTX_TRAIN": ctx_train,
