@@ -2,7 +2,10 @@
 
 For each thread count, alternates our run and the peer's run `--repeats` times on the same prompt
 token ids (a 256-token prompt, 128 greedy decode steps by default) and prints the medians and the
-ratios (ours / llama.cpp) as a table and, with --json, one JSON object. The peer runs in the peer venv
+ratios (ours / llama.cpp) as a table and, with --json, one JSON object. It also measures the machine's
+streaming-read bandwidth for each thread count in the same run (kernelmap bench's probe) and prints
+the bytes one decode step reads (see `decode_bytes`) and the fraction of that bandwidth our decode
+reaches: bytes/token x tokens/s / bandwidth. The peer runs in the peer venv
 (`make peer` builds it) through benchmarks/peer_llama.py, in a subprocess: a peer that crashes (a llama.cpp
 built for AMX segfaults on batches of 2+ rows on some CPUs) is reported as "peer crashed: signal N" with
 exit 1, checked once with a short batch before anything is timed. Never used as a test: numbers only.
@@ -43,6 +46,44 @@ def _ours(model, prompt: list[int], n_decode: int) -> dict:
         logits = model.decode(tok)
     t2 = time.perf_counter()
     return {"prefill_tps": len(prompt) / (t1 - t0), "decode_tps": n_decode / (t2 - t1), "tokens": toks}
+
+
+def decode_bytes(gguf: str, positions: range) -> dict:
+    """Bytes one decode step reads, averaged over `positions` (the positions the timed steps run at).
+
+    Weights: every weight port of every op of the decode graph (the circuit hydrated for one row),
+    a tensor read by two ops counted twice; an op indexed by token ids (an i32 input: the embedding
+    lookup) reads one row. KV: an op with state ports and an output (attention) reads each state
+    buffer over the positions it sees, min(pos + 1, window) rows (window 0: all), per kv head.
+    Activations are not counted (they stay in cache)."""
+    from kernelmap.circuits.hydrate import hydrate, read_config, row_bytes
+    from kernelmap.circuits.loader import circuit_for, load_interfaces
+    from kernelmap.compiler import CompileOptions
+    from kernelmap.gguf import open_gguf
+    from kernelmap.numerics.policy import load_policy
+
+    g = open_gguf(gguf)
+    circuit = circuit_for(g.metadata["general.architecture"])
+    interfaces = load_interfaces()
+    config = read_config(circuit, g.metadata, g.tensors, source=gguf)
+    kv = load_policy(CompileOptions().policy).rule_for("attention").kv or "f32"
+    graph = hydrate(circuit, config, g.tensors, interfaces, phase="decode", max_rows=1, kv_dtype=kv, source=gguf)
+    weights = 0
+    kv_total = 0
+    for op in graph.ops:
+        gathered = any(graph.tensors[t].dtype == "i32" for t in op.inputs.values())
+        for ref in op.weights.values():
+            rows = ref.shape[0] if len(ref.shape) > 1 else 1
+            weights += (1 if gathered else rows) * row_bytes(ref.dtype, ref.shape[-1])
+        if not op.state or not op.outputs:
+            continue
+        window = int(op.params.get("window", 0) or 0)
+        for sname in op.state.values():
+            s = graph.state[sname]
+            per_row = row_bytes(s.dtype, int(s.shape[2])) * int(s.shape[0])
+            kv_total += sum(per_row * (min(p + 1, window) if window > 0 else p + 1) for p in positions)
+    kv_mean = kv_total / max(len(positions), 1)
+    return {"weights": weights, "kv": round(kv_mean), "total": round(weights + kv_mean)}
 
 
 class PeerError(Exception):
@@ -116,10 +157,13 @@ def main() -> None:
 
 
 def _measure(args: argparse.Namespace, gguf: str) -> list[dict]:
+    from kernelmap.bench import measure_bandwidth
     from kernelmap.compiler import CompileOptions
     from kernelmap.runtime import load
 
     results = []
+    # decode steps run at positions prompt .. prompt + decode - 1 (the first decode token comes from prefill)
+    step = decode_bytes(gguf, range(args.prompt_tokens, args.prompt_tokens + args.decode_tokens))
     for threads in [int(t) for t in args.threads.split(",")]:
         base = CompileOptions() if args.policy is None else CompileOptions(policy=args.policy)
         model = load(gguf, threads=threads, n_ctx=args.prompt_tokens + args.decode_tokens + 16, options=base)
@@ -153,6 +197,12 @@ def _measure(args: argparse.Namespace, gguf: str) -> list[dict]:
             row[f"ours_{key}"] = round(a, 2)
             row[f"llama_{key}"] = round(b, 2)
             row[f"ratio_{key.split('_')[0]}"] = round(a / b, 3) if b else None
+        bw = measure_bandwidth((threads,))[threads]  # after the runs: the same machine state, no model threads
+        row["decode_bytes_per_token"] = step["total"]
+        row["decode_weight_bytes"] = step["weights"]
+        row["decode_kv_bytes"] = step["kv"]
+        row["read_bandwidth_gbps"] = round(bw, 2)
+        row["decode_bandwidth_fraction"] = round(step["total"] * row["ours_decode_tps"] / (bw * 1e9), 3)
         row["greedy_tokens_identical"] = same
         row["peer_version"] = peer[0]["version"]
         row["peer_system_info"] = peer[0].get("system_info")
@@ -174,6 +224,11 @@ def _print(args: argparse.Namespace, results: list[dict]) -> None:
         print(f"{r['threads']:>7} {r['ours_prefill_tps']:>13.1f} {r['llama_prefill_tps']:>10.1f} "
               f"{r['ratio_prefill']:>6.2f} | {r['ours_decode_tps']:>12.1f} {r['llama_decode_tps']:>10.1f} "
               f"{r['ratio_decode']:>6.2f} | {r['greedy_tokens_identical']}")
+    for r in results:
+        print(f"decode (threads {r['threads']}): {r['decode_bytes_per_token'] / 1e6:.1f} MB/token "
+              f"(weights {r['decode_weight_bytes'] / 1e6:.1f}, KV {r['decode_kv_bytes'] / 1e6:.2f}) x "
+              f"{r['ours_decode_tps']:.1f} tok/s = {r['decode_bytes_per_token'] * r['ours_decode_tps'] / 1e9:.2f} GB/s"
+              f" of {r['read_bandwidth_gbps']:.2f} GB/s read bandwidth: {100 * r['decode_bandwidth_fraction']:.0f}%")
     for r in results:
         if "fusion_ratio_decode" in r:
             print(f"fusion on/off (threads {r['threads']}): prefill {r['fusion_ratio_prefill']:.2f}x, "

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,10 @@
 #define KM_ARENA_BYTES UINT64_C(14336)
 #define KM_WEIGHTS_BYTES UINT64_C(0)
 #define KM_N_BATCH_OPS 0
+/* Ops that stream a large weight run as KM_SPLIT pieces the threads claim in turn (split_ops in
+ * codegen/emit.py); one counter per such op of a phase, reset before every pool run. */
+#define KM_N_CLAIMS 0
+#define KM_SPLIT 256
 #define KM_MAX_BATCH INT64_C(0)
 /* Tensors in the GGUF layout are read from the model file itself (mapped, never copied): its size and
  * the checksum of its head (metadata and tensor records) must be the ones this program was built from. */
@@ -64,8 +69,22 @@ struct km_model {
     int64_t positions[KM_MAX_BATCH > 0 ? KM_MAX_BATCH : 1];
     int64_t slots[KM_MAX_BATCH > 0 ? KM_MAX_BATCH : 1];
     double prof_batch[KM_N_BATCH_OPS > 0 ? KM_N_BATCH_OPS : 1];
+    atomic_int claims[KM_N_CLAIMS > 0 ? KM_N_CLAIMS : 1];
 };
 
+/* The next piece of split op k for the calling thread (>= KM_SPLIT: none left). Relaxed: the pieces'
+ * outputs are published by the barrier after the op. */
+static inline int km_claim(km_model *m, int k) {
+    return atomic_fetch_add_explicit(&m->claims[k], 1, memory_order_relaxed);
+}
+
+/* Before a pool run (the job's publication orders these stores before every thread's first claim). */
+static void km_claims_reset(km_model *m) {
+    for (int k = 0; k < KM_N_CLAIMS; k++) atomic_store_explicit(&m->claims[k], 0, memory_order_relaxed);
+}
+
+/* A barrier ends every run of independent ops (see barrier_groups in codegen/emit.py); a profiling build
+ * times each run and books it on the run's last op (the others show 0). */
 #ifdef KM_PROFILE
 #define KM_STEP(phase, i)                                   \
     do {                                                    \
@@ -210,7 +229,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(prefill, 2);
+    /* no barrier: [3] is independent of the ops since the last one */
     /* [3] blk.0.attn_k: linear_f32_f32_ggml (avx2) weights: blk.0.attn_k.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
@@ -221,7 +240,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(prefill, 3);
+    /* no barrier: [4] is independent of the ops since the last one */
     /* [4] blk.0.attn_v: linear_f32_f32_ggml (avx2) weights: blk.0.attn_v.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 9216u),
@@ -247,7 +266,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         0x1.0000000000000p+0f,
         ith,
         nth);
-    KM_STEP(prefill, 5);
+    /* no barrier: [6] is independent of the ops since the last one */
     /* [6] blk.0.k_norm.blk0_k_rope: qk_norm_rope_neox_f32 (avx2) weights: blk.0.attn_k_norm.weight */
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
@@ -274,7 +293,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         pos,
         ith,
         nth);
-    KM_STEP(prefill, 7);
+    /* no barrier: [8] is independent of the ops since the last one */
     /* [8] blk.0.v_append: kv_append_f16 (avx2) */
     km_kv_append_f16__avx2(
         (void *)m->state[1],
@@ -349,7 +368,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(prefill, 13);
+    /* no barrier: [14] is independent of the ops since the last one */
     /* [14] blk.0.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_up.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
@@ -416,7 +435,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(prefill, 19);
+    /* no barrier: [20] is independent of the ops since the last one */
     /* [20] blk.1.attn_k: linear_f32_f32_ggml (avx2) weights: blk.1.attn_k.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
@@ -427,7 +446,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(prefill, 20);
+    /* no barrier: [21] is independent of the ops since the last one */
     /* [21] blk.1.attn_v: linear_f32_f32_ggml (avx2) weights: blk.1.attn_v.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 9216u),
@@ -453,7 +472,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         0x1.0000000000000p+0f,
         ith,
         nth);
-    KM_STEP(prefill, 22);
+    /* no barrier: [23] is independent of the ops since the last one */
     /* [23] blk.1.k_norm.blk1_k_rope: qk_norm_rope_neox_f32 (avx2) weights: blk.1.attn_k_norm.weight */
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
@@ -480,7 +499,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         pos,
         ith,
         nth);
-    KM_STEP(prefill, 24);
+    /* no barrier: [25] is independent of the ops since the last one */
     /* [25] blk.1.v_append: kv_append_f16 (avx2) */
     km_kv_append_f16__avx2(
         (void *)m->state[3],
@@ -555,7 +574,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(prefill, 30);
+    /* no barrier: [31] is independent of the ops since the last one */
     /* [31] blk.1.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_up.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 8192u),
@@ -684,7 +703,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(decode, 2);
+    /* no barrier: [3] is independent of the ops since the last one */
     /* [3] blk.0.attn_k: linear_f32_f32_ggml (avx2) weights: blk.0.attn_k.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
@@ -695,7 +714,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(decode, 3);
+    /* no barrier: [4] is independent of the ops since the last one */
     /* [4] blk.0.attn_v: linear_f32_f32_ggml (avx2) weights: blk.0.attn_v.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1152u),
@@ -721,7 +740,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         0x1.0000000000000p+0f,
         ith,
         nth);
-    KM_STEP(decode, 5);
+    /* no barrier: [6] is independent of the ops since the last one */
     /* [6] blk.0.k_norm.blk0_k_rope: qk_norm_rope_neox_f32 (avx2) weights: blk.0.attn_k_norm.weight */
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
@@ -748,7 +767,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         pos,
         ith,
         nth);
-    KM_STEP(decode, 7);
+    /* no barrier: [8] is independent of the ops since the last one */
     /* [8] blk.0.v_append: kv_append_f16 (avx2) */
     km_kv_append_f16__avx2(
         (void *)m->state[1],
@@ -823,7 +842,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(decode, 13);
+    /* no barrier: [14] is independent of the ops since the last one */
     /* [14] blk.0.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.0.ffn_up.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
@@ -890,7 +909,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(decode, 19);
+    /* no barrier: [20] is independent of the ops since the last one */
     /* [20] blk.1.attn_k: linear_f32_f32_ggml (avx2) weights: blk.1.attn_k.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
@@ -901,7 +920,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(decode, 20);
+    /* no barrier: [21] is independent of the ops since the last one */
     /* [21] blk.1.attn_v: linear_f32_f32_ggml (avx2) weights: blk.1.attn_v.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1152u),
@@ -927,7 +946,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         0x1.0000000000000p+0f,
         ith,
         nth);
-    KM_STEP(decode, 22);
+    /* no barrier: [23] is independent of the ops since the last one */
     /* [23] blk.1.k_norm.blk1_k_rope: qk_norm_rope_neox_f32 (avx2) weights: blk.1.attn_k_norm.weight */
     km_qk_norm_rope_neox_f32__avx2(
         (float *)(A + 0u),
@@ -954,7 +973,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         pos,
         ith,
         nth);
-    KM_STEP(decode, 24);
+    /* no barrier: [25] is independent of the ops since the last one */
     /* [25] blk.1.v_append: kv_append_f16 (avx2) */
     km_kv_append_f16__avx2(
         (void *)m->state[3],
@@ -1029,7 +1048,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
-    KM_STEP(decode, 30);
+    /* no barrier: [31] is independent of the ops since the last one */
     /* [31] blk.1.ffn_up: linear_f32_f32_ggml (avx2) weights: blk.1.ffn_up.weight */
     km_linear_f32_f32_ggml__avx2(
         (float *)(A + 1024u),
@@ -1305,6 +1324,7 @@ int km_model_prefill(km_model *m, const int32_t *tokens, int64_t n, int64_t pos)
         memcpy(m->arena + 0u, tokens + done, (size_t)rows * sizeof(int32_t));
         m->n_tokens = rows;
         m->pos = pos + done;
+        km_claims_reset(m);
         km_pool_run(m->pool, km_prefill_body, m);
     }
     m->logits = (const float *)(m->arena + 0u);
@@ -1317,6 +1337,7 @@ int km_model_decode(km_model *m, int32_t token, int64_t pos) {
     memcpy(m->arena + 0u, &token, sizeof token);
     m->n_tokens = 1;
     m->pos = pos;
+    km_claims_reset(m);
     km_pool_run(m->pool, km_decode_body, m);
     m->logits = (const float *)(m->arena + 0u);
     return 0;
@@ -1384,6 +1405,7 @@ int km_model_decode_batch(km_model *m, const int32_t *tokens, const int64_t *slo
     memcpy(m->slots, slots, (size_t)n * sizeof(int64_t));
     for (int i = 0; m->n_slots > 0 && i < KM_N_STATE; i++) m->state[i] = m->state_base[i];
     m->n_tokens = n;
+    km_claims_reset(m);
     km_pool_run(m->pool, km_batch_body, m);
     if (m->n_slots > 0) km_model_select_slot(m, m->slot);
     m->logits = (const float *)(m->arena + 0u);

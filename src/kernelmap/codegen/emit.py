@@ -6,6 +6,18 @@ hashes. Output: the text of `model.c` and `km_kernels.h` (one named prototype pe
 derived from its map's call_abi; every kernel source is compiled with it force-included, so a map
 whose ABI types disagree with its C code, or a unit exporting an undeclared function, fails to build).
 Generation is deterministic: no timestamps, sorted tables.
+
+Barriers: every thread runs every op on its share (ith of nth) and a barrier follows an op unless the
+next op touches nothing the ops since the last barrier write, and writes nothing they touch (arena
+byte ranges from the memory plan, op scratch, KV state buffers; weights are read-only) — see
+`barrier_groups`. Ops without a barrier between them compute the same bytes in any interleaving, so
+no bit depends on the grouping.
+
+Split ops: an op that streams a large weight (at least SPLIT_MIN_BYTES) and has no scratch runs as
+KM_SPLIT pieces (ith = piece, nth = KM_SPLIT) that the threads claim in turn from a counter, so a
+thread that runs late (another process on its core, a slower memory channel) leaves no tail: the
+others take its remaining pieces. Every kernel computes the same bytes for every (ith, nth) (each
+map's partition-invariance test), so the pieces compute what the static split did.
 """
 
 from __future__ import annotations
@@ -21,8 +33,8 @@ from kernelmap.errors import CodegenError
 from kernelmap.isa_flags import CPU_SUPPORTS
 from kernelmap.maps.registry import Registry
 
-__all__ = ["GCC_FEATURES", "HWCAP_FEATURES", "TEMPLATE_DIR", "GGUFCheck", "PhasePlan", "cpu_checks", "emit_model",
-           "gguf_checksum", "kernels_header"]
+__all__ = ["GCC_FEATURES", "HWCAP_FEATURES", "TEMPLATE_DIR", "GGUFCheck", "PhasePlan", "SPLIT_MIN_BYTES", "barrier_groups",
+           "cpu_checks", "emit_model", "split_ops", "gguf_checksum", "kernels_header"]
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -42,6 +54,7 @@ HWCAP_FEATURES = {
     "bf16": ("AT_HWCAP2", "HWCAP2_BF16", 14),
 }
 _STATE_DTYPES = ("f16", "bf16", "f32")  # element types a KV state buffer may hold
+SPLIT_MIN_BYTES = 16 << 20  # weight bytes from which an op runs as claimed pieces (see split_ops)
 
 
 @dataclass(frozen=True)
@@ -115,9 +128,91 @@ class PhasePlan:
     offsets: dict[str, int]
 
 
+@dataclass(frozen=True)
+class _Access:
+    """What one op touches: arena byte ranges it reads and writes, the state buffers it uses; `unknown`
+    when a buffer has no planned offset (such an op is never grouped)."""
+
+    reads: tuple[tuple[int, int], ...]
+    writes: tuple[tuple[int, int], ...]
+    state: frozenset[str]
+    unknown: bool
+
+
+def _tensor_bytes(graph: Graph, name: str) -> int:
+    t = graph.tensors[name]
+    rows = t.shape[0] if len(t.shape) > 1 else 1
+    return int(rows) * row_bytes(t.dtype, int(t.shape[-1]))
+
+
+def _access(op: Any, graph: Graph, offsets: dict[str, int], scratch: dict[str, int]) -> _Access:
+    unknown = False
+
+    def span(name: str, size: int) -> tuple[int, int]:
+        nonlocal unknown
+        if name not in offsets:
+            unknown = True
+            return (0, 0)
+        return (offsets[name], offsets[name] + max(size, 1))
+
+    reads = tuple(span(t, _tensor_bytes(graph, t)) for t in op.inputs.values())
+    writes = [span(t, _tensor_bytes(graph, t)) for t in op.outputs.values()]
+    key = f"{op.cname}__scratch_"
+    writes += [span(name, size) for name, size in sorted(scratch.items()) if name.startswith(key)]
+    return _Access(reads, tuple(writes), frozenset(op.state.values()), unknown)
+
+
+def _overlap(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> bool:
+    return any(x0 < y1 and y0 < x1 for x0, x1 in a for y0, y1 in b)
+
+
+def _independent(a: _Access, b: _Access) -> bool:
+    """True when a and b may run at the same time: neither writes a byte the other reads or writes,
+    and they share no state buffer (a KV cache one appends to and another reads)."""
+    if a.unknown or b.unknown or a.state & b.state:
+        return False
+    return not (_overlap(a.writes, b.reads + b.writes) or _overlap(b.writes, a.reads))
+
+
+def barrier_groups(plan: PhasePlan, registry: Registry) -> list[list[int]]:
+    """Split the phase's ops (in order) into runs that need no barrier inside: an op joins the current
+    run when it is independent of every op already in it (see `_independent`), else a barrier ends the
+    run. Order is never changed; the greedy split is deterministic."""
+    from kernelmap.plan.requests import scratch_sizes
+
+    graph = plan.graph
+    scratch = scratch_sizes(graph, registry)
+    groups: list[list[int]] = []
+    members: list[_Access] = []
+    for i, op in enumerate(graph.ops):
+        acc = _access(op, graph, plan.offsets, scratch)
+        if groups and all(_independent(acc, m) for m in members):
+            groups[-1].append(i)
+            members.append(acc)
+        else:
+            groups.append([i])
+            members = [acc]
+    return groups
+
+
+def split_ops(plan: PhasePlan, registry: Registry) -> list[int]:
+    """Indices of the ops that run as claimed pieces: weights of at least SPLIT_MIN_BYTES, no scratch."""
+    out = []
+    for i, op in enumerate(plan.graph.ops):
+        if op.provider is None or registry.providers[op.provider].scratch:
+            continue
+        size = sum((ref.shape[0] if len(ref.shape) > 1 else 1) * row_bytes(ref.dtype, ref.shape[-1])
+                   for ref in op.weights.values())
+        if size >= SPLIT_MIN_BYTES:
+            out.append(i)
+    return out
+
+
 def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[str, Any],
           state_index: dict[str, int], protos: dict[str, str]) -> list[str]:
     lines: list[str] = []
+    last_of_group = {g[-1] for g in barrier_groups(plan, registry)}
+    claims = {i: k for k, i in enumerate(split_ops(plan, registry))}
     for i, op in enumerate(plan.graph.ops):
         if op.provider is None or op.variant is None:
             raise CodegenError("op was not resolved", value=op.label)
@@ -130,9 +225,20 @@ def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[
         tensors = ", ".join(ref.tensor for ref in op.weights.values())
         note = f" weights: {tensors}" if tensors else ""
         lines.append(f"    /* [{i}] {c_comment(op.label)}: {c_comment(op.provider)} ({c_comment(op.variant)}){c_comment(note)} */")
-        args = ",\n        ".join(call.args)
-        lines.append(f"    {call.symbol}(\n        {args});")
-        lines.append(f"    KM_STEP({phase}, {i});")
+        if i in claims:
+            if call.args[-2:] != ("ith", "nth"):
+                raise CodegenError("a split op's call does not end with (ith, nth)", value=op.label)
+            args = ",\n            ".join((*call.args[:-2], "piece_", "KM_SPLIT"))
+            lines.append(f"    for (int piece_ = km_claim(m, {claims[i]}); piece_ < KM_SPLIT; "
+                         f"piece_ = km_claim(m, {claims[i]}))")
+            lines.append(f"        {call.symbol}(\n            {args});")
+        else:
+            args = ",\n        ".join(call.args)
+            lines.append(f"    {call.symbol}(\n        {args});")
+        if i in last_of_group:
+            lines.append(f"    KM_STEP({phase}, {i});")
+        else:
+            lines.append(f"    /* no barrier: [{i + 1}] is independent of the ops since the last one */")
     return lines
 
 
@@ -165,6 +271,7 @@ def emit_model(prefill: PhasePlan, decode: PhasePlan, *, registry: Registry, wei
         "N_STATE": len(state),
         "N_PREFILL_OPS": len(prefill.graph.ops),
         "N_DECODE_OPS": len(decode.graph.ops),
+        "N_CLAIMS": max(len(split_ops(p, registry)) for _, p in phases),
         "MAX_ROWS": prefill.graph.max_rows,
         "N_VOCAB": n_vocab,
         "CTX_TRAIN": ctx_train,
