@@ -30,7 +30,6 @@ HAND_KEPT = {
 PENDING_MAPS = {
     "attention_f16kv": "test_attention.py",
     "attention_f32kv": "test_attention.py",
-    "attention_f16kv_ggmlfa": "test_attention_ggmlfa.py",
     "geglu_tanh_f32": "test_geglu.py",
 }
 
