@@ -93,7 +93,7 @@ KL_INLINE void kqr_tile(float *y, int64_t N, const uint8_t *w, int64_t wrow, con
                 for (int r = 0; r < MT; r++) ai[r] = kl_kqi_zero();
                 for (int h = 0; h < 2; h++) {
                     kl_kqw wh;
-                    kl_kqw_load(&wh, blk, s, fmt, h);
+                    kl_kqw_loadf(&wh, blk, s, fmt, h);
                     for (int r = 0; r < MT; r++) ai[r] = kl_kqi_dott(ai[r], &wh, x[r * nb + b0 + bb].qs + 128 * h, fmt);
                 }
                 for (int r = 0; r < MT; r++) kl_kqi_store4(ti[r][bb][j], ai[r]);

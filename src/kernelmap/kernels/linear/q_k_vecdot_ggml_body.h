@@ -63,7 +63,7 @@ KL_INLINE void kqv_row_tile(float *y, int64_t N, const uint8_t *wr, const km_blo
         for (int r = 0; r < MT; r++) ai[r] = kl_kqi_seed(s, &xr[r * nb + b], fmt);
         for (int h = 0; h < 2; h++) {
             kl_kqw wh;
-            kl_kqw_load(&wh, blk, s, fmt, h);
+            kl_kqw_loadf(&wh, blk, s, fmt, h);
             for (int r = 0; r < MT; r++) ai[r] = kl_kqi_dot(ai[r], &wh, xr[r * nb + b].qs + 128 * h, fmt);
         }
         uint16_t hd, hm;
@@ -88,14 +88,18 @@ KL_INLINE void kqv_row_tile(float *y, int64_t N, const uint8_t *wr, const km_blo
                 facc[r] = kl_f8_fma(kl_f8_set1(kl_f32_mul(xb->d, wd)), kl_kqi_lanes(ai[r]), facc[r]);
             }
         }
-        if (fmt == KL_KQ_Q5_K) {
+        if (fmt == KL_KQ_Q5_K) { /* one row: scalar (the vector ports are the bottleneck); a tile: vector */
             uint64_t sc, mn;
             km_q4k_scales64(blk + 4, &sc, &mn);
             for (int r = 0; r < MT; r++) {
                 const km_block_q8_k *xb = &xr[r * nb + b];
                 int32_t imin = 0;
-                for (int j = 0; j < 8; j++)
-                    imin += (int32_t)((mn >> (8 * j)) & 0xFF) * ((int32_t)xb->bsums[2 * j] + xb->bsums[2 * j + 1]);
+                if (MT > 1) {
+                    imin = kl_kq_imin1(blk, xb, fmt);
+                } else {
+                    for (int j = 0; j < 8; j++)
+                        imin += (int32_t)((mn >> (8 * j)) & 0xFF) * ((int32_t)xb->bsums[2 * j] + xb->bsums[2 * j + 1]);
+                }
                 summ[r] = kl_f32_fma((float)imin, -kl_f32_mul(xb->d, wm), summ[r]);
             }
         }
