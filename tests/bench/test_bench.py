@@ -329,3 +329,62 @@ def test_bench_cli_gemv_prints_share_of_bandwidth_per_weight_type(tmp_path, caps
     row = doc["gemv"][0]
     assert row["frac_bw"] == pytest.approx(row["gbps"] / doc["bandwidth_gbps"]["2"])
     assert {r["rows"] for r in doc["results"]} == {1}
+
+
+# ---- prefill GEMM against the measured int8 peak (`kernelmap bench --prefill`, issue 16) ----
+
+
+def test_int8_peak_kind_picks_the_variants_widest_int8_instruction():
+    from kernelmap.bench.runner import int8_peak_kind
+
+    assert int8_peak_kind(("avx512f", "avx512bw", "avx512_vnni", "avx2"))[2:] == ("vpdpbusd zmm", 64)
+    assert int8_peak_kind(("avx512f", "avx512bw", "avx2"))[2:] == ("vpmaddubsw zmm", 64)
+    assert int8_peak_kind(("avx2", "fma"))[2:] == ("vpmaddubsw ymm", 32)
+    assert int8_peak_kind(()) is None and int8_peak_kind(("asimd",)) is None
+
+
+def test_measure_int8_peak_is_positive_per_thread_count_for_the_hosts_instructions():
+    from kernelmap.bench.runner import INT8_PEAK_KINDS, measure_int8_peak
+    from kernelmap.target import target_features
+
+    have = [k[2] for k in INT8_PEAK_KINDS if k[0] in target_features()]
+    if not have:
+        pytest.skip("no x86 int8 instruction on this host")
+    peak = measure_int8_peak([have[-1], "not an instruction"], threads=(1, 2), min_time=0.005)
+    assert set(peak) == {(have[-1], 1), (have[-1], 2)}
+    assert all(v > 0 for v in peak.values())
+
+
+def test_prefill_summary_keeps_fastest_variant_and_divides_by_its_instructions_peak():
+    from kernelmap.bench.runner import prefill_summary
+
+    def res(variant, rows, gmacs, instr):
+        return BenchResult(provider="lin", variant=variant, interface="linear.token_major.v1", shape="8192x2048",
+                           rows=rows, threads=2, median_s=1e-3, reps=3, bytes_moved=1.0, flops=2e6 * gmacs, gbps=1.0,
+                           gops=None, frac_bw=None, gmacs=gmacs, peak_instr=instr, frac_peak=gmacs / 200.0)
+
+    report = BenchReport(int8_peak={("vpdpbusd zmm", 2): 200.0}, results=[
+        res("avx2", 128, 30.0, "vpmaddubsw ymm"), res("avx512vnni", 128, 50.0, "vpdpbusd zmm"),
+        res("avx512vnni", 1, 90.0, "vpdpbusd zmm")])
+    providers = [prov._record({"id": "lin", "op": "linear", "interface": "linear.token_major.v1",
+                               "quant": {"weight": "q4_k"}, "variants": []}, Path("lin.json"))]
+    rows = prefill_summary(report, providers)
+    assert [(r["weight"], r["variant"], r["gmacs"], r["peak_gmacs"], r["frac_peak"]) for r in rows] == [
+        ("q4_k", "avx512vnni", 50.0, 200.0, 0.25)]
+
+
+def test_bench_cli_prefill_prints_gmacs_and_share_of_measured_int8_peak(capsys):
+    from kernelmap.target import target_features
+
+    if "avx2" not in target_features():
+        pytest.skip("the prefill point runs the avx2 variant")
+    rc = main(["bench", "--prefill", "--filter", "linear_q8_0_q8_0_ggml", "--variant", "avx2", "--shape", "2048x640",
+               "--hot", "--min-time", "0.002", "--bandwidth-mib", "0", "--no-record", "--json"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    doc = json.loads(captured.out)
+    assert {(r["rows"], r["threads"]) for r in doc["results"]} == {(128, 2)}
+    [row] = doc["prefill"]
+    assert (row["weight"], row["shape"], row["instruction"]) == ("q8_0", "2048x640", "vpmaddubsw ymm")
+    assert row["gmacs"] == pytest.approx(128 * 2048 * 640 / row["median_us"] / 1e3)
+    assert row["frac_peak"] == pytest.approx(row["gmacs"] / doc["int8_peak_gmacs"]["vpmaddubsw ymm|2"])

@@ -12,6 +12,14 @@
  * km_bench_stream_call(slots, ith, nth) is a kernel of the same shape that reads bytes
  * [lo, hi) of slots[0] (slots[1] bytes long, split in 64-byte lines by km_part) with 256-bit loads
  * when compiled with -mavx2, and stores a checksum in ((uint64_t *)slots[2])[ith * 8].
+ *
+ * km_bench_peak_call(slots, ith, nth) is the int8 peak calibration: every thread runs slots[0]
+ * iterations of KM_PEAK_CHAINS independent int8 multiply-add instructions of kind slots[1]
+ * (1: vpmaddubsw ymm, 32 int8 products; 2: vpmaddubsw zmm, 64; 3: vpdpbusd zmm, 64 — the instruction
+ * an ISA variant's integer dot is built on) and stores a checksum in ((uint64_t *)slots[2])[ith * 8].
+ * Chains are independent so the loop runs at the instruction's issue rate, not its latency; the
+ * caller divides the products by the wall time: a measured peak, whatever the CPU and its clock.
+ * km_bench_peak_chains() returns KM_PEAK_CHAINS. x86-64 only (other targets: kinds are no-ops).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -22,7 +30,7 @@
 
 #include "km_common.h"
 
-#if defined(__AVX2__)
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
@@ -152,4 +160,70 @@ void km_bench_stream_call(const uint64_t *slots, int ith, int nth) {
     }
 #endif
     sink[ith * 8] = sum;
+}
+
+enum { KM_PEAK_CHAINS = 12 };
+
+int km_bench_peak_chains(void) { return KM_PEAK_CHAINS; }
+
+#if defined(__x86_64__)
+/* Twelve independent chains of one instruction, in asm (the compiler copied and spilled intrinsic chains). */
+#define KM_PEAK_ASM(INS)                                                                                   \
+    __asm__ volatile(INS " %[b], %[c], %[a0]\n\t" INS " %[b], %[c], %[a1]\n\t" INS " %[b], %[c], %[a2]\n\t"   \
+                     INS " %[b], %[c], %[a3]\n\t" INS " %[b], %[c], %[a4]\n\t" INS " %[b], %[c], %[a5]\n\t"   \
+                     INS " %[b], %[c], %[a6]\n\t" INS " %[b], %[c], %[a7]\n\t" INS " %[b], %[c], %[a8]\n\t"   \
+                     INS " %[b], %[c], %[a9]\n\t" INS " %[b], %[c], %[a10]\n\t" INS " %[b], %[c], %[a11]"      \
+                     : [a0] "+v"(a0), [a1] "+v"(a1), [a2] "+v"(a2), [a3] "+v"(a3), [a4] "+v"(a4), [a5] "+v"(a5), \
+                       [a6] "+v"(a6), [a7] "+v"(a7), [a8] "+v"(a8), [a9] "+v"(a9), [a10] "+v"(a10),           \
+                       [a11] "+v"(a11)                                                                    \
+                     : [b] "v"(b), [c] "v"(c))
+#define KM_PEAK_BODY(T, ZERO, XOR, LOW, INS)                                                          \
+    T a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO, a4 = ZERO, a5 = ZERO, a6 = ZERO, a7 = ZERO;          \
+    T a8 = ZERO, a9 = ZERO, a10 = ZERO, a11 = ZERO;                                                  \
+    for (int64_t i = 0; i < iters; i++) KM_PEAK_ASM(INS);                                            \
+    const T s = XOR(XOR(XOR(XOR(a0, a1), XOR(a2, a3)), XOR(XOR(a4, a5), XOR(a6, a7))),                \
+                    XOR(XOR(a8, a9), XOR(a10, a11)));                                                \
+    return (uint64_t)LOW(s)
+
+#define KM_LOW256(v) _mm256_extract_epi64(v, 0)
+#define KM_LOW512(v) _mm_cvtsi128_si64(_mm512_castsi512_si128(v))
+
+/* kind 1: vpmaddubsw ymm (32 int8 products each) */
+__attribute__((target("avx2"))) static uint64_t km_peak_avx2(int64_t iters) {
+    const __m256i b = _mm256_set1_epi8(3), c = _mm256_set1_epi8(5);
+    KM_PEAK_BODY(__m256i, _mm256_setzero_si256(), _mm256_xor_si256, KM_LOW256, "vpmaddubsw");
+}
+
+/* kind 2: vpmaddubsw zmm (64) */
+__attribute__((target("avx512f,avx512bw"))) static uint64_t km_peak_avx512bw(int64_t iters) {
+    const __m512i b = _mm512_set1_epi8(3), c = _mm512_set1_epi8(5);
+    KM_PEAK_BODY(__m512i, _mm512_setzero_si512(), _mm512_xor_si512, KM_LOW512, "vpmaddubsw");
+}
+
+/* kind 3: vpdpbusd zmm (64) */
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static uint64_t km_peak_avx512vnni(int64_t iters) {
+    const __m512i b = _mm512_set1_epi8(3), c = _mm512_set1_epi8(5);
+    KM_PEAK_BODY(__m512i, _mm512_setzero_si512(), _mm512_xor_si512, KM_LOW512, "vpdpbusd");
+}
+#undef KM_PEAK_BODY
+#undef KM_LOW256
+#undef KM_LOW512
+#undef KM_PEAK_ASM
+#endif
+
+void km_bench_peak_call(const uint64_t *slots, int ith, int nth) {
+    (void)nth;
+    const int64_t iters = (int64_t)slots[0];
+    uint64_t sum = 0;
+#if defined(__x86_64__)
+    switch ((int)slots[1]) {
+    case 1: sum = km_peak_avx2(iters); break;
+    case 2: sum = km_peak_avx512bw(iters); break;
+    case 3: sum = km_peak_avx512vnni(iters); break;
+    default: break;
+    }
+#else
+    (void)iters;
+#endif
+    ((uint64_t *)(uintptr_t)slots[2])[ith * 8] = sum;
 }

@@ -27,8 +27,9 @@ from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, build_shared
 from kernelmap.errors import BuildError, KernelmapError, RequestError
 from kernelmap.target import missing, target_features
 
-__all__ = ["GEMV_FLOOR", "BenchResult", "BenchReport", "gemv_summary", "llc_bytes", "measure_bandwidth",
-           "resolver_variants", "run_bench", "time_call"]
+__all__ = ["GEMV_FLOOR", "INT8_PEAK_KINDS", "BenchResult", "BenchReport", "gemv_summary", "int8_peak_kind",
+           "llc_bytes", "measure_bandwidth", "measure_int8_peak", "prefill_summary", "resolver_variants", "run_bench",
+           "time_call"]
 
 HARNESS = Path(__file__).resolve().parent / "harness.c"
 _SYMBOL = re.compile(r"^km_[a-z0-9_]+__[a-z0-9_]+$")
@@ -38,6 +39,14 @@ _POINTER_KINDS = ("output", "activation", "weight", "weight_opt", "state", "scra
 _PARAM_C = {"float": "float", "int64": "int64_t", "int32": "int32_t"}
 GEMV_INTERFACE = "linear.token_major.v1"
 GEMV_FLOOR = 0.8  # issue 13: a decode GEMV should stream its weights at >= 80% of the measured read bandwidth
+# The int8 peak of an ISA variant (issue 16): the instruction its integer dots are built on, by the first
+# feature of the variant's `requires` listed here: (feature, harness kind, instruction, int8 products per
+# instruction). The peak is measured, not computed from a clock: harness.c's km_bench_peak_call runs
+# independent chains of that instruction on every thread of the team.
+INT8_PEAK_KINDS = (("avx512_vnni", 3, "vpdpbusd zmm", 64),
+                   ("avx512bw", 2, "vpmaddubsw zmm", 64),
+                   ("avx2", 1, "vpmaddubsw ymm", 32))
+_PEAK_ITERS = 100_000  # iterations of the calibrating loop per call (12 instructions each)
 
 
 @dataclass
@@ -57,6 +66,9 @@ class BenchResult:
     gbps: float
     gops: float | None
     frac_bw: float | None
+    gmacs: float | None = None  # int8 linear points: multiply-adds (M * N * K) per second / 1e9
+    peak_instr: str | None = None  # the variant's int8 instruction (INT8_PEAK_KINDS)
+    frac_peak: float | None = None  # gmacs / the measured peak of that instruction at this thread count
 
 
 @dataclass
@@ -64,6 +76,7 @@ class BenchReport:
     """Everything one bench run produced."""
 
     bandwidth: dict[int, float] = field(default_factory=dict)
+    int8_peak: dict[tuple[str, int], float] = field(default_factory=dict)  # (instruction, threads) -> GMAC/s
     results: list[BenchResult] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
@@ -221,6 +234,44 @@ def measure_bandwidth(threads: Sequence[int] = (1, 2), size_bytes: int = 512 << 
     return out
 
 
+def int8_peak_kind(requires: Sequence[str]) -> tuple[str, int, str, int] | None:
+    """The INT8_PEAK_KINDS entry of a variant with these `requires` (None: a scalar or non-x86 variant)."""
+    for kind in INT8_PEAK_KINDS:
+        if kind[0] in requires:
+            return kind
+    return None
+
+
+def measure_int8_peak(instructions: Sequence[str], threads: Sequence[int] = (1, 2),
+                      min_time: float = 0.05) -> dict[tuple[str, int], float]:
+    """The measured int8 multiply-add peak in GMAC/s per (instruction, thread count): each thread of the team
+    runs 12 independent chains of the instruction for a fixed count; products / fastest wall time.
+
+    Instructions the CPU lacks (or names not in INT8_PEAK_KINDS) are left out.
+    """
+    features = target_features()
+    kinds = [k for k in INT8_PEAK_KINDS if k[2] in instructions and k[0] in features]
+    if not kinds:
+        return {}
+    lib = _Library(build_shared([_harness_unit(features)], name="km_bench_stream", link_flags=("-pthread",)))
+    chains = int(lib.lib.km_bench_peak_chains())
+    sink = np.zeros(8 * 256, dtype=np.uint64)
+    out = {}
+    for _, code, instr, products in kinds:
+        slots = np.array([_PEAK_ITERS, code, sink.ctypes.data], dtype=np.uint64)
+        for nth in threads:
+            fastest, _ = time_call(lib, lib.fn("km_bench_peak_call"), slots, int(nth), min_time, max_reps=50,
+                                   best=True)
+            out[(instr, int(nth))] = int(nth) * _PEAK_ITERS * chains * products / fastest / 1e9
+    return out
+
+
+def _int8_linear(provider: BenchProvider) -> bool:
+    """A linear provider whose integer dots run on int8 (quantized weights, not f16/bf16/f32)."""
+    weight = str(provider.raw.get("quant", {}).get("weight", ""))
+    return provider.interface == GEMV_INTERFACE and weight.startswith("q")
+
+
 def _build_provider(provider: BenchProvider, variants: Sequence[BenchVariant],
                     features: frozenset[str]) -> _Library:
     sources: dict[str, tuple[str, ...]] = {}
@@ -272,6 +323,12 @@ def run_bench(providers: Sequence[BenchProvider], *, rows: Sequence[int] = (1, 1
     cold_bytes = 3 * llc_bytes() if cold else 0
     features = target_features()
     report = BenchReport(bandwidth=dict(bandwidth or {}))
+    wanted = {k[2] for p in providers if _int8_linear(p) for v in p.variants
+              if (k := int8_peak_kind(v.requires)) is not None}
+    if wanted and any(m > 1 for m in rows):
+        if progress:
+            progress("measuring the int8 peak...")
+        report.int8_peak = measure_int8_peak(sorted(wanted), threads)
     for provider in providers:
         entry, cases = bench_cases(provider.interface)
         if shapes is not None:
@@ -325,12 +382,18 @@ def run_bench(providers: Sequence[BenchProvider], *, rows: Sequence[int] = (1, 1
                         median, reps = time_call(lib, lib.fn(f"km_bench_t{i}"), slots, int(nth), min_time)
                         gbps = work.bytes_moved / median / 1e9
                         bw = report.bandwidth.get(int(nth))
+                        gmacs = kind = peak = None
+                        if _int8_linear(provider) and work.flops:
+                            gmacs = work.flops / 2 / median / 1e9
+                            kind = int8_peak_kind(var.requires)
+                            peak = report.int8_peak.get((kind[2], int(nth))) if kind else None
                         report.results.append(BenchResult(
                             provider=provider.id, variant=var.name, interface=provider.interface,
                             shape=case["label"], rows=int(m), threads=int(nth), median_s=median, reps=reps,
                             bytes_moved=work.bytes_moved, flops=work.flops, gbps=gbps,
                             gops=(work.flops / median / 1e9) if work.flops else None,
-                            frac_bw=(gbps / bw) if bw else None))
+                            frac_bw=(gbps / bw) if bw else None, gmacs=gmacs,
+                            peak_instr=kind[2] if kind else None, frac_peak=(gmacs / peak) if gmacs and peak else None))
     return report
 
 
@@ -369,3 +432,24 @@ def gemv_summary(report: BenchReport, providers: Sequence[BenchProvider]) -> lis
                      "shape": shape, "threads": threads, "median_us": r.median_s * 1e6, "gbps": r.gbps,
                      "frac_bw": r.frac_bw, "below_floor": r.frac_bw is not None and r.frac_bw < GEMV_FLOOR})
     return rows
+
+
+def prefill_summary(report: BenchReport, providers: Sequence[BenchProvider], rows: int = 128) -> list[dict[str, Any]]:
+    """The prefill GEMM points (`rows`-row int8 linear calls): per provider, shape and thread count the fastest
+    variant measured, its weight type, GMAC/s, instruction and share of that instruction's measured peak."""
+    weight = {p.id: p.raw.get("quant", {}).get("weight", "?") for p in providers}
+    best: dict[tuple[str, str, int], BenchResult] = {}
+    for r in report.results:
+        if r.rows != rows or r.gmacs is None:
+            continue
+        key = (r.provider, r.shape, r.threads)
+        if key not in best or r.gmacs > (best[key].gmacs or 0.0):
+            best[key] = r
+    out = []
+    for (provider, shape, threads), r in sorted(best.items(), key=lambda kv: (weight.get(kv[0][0], "?"), kv[0])):
+        out.append({"weight": weight.get(provider, "?"), "provider": provider, "variant": r.variant, "shape": shape,
+                    "rows": r.rows, "threads": threads, "median_us": r.median_s * 1e6, "gmacs": r.gmacs,
+                    "instruction": r.peak_instr,
+                    "peak_gmacs": report.int8_peak.get((r.peak_instr, threads)) if r.peak_instr else None,
+                    "frac_peak": r.frac_peak})
+    return out

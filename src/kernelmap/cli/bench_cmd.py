@@ -52,13 +52,20 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 @click.option("--filter", "filters", multiple=True, metavar="ID",
               help="Provider ids or globs (comma list, repeatable), e.g. linear_q8_0_q8_0 or 'rmsnorm*'.")
 @click.option("--variant", "variants", default="", metavar="NAMES", help="Only these variants, e.g. ref,avx2.")
-@click.option("--rows", default=None, help="Row counts (tokens per call) [default: 1,16,128; --gemv: 1].")
-@click.option("--threads", default=None, help="Thread counts [default: 1,2; --gemv: 2].")
+@click.option("--rows", default=None, help="Row counts (tokens per call) [default: 1,16,128; --gemv: 1; --prefill: 128].")
+@click.option("--threads", default=None, help="Thread counts [default: 1,2; --gemv, --prefill: 2].")
 @click.option("--shape", "shape", default="", metavar="LABELS",
               help="Only these bench shapes (comma list of labels), e.g. 262144x640.")
 @click.option("--gemv", is_flag=True,
               help="Decode GEMV per weight type: the linear providers' resolver-picked variant, 1 row, 2 threads, "
                    "at the LM-head and FFN shapes, with each point's share of the read bandwidth.")
+@click.option("--prefill", is_flag=True,
+              help="Prefill GEMM per weight type: the int8 linear providers' resolver-picked variant, 128 rows, "
+                   "2 threads, at the FFN shapes, with GMAC/s (M*N*K multiply-adds per second) and the share of the "
+                   "variant's int8 peak. The peak is measured in the same run, not computed from a clock: every "
+                   "thread runs 12 independent chains of the instruction the variant's integer dots are built on "
+                   "(avx512vnni: vpdpbusd zmm, avx512: vpmaddubsw zmm, 64 int8 products each; avx2: vpmaddubsw "
+                   "ymm, 32) for a fixed count, peak = products / fastest wall time (x86 only; elsewhere '-').")
 @click.option("--min-time", default=0.1, show_default=True, type=float, help="Seconds of timed calls per point.")
 @click.option("--bandwidth-mib", default=512, show_default=True, type=int,
               help="Buffer size of the streaming-read bandwidth measurement (0 = skip it).")
@@ -71,23 +78,33 @@ def _fmt(value: float | None, digits: int = 2) -> str:
               help="llama-cpp-python's interpreter: also time llama.cpp's MUL_MAT at each linear point.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
 def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: str | None, shape: str, gemv: bool,
-          min_time: float, bandwidth_mib: int, out: Path | None, no_record: bool, hot: bool, peer: Path | None,
+          prefill: bool, min_time: float, bandwidth_mib: int, out: Path | None, no_record: bool, hot: bool, peer: Path | None,
           as_json: bool) -> None:
     """Time kernel variants at real shapes, with GB/s, GOP/s and the share of measured bandwidth.
 
     Example: kernelmap bench --filter linear_q8_0_q8_0 --rows 1,16 --threads 1,2 --peer .venv-peer/bin/python;
-    kernelmap bench --gemv (decode GEMV of every weight type against the read bandwidth).
+    kernelmap bench --gemv (decode GEMV of every weight type against the read bandwidth);
+    kernelmap bench --prefill (128-row GEMM of every int8 weight type against the measured int8 peak).
     """
     from rich.console import Console
 
     from kernelmap.bench import default_measurements_path, load_providers, measure_bandwidth, run_bench
     from kernelmap.bench.record import machine_name, write_measurements
-    from kernelmap.bench.runner import GEMV_INTERFACE, BenchReport, gemv_summary, resolver_variants
+    from kernelmap.bench.runner import (
+        GEMV_INTERFACE,
+        BenchReport,
+        gemv_summary,
+        prefill_summary,
+        resolver_variants,
+    )
     from kernelmap.bench.workload import bench_cases
     from kernelmap.target import host_class, target_features
 
-    row_list = _int_list(rows or ("1" if gemv else "1,16,128"), "--rows")
-    thread_list = _int_list(threads or ("2" if gemv else "1,2"), "--threads")
+    if gemv and prefill:
+        raise RequestError("--gemv and --prefill are separate runs", pointer="--prefill",
+                           hint="run `kernelmap bench --gemv` and `kernelmap bench --prefill` one after the other")
+    row_list = _int_list(rows or ("1" if gemv else "128" if prefill else "1,16,128"), "--rows")
+    thread_list = _int_list(threads or ("2" if gemv or prefill else "1,2"), "--threads")
     if min_time <= 0 or min_time > 60:
         raise RequestError("--min-time must be in (0, 60] seconds", pointer="--min-time", value=min_time)
     providers = _select(load_providers(), filters)
@@ -95,13 +112,17 @@ def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: st
     if gemv:
         providers = [p for p in providers if p.interface == GEMV_INTERFACE]
         shapes = shapes or list(bench_cases(GEMV_INTERFACE)[0].get("gemv_shapes", ()))
+    if prefill:
+        providers = [p for p in providers
+                     if p.interface == GEMV_INTERFACE and str(p.raw.get("quant", {}).get("weight", "")).startswith("q")]
+        shapes = shapes or list(bench_cases(GEMV_INTERFACE)[0].get("prefill_shapes", ()))
     wanted_variants = {v.strip() for v in variants.split(",") if v.strip()}
     if wanted_variants:
         from dataclasses import replace
 
         providers = [replace(p, variants=tuple(v for v in p.variants if v.name in wanted_variants))
                      for p in providers]
-    elif gemv:
+    elif gemv or prefill:
         providers = resolver_variants(providers, target_features())
     err = Console(stderr=True)
     with err.status("measuring read bandwidth...") as status:
@@ -116,6 +137,7 @@ def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: st
         with err.status("timing llama.cpp's MUL_MAT at the linear points..."):
             peer_times = peer_linear_times(providers, report, peer, min_time, cold=not hot)
     gemv_rows = gemv_summary(report, providers)
+    prefill_rows = prefill_summary(report, providers, rows=max(row_list)) if max(row_list) > 1 else []
     cls = host_class()
     machine = machine_name()
     written = 0
@@ -125,14 +147,17 @@ def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: st
     if as_json:
         doc = {"class": cls, "machine": machine,
                "bandwidth_gbps": {str(k): v for k, v in sorted(report.bandwidth.items())},
+               "int8_peak_gmacs": {f"{instr}|{nth}": v for (instr, nth), v in sorted(report.int8_peak.items())},
                "results": [dict(vars(r), llama_cpp_s=peer_times.get((r.provider, r.shape, r.rows, r.threads)))
-                           for r in report.results], "gemv": gemv_rows, "skipped": report.skipped,
+                           for r in report.results], "gemv": gemv_rows, "prefill": prefill_rows, "skipped": report.skipped,
                "errors": report.errors, "measurements": {"path": str(path), "rows": written}}
         click.echo(json.dumps(doc, indent=1, sort_keys=True))
     else:
         _render(report, cls, machine, peer_times)
         if gemv_rows:
             _render_gemv(gemv_rows)
+        if prefill_rows:
+            _render_prefill(prefill_rows)
         if written:
             err.print(f"appended {written} rows to {path}")
     if report.skipped:
@@ -187,6 +212,24 @@ def _render_gemv(rows: list[dict]) -> None:
     if below:
         console.print(f"below {floor} of read bandwidth: " + ", ".join(
             f"{r['weight']} {r['shape']} t{r['threads']} {100 * r['frac_bw']:.0f}%" for r in below))
+
+
+def _render_prefill(rows: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="prefill GEMM per int8 weight type: fastest variant, GMAC/s (M*N*K / s) and share of the "
+                        "int8 peak measured in this run (independent chains of the variant's instruction)")
+    for col in ("weight", "provider", "variant", "shape", "rows", "threads", "median us", "GMAC/s", "instruction",
+                "peak GMAC/s", "% peak"):
+        table.add_column(col, justify="left" if col in ("weight", "provider", "variant", "shape", "instruction")
+                         else "right")
+    for r in rows:
+        frac = r["frac_peak"]
+        table.add_row(r["weight"], r["provider"], r["variant"], r["shape"], str(r["rows"]), str(r["threads"]),
+                      _fmt(r["median_us"], 1), _fmt(r["gmacs"], 1), r["instruction"] or "-",
+                      _fmt(r["peak_gmacs"], 0), _fmt(None if frac is None else 100 * frac, 1))
+    Console(width=max(150, Console().width)).print(table)
 
 
 def register(cli: click.Group) -> None:

@@ -155,6 +155,13 @@
  *                                  then + 4, + 2, s = P[0] + P[1] (ggml_vec_dot_f16's reduce; p 64-byte aligned)
  * Scalar steps of a body (a scale, a double-precision tail) are plain C, one IEEE operation each: the
  * sources build with -ffp-contract=off, so they are the same operation on every ISA.
+ * ---- w5-kq additions (K-quant blocks) ----
+ *   kl_kqw_loadf(&w, blk, s, fmt, h)  exactly kl_kqw_load's kl_kqw (same codes, scales, layout), built with fewer
+ *                                 vector instructions where the ISA can (AVX-512: q3_K/q5_K's high bits by mask
+ *                                 registers, q6_K's by one shift per register); the bodies' unpack
+ *   kl_kq_imin1(blk, x, fmt)      int32: the exact min sum of one weight block against q8_K block x: q2_K
+ *                                 sum_{k<16} (blk[k] >> 4) * bsums[k]; q4_K/q5_K sum_{j<8} mn[j] * (bsums[2j] +
+ *                                 bsums[2j+1]) (mn the 6-bit mins of the scale table at blk + 4)
  */
 #ifndef KM_LANES_H
 #define KM_LANES_H

@@ -354,4 +354,11 @@ KL_INLINE kl_fv kl_fv_prefix_max(kl_fv v, float m) {
     return _mm256_blendv_ps(mm, x, _mm256_cmp_ps(x, mm, _CMP_GT_OQ));
 }
 
+/* w5-kq additions */
+
+/* kl_kqw_loadf (km_lanes.h): kl_kqw_load is already this ISA's shortest unpack. */
+KL_INLINE void kl_kqw_loadf(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int fmt, const int h) {
+    kl_kqw_load(w, blk, s, fmt, h);
+}
+
 #endif /* KM_LANES_AVX2_H */

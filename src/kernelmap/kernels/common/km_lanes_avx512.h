@@ -494,4 +494,43 @@ KL_INLINE kl_fv kl_fv_prefix_max(kl_fv v, float m) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, mm, _CMP_GT_OQ), mm, x);
 }
 
+/* w5-kq additions */
+
+/* Per 256-bit half a different byte: a in the low half, b in the high half. */
+#define KL_KQ_B2(a, b) _mm512_inserti64x4(_mm512_set1_epi8((char)(a)), _mm256_set1_epi8((char)(b)), 1)
+
+/* kl_kqw_loadf (km_lanes.h): kl_kqw_load, then the codes of q3_K / q5_K / q6_K rebuilt with fewer shifts
+ * (the 512-bit shifts and multiplies share one port): q5_K's fifth bit and q3_K's clear third bit become a
+ * byte mask (vptestmb / vptestnmb of the half's bit in each 256-bit half) that adds 16 / selects 4; q6_K's
+ * two high bits are shifted straight to bits 4-5 (one 16-bit shift; bits that cross into the next byte
+ * land outside 0x30) and masked. kl_kqw_load's own codes are dead and dropped by the compiler. */
+KL_INLINE void kl_kqw_loadf(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int fmt, const int h) {
+    kl_kqw_load(w, blk, s, fmt, h);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    if (fmt == KL_KQ_Q3_K) {
+        const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)blk));
+        for (int g = 0; g < 2; g++) {
+            const int b = 4 * h + 2 * g;
+            w->n[g] = _mm512_maskz_mov_epi8(_mm512_testn_epi8_mask(hm, KL_KQ_B2(1 << b, 1 << (b + 1))), _mm512_set1_epi8(4));
+        }
+    } else if (fmt == KL_KQ_Q5_K) {
+        const uint8_t *qs = blk + 48 + 64 * h;
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 16)));
+        for (int g = 0; g < 2; g++) {
+            const int b = 4 * h + 2 * g;
+            const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * g)));
+            const __m512i lo = _mm512_and_si512(_mm512_srlv_epi16(q, KL_KQ_SH2(0, 4)), m4);
+            w->u[g] = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, KL_KQ_B2(1 << b, 1 << (b + 1))), lo,
+                                           _mm512_set1_epi8(16));
+        }
+    } else if (fmt == KL_KQ_Q6_K) {
+        const __m512i m30 = _mm512_set1_epi8(0x30);
+        const __m512i ql = _mm512_loadu_si512((const void *)(blk + 64 * h));
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h)));
+        w->u[0] = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(_mm512_sllv_epi16(qh, KL_KQ_SH2(4, 2)), m30));
+        w->u[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                  _mm512_and_si512(_mm512_srlv_epi16(qh, KL_KQ_SH2(0, 2)), m30));
+    }
+}
+
 #endif /* KM_LANES_AVX512_H */

@@ -594,4 +594,34 @@ KL_INLINE kl_fv kl_fv_prefix_max(kl_fv v, float m) {
     return vbslq_f32(vcgtq_f32(x, mm), x, mm);
 }
 
+/* w5-kq additions */
+
+/* kl_kqw_loadf (km_lanes.h): kl_kqw_load is already this ISA's shortest unpack. */
+KL_INLINE void kl_kqw_loadf(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int fmt, const int h) {
+    kl_kqw_load(w, blk, s, fmt, h);
+}
+
+/* kl_kq_imin1 (km_lanes.h): widening multiplies of the mins by the bsums (q4_K/q5_K: their pair sums), then an
+ * int32 fold (exact). */
+KL_INLINE int32_t kl_kq_imin1(const uint8_t *blk, const km_block_q8_k *x, const int fmt) {
+    const int16x8_t b0 = vld1q_s16(x->bsums), b1 = vld1q_s16(x->bsums + 8);
+    int32x4_t p;
+    if (fmt == KL_KQ_Q2_K) {
+        const int16x8_t m0 = vreinterpretq_s16_u16(vmovl_u8(vshr_n_u8(vld1_u8(blk), 4)));
+        const int16x8_t m1 = vreinterpretq_s16_u16(vmovl_u8(vshr_n_u8(vld1_u8(blk + 8), 4)));
+        p = vmull_s16(vget_low_s16(m0), vget_low_s16(b0));
+        p = vmlal_s16(p, vget_high_s16(m0), vget_high_s16(b0));
+        p = vmlal_s16(p, vget_low_s16(m1), vget_low_s16(b1));
+        p = vmlal_s16(p, vget_high_s16(m1), vget_high_s16(b1));
+    } else {
+        uint64_t sc, mn;
+        km_q4k_scales64(blk + 4, &sc, &mn);
+        const int16x8_t m = vreinterpretq_s16_u16(vmovl_u8(vcreate_u8(mn)));
+        const int16x8_t ps = vpaddq_s16(b0, b1); /* ps[j] = bsums[2j] + bsums[2j+1] */
+        p = vmull_s16(vget_low_s16(m), vget_low_s16(ps));
+        p = vmlal_s16(p, vget_high_s16(m), vget_high_s16(ps));
+    }
+    return vaddvq_s32(p);
+}
+
 #endif /* KM_LANES_NEON_H */

@@ -299,4 +299,24 @@ KL_INLINE int32_t kl_f8_store_i8(int8_t *p, kl_f8 v) {
     return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
 }
 
+/* w5-kq additions */
+
+/* kl_kq_imin1 (km_lanes.h): the int16 mins times the int16 bsums (q4_K/q5_K: their pair sums, |.| <= 32 * 127)
+ * by vpmaddwd, then an int32 fold (exact). */
+KL_INLINE int32_t kl_kq_imin1(const uint8_t *blk, const km_block_q8_k *x, const int fmt) {
+    const __m128i b0 = _mm_loadu_si128((const __m128i *)x->bsums), b1 = _mm_loadu_si128((const __m128i *)(x->bsums + 8));
+    __m128i p;
+    if (fmt == KL_KQ_Q2_K) {
+        const __m128i mn = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)blk), 4), _mm_set1_epi8(0x0F));
+        p = _mm_add_epi32(_mm_madd_epi16(_mm_cvtepu8_epi16(mn), b0),
+                          _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_unpackhi_epi64(mn, mn)), b1));
+    } else {
+        uint64_t sc, mn;
+        km_q4k_scales64(blk + 4, &sc, &mn);
+        p = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn)), _mm_hadd_epi16(b0, b1));
+    }
+    p = _mm_add_epi32(p, _mm_unpackhi_epi64(p, p));
+    return _mm_cvtsi128_si32(_mm_add_epi32(p, _mm_shuffle_epi32(p, 1)));
+}
+
 #endif /* KM_LANES_X86_H */

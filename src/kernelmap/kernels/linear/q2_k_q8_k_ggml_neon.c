@@ -8,8 +8,10 @@
 
 #define KQR_MT 4 /* largest activation-row tile */
 #define KQR_BC 8 /* superblocks per chunk */
+#define KQR_PF 4096 /* prefetch distance in bytes (to L2) */
 #define KQV_MT 4        /* N % 8 != 0 (vec_dot order): largest activation-row tile */
 #define KQV_CHUNK 65536 /* N % 8 != 0: bytes of weights per column chunk */
+#define KQV_PF 4096     /* N % 8 != 0: prefetch distance in bytes (to L2) */
 #include "q_k_repack_ggml_body.h"
 
 void km_linear_q2_k_q8_k_ggml__neon(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith, int nth) {

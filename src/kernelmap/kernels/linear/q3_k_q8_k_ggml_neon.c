@@ -8,6 +8,7 @@
 
 #define KQV_MT 4        /* largest activation-row tile */
 #define KQV_CHUNK 65536 /* bytes of weights per column chunk */
+#define KQV_PF 4096     /* prefetch distance in bytes (to L2) */
 #include "q_k_vecdot_ggml_body.h"
 
 void km_linear_q3_k_q8_k_ggml__neon(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith, int nth) {

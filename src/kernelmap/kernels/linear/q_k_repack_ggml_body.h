@@ -23,6 +23,7 @@
  * Schedule (the instantiating file defines these before including this header):
  *   KQR_MT  largest activation-row tile (8 or 4)
  *   KQR_BC  superblocks per chunk
+ *   KQR_PF  software prefetch distance in bytes (to L2) along each weight row (0: none)
  *   KQV_MT, KQV_CHUNK  the vec_dot body's (N % 8 != 0)
  * Partition: output columns n (km_part over N); groups of 8 start at the thread's own first column.
  * The instantiating file defines the entry point (linear.token_major.v1 ABI) as a call of kqr_linear.
@@ -81,6 +82,9 @@ KL_INLINE void kqr_tile(float *y, int64_t N, const uint8_t *w, int64_t wrow, con
         for (int j = 0; j < nc; j++) {
             for (int bb = 0; bb < bc; bb++) {
                 const uint8_t *blk = w + j * wrow + (b0 + bb) * wblk;
+#if KQR_PF > 0
+                for (int64_t o = 0; o < wblk; o += 64) kl_prefetch_l2(blk + KQR_PF + o);
+#endif
                 const kl_kqs s = kl_kqs_load(blk, fmt);
                 kqr_mins(blk, fmt, mins[bb] + nmin * j);
                 memcpy(&hd[bb][j], blk + KQR_DOFF(fmt), 2);
@@ -89,7 +93,7 @@ KL_INLINE void kqr_tile(float *y, int64_t N, const uint8_t *w, int64_t wrow, con
                 for (int r = 0; r < MT; r++) ai[r] = kl_kqi_zero();
                 for (int h = 0; h < 2; h++) {
                     kl_kqw wh;
-                    kl_kqw_load(&wh, blk, s, fmt, h);
+                    kl_kqw_loadf(&wh, blk, s, fmt, h);
                     for (int r = 0; r < MT; r++) ai[r] = kl_kqi_dott(ai[r], &wh, x[r * nb + b0 + bb].qs + 128 * h, fmt);
                 }
                 for (int r = 0; r < MT; r++) kl_kqi_store4(ti[r][bb][j], ai[r]);
