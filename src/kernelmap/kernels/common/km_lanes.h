@@ -229,8 +229,6 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
 #define KL_EXPF_BIG 0x42afffffu /* |x| bits above this: glibc's special path (expf itself) */
 
 /* w5-forks-lin additions (interface; implemented in km_lanes_avx2.h, km_lanes_avx512.h, km_lanes_neon.h):
- *   kl_f8x2_sum8(v)                row pairs: lane c of A = the sum of the eight A lanes of v[c] (c < 8), of B
- *                                  the B lanes; for integer lanes with every partial sum below 2^24 (exact)
  * 16-lane contract vectors (the 16 partials of the kernelmap-order float linears, p[k mod 16]):
  *   kl_f16v                        16 f32 lanes (ISA layout); kl_f16v_zero() kl_f16v_set1(s) kl_f16v_loadu(p)
  *   kl_f16v_loadn(p, n)            the first n (0 <= n <= 16) floats at p, lanes >= n = +0; reads nothing past p + n

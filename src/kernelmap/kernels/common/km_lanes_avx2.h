@@ -356,17 +356,6 @@ KL_INLINE kl_fv kl_fv_prefix_max(kl_fv v, float m) {
 
 /* w5-forks-lin additions */
 
-/* Row pairs: lane c of A = the sum of the A lanes of v[c], of B the B lanes (exact: integer lanes, partial
- * sums below 2^24). */
-KL_INLINE kl_f8x2 kl_f8x2_sum8(const kl_f8x2 v[8]) {
-    kl_f8 a[8], b[8];
-    for (int c = 0; c < 8; c++) {
-        a[c] = v[c].a;
-        b[c] = v[c].b;
-    }
-    return (kl_f8x2){kl_f8_sum8(a), kl_f8_sum8(b)};
-}
-
 /* 16-lane contract vectors: two ymm, lanes 0-7 and 8-15. */
 typedef struct {
     __m256 lo, hi;

@@ -496,21 +496,6 @@ KL_INLINE kl_fv kl_fv_prefix_max(kl_fv v, float m) {
 
 /* w5-forks-lin additions */
 
-/* Row pairs (lanes A0 B0 A1 B1 ...): lane c of A = the sum of the A lanes of v[c], of B the B lanes (exact:
- * integer lanes, partial sums below 2^24, so the order of these adds is free). */
-KL_INLINE kl_f8x2 kl_f8x2_sum8(const kl_f8x2 v[8]) {
-    __m512 u[4], w[2];
-    for (int k = 0; k < 4; k++) /* 256-bit halves of v[2k] | of v[2k+1]: 8 lanes each, pairs kept */
-        u[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44),
-                             _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xEE));
-    for (int k = 0; k < 2; k++) /* 128-bit chunks: v[4k], v[4k+1], v[4k+2], v[4k+3], 4 lanes each */
-        w[k] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * k], u[2 * k + 1], 0x88),
-                             _mm512_shuffle_f32x4(u[2 * k], u[2 * k + 1], 0xDD));
-    /* chunk k = (A, B of v[k], A, B of v[4+k]) */
-    const __m512 s = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x44), _mm512_shuffle_ps(w[0], w[1], 0xEE));
-    return _mm512_permutexvar_ps(_mm512_set_epi32(15, 14, 11, 10, 7, 6, 3, 2, 13, 12, 9, 8, 5, 4, 1, 0), s);
-}
-
 /* 16-lane contract vectors: one zmm. */
 typedef __m512 kl_f16v;
 
@@ -527,8 +512,9 @@ KL_INLINE float kl_f16v_fold(kl_f16v v) {
     return kl_f8_fold(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
 
-
-/* kl_f8x2_sum8's network on int32 lanes (wrapping adds: exact modulo 2^32). */
+/* Row pairs (lanes A0 B0 A1 B1 ...): lane 2c / 2c + 1 = the sum of the A / B lanes of v[c] (wrapping int32
+ * adds: exact modulo 2^32). 256-bit halves of v[2k] | v[2k+1], then 128-bit chunks (v[4k] .. v[4k+3]),
+ * then in-lane pairs; chunk k = (A, B of v[k], A, B of v[4+k]), put in order by one permute. */
 KL_INLINE __m512i kl_avx512_sum8x2i(const __m512i v[8]) {
     __m512i u[4], w[2];
     for (int k = 0; k < 4; k++)

@@ -596,17 +596,6 @@ KL_INLINE kl_fv kl_fv_prefix_max(kl_fv v, float m) {
 
 /* w5-forks-lin additions */
 
-/* Row pairs: lane c of A = the sum of the A lanes of v[c], of B the B lanes (exact: integer lanes, partial
- * sums below 2^24). */
-KL_INLINE kl_f8x2 kl_f8x2_sum8(const kl_f8x2 v[8]) {
-    kl_f8 a[8], b[8];
-    for (int c = 0; c < 8; c++) {
-        a[c] = v[c].a;
-        b[c] = v[c].b;
-    }
-    return (kl_f8x2){kl_f8_sum8(a), kl_f8_sum8(b)};
-}
-
 /* 16-lane contract vectors: four q registers, lanes 4i .. 4i + 3 in q[i]. */
 typedef struct {
     float32x4_t q[4];
@@ -652,9 +641,13 @@ KL_INLINE float kl_f16v_fold(kl_f16v v) {
 /* Row pairs, 32-element blocks: lane c (c < n) of A / B = (float) the exact int32 sum of the 32 products of
  * w[c]'s row A / B against p[c] (kl_q32_dot2's products, all of a block); lanes >= n = +0. */
 KL_INLINE kl_f8x2 kl_q32_isum8x2(const kl_q32w2 w[8], const kl_q32xb *p, const int fmt, const int n) {
-    kl_f8x2 v[8];
-    for (int j = 0; j < 8; j++) v[j] = j < n ? kl_q32_dot2(w[j], &p[j], fmt) : kl_f8x2_zero();
-    return kl_f8x2_sum8(v);
+    kl_f8 a[8], b[8];
+    for (int j = 0; j < 8; j++) {
+        const kl_f8x2 v = j < n ? kl_q32_dot2(w[j], &p[j], fmt) : kl_f8x2_zero();
+        a[j] = v.a;
+        b[j] = v.b;
+    }
+    return (kl_f8x2){kl_f8_sum8(a), kl_f8_sum8(b)};
 }
 
 
