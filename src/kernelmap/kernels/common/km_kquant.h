@@ -6,10 +6,9 @@
  *     ((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7))
  * (the order a 256-bit lane fold produces: halves, then pairs, then the last two lanes).
  * Plain float adds, no FMA; the caller is compiled with -ffp-contract=off.
- * km_kquant_x86.h holds the AVX2 forms km_kq_fold8() and km_kq_reduce8_ps() (for the kernelmap-order
- * x86 kernels): a SIMD variant keeps the 8 partials as the 8 lanes of one 256-bit vector (block b in
- * lane b % 8), so its per-lane f32 operations and final tree are exactly the ref's. This header is
- * ISA-free, since the K-quant family bodies include it.
+ * The kernelmap-order family body (linear/kq_body.h) keeps the 8 partials as the 8 lanes of one kl_f8
+ * (block b in lane b % 8), so its per-lane f32 operations and final tree (kl_f8_fold) are exactly the
+ * ref's. This header is ISA-free, since the K-quant family bodies include it.
  */
 #ifndef KM_KQUANT_H
 #define KM_KQUANT_H

@@ -235,4 +235,18 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
 #define KL_EXPF_C2 0x1.62e42ff0c52d6p-6
 #define KL_EXPF_BIG 0x42afffffu /* |x| bits above this: glibc's special path (expf itself) */
 
+/* w5-forks-lin additions (interface; implemented in km_lanes_avx2.h, km_lanes_avx512.h, km_lanes_neon.h):
+ * 16-lane contract vectors (the 16 partials of the kernelmap-order float linears, p[k mod 16]):
+ *   kl_f16v                        16 f32 lanes (ISA layout); kl_f16v_zero() kl_f16v_set1(s) kl_f16v_loadu(p)
+ *   kl_f16v_loadn(p, n)            the first n (0 <= n <= 16) floats at p, lanes >= n = +0; reads nothing past p + n
+ *   kl_f16v_mul(a, b) kl_f16v_fma(a, b, c)   lane-wise, one rounding each (fma fused)
+ *   kl_f16v_cvt_i8(p)              16 int8 at p as f32 (exact)
+ *   kl_f16v_fold(v)                s[l] = v[l] + v[l + 8] (l < 8), then kl_f8_fold(s): every step an f32 add
+ *   kl_q32_isum8x2(w, p, fmt, n)   row pairs of 32-element blocks: lane c (c < n <= 8) of A / B = (float) the exact
+ *                                  int32 sum of all 32 products of w[c]'s row A / B against activation block p[c]
+ *                                  (|sum| < 2^20); lanes >= n = +0 (w[c], p[c] not read)
+ *   kl_kq_imin4(p, mn, x)          four int32 at p whose sum is sum_{j<8} mn_j * (bsums[2j] + bsums[2j+1]), mn_j
+ *                                  byte j of the uint64 mn (q4_K/q5_K's eight mins), x the q8_K block (exact)
+ */
+
 #endif /* KM_LANES_H */

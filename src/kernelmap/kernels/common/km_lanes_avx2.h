@@ -361,4 +361,58 @@ KL_INLINE void kl_kqw_loadf(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int f
     kl_kqw_load(w, blk, s, fmt, h);
 }
 
+/* w5-forks-lin additions */
+
+/* 16-lane contract vectors: two ymm, lanes 0-7 and 8-15. */
+typedef struct {
+    __m256 lo, hi;
+} kl_f16v;
+
+KL_INLINE kl_f16v kl_f16v_zero(void) { return (kl_f16v){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+KL_INLINE kl_f16v kl_f16v_set1(float s) { return (kl_f16v){_mm256_set1_ps(s), _mm256_set1_ps(s)}; }
+KL_INLINE kl_f16v kl_f16v_loadu(const float *p) { return (kl_f16v){_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+KL_INLINE kl_f16v kl_f16v_loadn(const float *p, int n) {
+    return (kl_f16v){_mm256_maskload_ps(p, kl_avx2_first(n)), _mm256_maskload_ps(p + 8, kl_avx2_first(n - 8))};
+}
+KL_INLINE kl_f16v kl_f16v_mul(kl_f16v a, kl_f16v b) { return (kl_f16v){_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+KL_INLINE kl_f16v kl_f16v_fma(kl_f16v a, kl_f16v b, kl_f16v c) {
+    return (kl_f16v){_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+}
+KL_INLINE kl_f16v kl_f16v_cvt_i8(const int8_t *p) {
+    const __m128i q = _mm_loadu_si128((const __m128i *)p);
+    return (kl_f16v){_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)))};
+}
+KL_INLINE float kl_f16v_fold(kl_f16v v) { return kl_f8_fold(_mm256_add_ps(v.lo, v.hi)); }
+
+
+/* Lane j = the sum of the eight int32 lanes of v[j] (wrapping adds: exact modulo 2^32). */
+KL_INLINE __m256i kl_avx2_sum8i(const __m256i v[8]) {
+    const __m256i h0123 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i h4567 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20), _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
+/* Block sums of one row: lanes of four products per block, summed in int32, converted once. Nibble formats
+ * carry kl_q32xb's seed (0x4B400000 - off * xs4) in every lane; eight seeds are removed after the sum. */
+KL_INLINE kl_f8 kl_avx2_isum8(const kl_q32w *w, int ws, const kl_q32xb *p, const int fmt, const int n) {
+    const __m256i one = _mm256_set1_epi16(1);
+    const int seeded = fmt != KL_Q32_Q8_0;
+    __m256i v[8];
+    for (int j = 0; j < 8; j++) {
+        const __m256i wj = w[j * ws];
+        if (j >= n) v[j] = seeded ? _mm256_set1_epi32(KL_MAGIC_I) : _mm256_setzero_si256();
+        else if (!seeded) v[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wj, wj), _mm256_sign_epi8(p[j].q, wj)), one);
+        else v[j] = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wj, p[j].q), one), p[j].seed);
+    }
+    __m256i s = kl_avx2_sum8i(v);
+    if (seeded) s = _mm256_sub_epi32(s, _mm256_set1_epi32((int32_t)(8u * (uint32_t)KL_MAGIC_I)));
+    return _mm256_cvtepi32_ps(s);
+}
+
+/* Row pairs, 32-element blocks: lane c (c < n) of A / B = (float) the exact int32 sum of the 32 products of
+ * w[c]'s row A / B against p[c] (kl_q32_dot2's products, all of a block); lanes >= n = +0. */
+KL_INLINE kl_f8x2 kl_q32_isum8x2(const kl_q32w2 w[8], const kl_q32xb *p, const int fmt, const int n) {
+    return (kl_f8x2){kl_avx2_isum8(&w[0].a, 2, p, fmt, n), kl_avx2_isum8(&w[0].b, 2, p, fmt, n)};
+}
+
 #endif /* KM_LANES_AVX2_H */

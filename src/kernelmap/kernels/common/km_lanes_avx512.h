@@ -533,4 +533,65 @@ KL_INLINE void kl_kqw_loadf(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int f
     }
 }
 
+/* w5-forks-lin additions */
+
+/* 16-lane contract vectors: one zmm. */
+typedef __m512 kl_f16v;
+
+KL_INLINE kl_f16v kl_f16v_zero(void) { return _mm512_setzero_ps(); }
+KL_INLINE kl_f16v kl_f16v_set1(float s) { return _mm512_set1_ps(s); }
+KL_INLINE kl_f16v kl_f16v_loadu(const float *p) { return _mm512_loadu_ps(p); }
+KL_INLINE kl_f16v kl_f16v_loadn(const float *p, int n) { return _mm512_maskz_loadu_ps(kl_avx512_first(n), p); }
+KL_INLINE kl_f16v kl_f16v_mul(kl_f16v a, kl_f16v b) { return _mm512_mul_ps(a, b); }
+KL_INLINE kl_f16v kl_f16v_fma(kl_f16v a, kl_f16v b, kl_f16v c) { return _mm512_fmadd_ps(a, b, c); }
+KL_INLINE kl_f16v kl_f16v_cvt_i8(const int8_t *p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+KL_INLINE float kl_f16v_fold(kl_f16v v) {
+    return kl_f8_fold(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+
+/* Row pairs (lanes A0 B0 A1 B1 ...): lane 2c / 2c + 1 = the sum of the A / B lanes of v[c] (wrapping int32
+ * adds: exact modulo 2^32). 256-bit halves of v[2k] | v[2k+1], then 128-bit chunks (v[4k] .. v[4k+3]),
+ * then in-lane pairs; chunk k = (A, B of v[k], A, B of v[4+k]), put in order by one permute. */
+KL_INLINE __m512i kl_avx512_sum8x2i(const __m512i v[8]) {
+    __m512i u[4], w[2];
+    for (int k = 0; k < 4; k++)
+        u[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(v[2 * k], v[2 * k + 1], 0x44), _mm512_shuffle_i32x4(v[2 * k], v[2 * k + 1], 0xEE));
+    for (int k = 0; k < 2; k++)
+        w[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2 * k], u[2 * k + 1], 0x88), _mm512_shuffle_i32x4(u[2 * k], u[2 * k + 1], 0xDD));
+    const __m512 a = _mm512_castsi512_ps(w[0]), b = _mm512_castsi512_ps(w[1]);
+    const __m512i s = _mm512_add_epi32(_mm512_castps_si512(_mm512_shuffle_ps(a, b, 0x44)), _mm512_castps_si512(_mm512_shuffle_ps(a, b, 0xEE)));
+    return _mm512_permutexvar_epi32(_mm512_set_epi32(15, 14, 11, 10, 7, 6, 3, 2, 13, 12, 9, 8, 5, 4, 1, 0), s);
+}
+
+/* Row pairs, 32-element blocks: lane c (c < n) of A / B = (float) the exact int32 sum of the 32 products of
+ * w[c]'s row A / B against p[c] (kl_q32_dot2's products, all of a block); lanes >= n = +0. The lanes of four
+ * products are summed in int32 (with VNNI, and for nibble formats, each carrying a 0x4B400000 seed; eight
+ * seeds are removed after the sum) and converted once. */
+KL_INLINE kl_f8x2 kl_q32_isum8x2(const kl_q32w2 w[8], const kl_q32xb *p, const int fmt, const int n) {
+    const int seeded = KL_VNNI || fmt != KL_Q32_Q8_0;
+    __m512i v[8];
+    for (int j = 0; j < 8; j++) {
+        if (j >= n) {
+            v[j] = seeded ? _mm512_set1_epi32(KL_MAGIC_I) : _mm512_setzero_si512();
+            continue;
+        }
+#if defined(__AVX512VNNI__)
+        v[j] = _mm512_dpbusd_epi32(w[j].aux, p[j].q2, w[j].w);
+#else
+        const __m512i one = _mm512_set1_epi16(1);
+        if (fmt == KL_Q32_Q8_0) {
+            const __m512i xs = _mm512_mask_sub_epi8(p[j].q2, w[j].neg, _mm512_setzero_si512(), p[j].q2);
+            v[j] = _mm512_madd_epi16(_mm512_maddubs_epi16(w[j].aux, xs), one);
+        } else {
+            v[j] = _mm512_add_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(w[j].w, p[j].q2), one), p[j].seed2);
+        }
+#endif
+    }
+    __m512i s = kl_avx512_sum8x2i(v);
+    if (seeded) s = _mm512_sub_epi32(s, _mm512_set1_epi32((int32_t)(8u * (uint32_t)KL_MAGIC_I)));
+    return _mm512_cvtepi32_ps(s);
+}
+
 #endif /* KM_LANES_AVX512_H */

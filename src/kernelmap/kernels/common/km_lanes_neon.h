@@ -624,4 +624,68 @@ KL_INLINE int32_t kl_kq_imin1(const uint8_t *blk, const km_block_q8_k *x, const 
     return vaddvq_s32(p);
 }
 
+/* w5-forks-lin additions */
+
+/* 16-lane contract vectors: four q registers, lanes 4i .. 4i + 3 in q[i]. */
+typedef struct {
+    float32x4_t q[4];
+} kl_f16v;
+
+KL_INLINE kl_f16v kl_f16v_zero(void) {
+    const float32x4_t z = vdupq_n_f32(0.0f);
+    return (kl_f16v){{z, z, z, z}};
+}
+KL_INLINE kl_f16v kl_f16v_set1(float s) {
+    const float32x4_t v = vdupq_n_f32(s);
+    return (kl_f16v){{v, v, v, v}};
+}
+KL_INLINE kl_f16v kl_f16v_loadu(const float *p) {
+    return (kl_f16v){{vld1q_f32(p), vld1q_f32(p + 4), vld1q_f32(p + 8), vld1q_f32(p + 12)}};
+}
+KL_INLINE kl_f16v kl_f16v_loadn(const float *p, int n) {
+    float t[16] = {0};
+    memcpy(t, p, (size_t)n * sizeof(float));
+    return kl_f16v_loadu(t);
+}
+KL_INLINE kl_f16v kl_f16v_mul(kl_f16v a, kl_f16v b) {
+    kl_f16v r;
+    for (int i = 0; i < 4; i++) r.q[i] = vmulq_f32(a.q[i], b.q[i]);
+    return r;
+}
+KL_INLINE kl_f16v kl_f16v_fma(kl_f16v a, kl_f16v b, kl_f16v c) {
+    kl_f16v r;
+    for (int i = 0; i < 4; i++) r.q[i] = vfmaq_f32(c.q[i], a.q[i], b.q[i]);
+    return r;
+}
+KL_INLINE kl_f16v kl_f16v_cvt_i8(const int8_t *p) {
+    const int8x16_t q = vld1q_s8(p);
+    const int16x8_t l = vmovl_s8(vget_low_s8(q)), h = vmovl_s8(vget_high_s8(q));
+    return (kl_f16v){{vcvtq_f32_s32(vmovl_s16(vget_low_s16(l))), vcvtq_f32_s32(vmovl_s16(vget_high_s16(l))),
+                      vcvtq_f32_s32(vmovl_s16(vget_low_s16(h))), vcvtq_f32_s32(vmovl_s16(vget_high_s16(h)))}};
+}
+KL_INLINE float kl_f16v_fold(kl_f16v v) {
+    return kl_f8_fold((kl_f8){vaddq_f32(v.q[0], v.q[2]), vaddq_f32(v.q[1], v.q[3])});
+}
+
+
+/* Row pairs, 32-element blocks: lane c (c < n) of A / B = (float) the exact int32 sum of the 32 products of
+ * w[c]'s row A / B against p[c] (kl_q32_dot2's products, all of a block); lanes >= n = +0. */
+KL_INLINE kl_f8x2 kl_q32_isum8x2(const kl_q32w2 w[8], const kl_q32xb *p, const int fmt, const int n) {
+    kl_f8 a[8], b[8];
+    for (int j = 0; j < 8; j++) {
+        const kl_f8x2 v = j < n ? kl_q32_dot2(w[j], &p[j], fmt) : kl_f8x2_zero();
+        a[j] = v.a;
+        b[j] = v.b;
+    }
+    return (kl_f8x2){kl_f8_sum8(a), kl_f8_sum8(b)};
+}
+
+
+/* Four int32 at p whose sum is sum_{j<8} mn_j * (bsums[2j] + bsums[2j+1]) (mn_j byte j of mn; exact). */
+KL_INLINE void kl_kq_imin4(int32_t *p, uint64_t mn, const km_block_q8_k *x) {
+    const int16x8_t ps = vpaddq_s16(vld1q_s16(x->bsums), vld1q_s16(x->bsums + 8));
+    const int16x8_t m = vreinterpretq_s16_u16(vmovl_u8(vcreate_u8(mn)));
+    vst1q_s32(p, vmlal_s16(vmull_s16(vget_low_s16(m), vget_low_s16(ps)), vget_high_s16(m), vget_high_s16(ps)));
+}
+
 #endif /* KM_LANES_NEON_H */

@@ -319,4 +319,13 @@ KL_INLINE int32_t kl_kq_imin1(const uint8_t *blk, const km_block_q8_k *x, const 
     return _mm_cvtsi128_si32(_mm_add_epi32(p, _mm_shuffle_epi32(p, 1)));
 }
 
+/* w5-forks-lin additions (shared by km_lanes_avx2.h and km_lanes_avx512.h) */
+
+/* Four int32 at p whose sum is sum_{j<8} mn_j * (bsums[2j] + bsums[2j+1]) (mn_j byte j of mn): the pair sums
+ * by vphaddw (|.| <= 4096), then vpmaddwd with the widened mins (exact). */
+KL_INLINE void kl_kq_imin4(int32_t *p, uint64_t mn, const km_block_q8_k *x) {
+    const __m128i ps = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)x->bsums), _mm_loadu_si128((const __m128i *)(x->bsums + 8)));
+    _mm_storeu_si128((__m128i *)p, _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn)), ps));
+}
+
 #endif /* KM_LANES_X86_H */

@@ -1,5 +1,5 @@
-/* km_simd.h — small SIMD helpers shared by the hand-written 32-block linear kernels and the K-quant
- * embeddings (kernels not yet written as lanes instantiations; see km_lanes.h).
+/* km_simd.h — the scalar trees of the kernelmap-order linear refs, and the SIMD helpers of the hand-written
+ * AVX-512 VNNI 32-block linear kernels (linear/q32_vnni.h; not yet lanes instantiations, see km_lanes.h).
  *
  * Contract: every helper is exact integer work or a fixed sequence of IEEE float operations, so
  * kernels that use them keep the reduction order their own contract states. The AVX2 helpers are
@@ -42,13 +42,6 @@ static inline float km_avx2_tree8(__m256 p) {
     __m128 b = _mm_add_ps(a, _mm_movehl_ps(a, a));
     __m128 c = _mm_add_ss(b, _mm_shuffle_ps(b, b, 1));
     return _mm_cvtss_f32(c);
-}
-
-/* Eight int32 lanes, each the exact sum of 4 adjacent products w[i]*x[i] (x in [-127, 127]). */
-static inline __m256i km_avx2_dot_i8(__m256i w, __m256i x) {
-    __m256i aw = _mm256_sign_epi8(w, w);
-    __m256i sx = _mm256_sign_epi8(x, w);
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1));
 }
 
 /* Lane j of the result = the sum of all eight lanes of v[j] (exact int32 addition). */
@@ -96,135 +89,13 @@ static inline __m256i km_avx2_nibbles32(const uint8_t *qs) {
     return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
 }
 
-/* 32 bytes, byte j = 0xFF if bit j of the little-endian 32-bit word at p is set, else 0. */
-static inline __m256i km_avx2_bits32(const uint8_t *p) {
-    uint32_t bits;
-    memcpy(&bits, p, 4);
-    __m256i rep = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
-                                      _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
-                                                        0x0101010101010101LL, 0x0000000000000000LL));
-    __m256i mask = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    return _mm256_cmpeq_epi8(_mm256_and_si256(rep, mask), mask);
-}
-
-/* q8_0 block -> 32 int8 weights. */
-static inline __m256i km_avx2_w_q8_0(const uint8_t *blk) {
-    return _mm256_loadu_si256((const __m256i *)(blk + 2));
-}
-
 /* q8_0 block -> 32 unsigned operands w + 128 (w ^ 0x80); only for VNNI (no int16 step). */
 static inline __m256i km_avx2_u_q8_0(const uint8_t *blk) {
     return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)), _mm256_set1_epi8((char)0x80));
 }
 
-/* q4_0 block -> 32 unsigned nibbles in [0, 15]; the weight is this minus 8. */
-static inline __m256i km_avx2_u_q4_0(const uint8_t *blk) {
-    return km_avx2_nibbles32(blk + 2);
-}
-
-/* q5_0 block -> 32 unsigned quants (nibble | qh bit << 4) in [0, 31]; the weight is this minus 16. */
-static inline __m256i km_avx2_u_q5_0(const uint8_t *blk) {
-    __m256i hi = _mm256_and_si256(km_avx2_bits32(blk + 2), _mm256_set1_epi8(0x10));
-    return _mm256_or_si256(km_avx2_nibbles32(blk + 6), hi);
-}
-
-/* out[i] = ((f32)q[i] * a - b) * scale for the 32 int8 lanes of q, a = a_lo for i < 16 and a_hi
- * for i >= 16: a multiply, a subtract and a multiply, each rounded (no FMA). b = 0 is exact. */
-static inline void km_avx2_deq32(float *out, __m256i q, float a_lo, float a_hi, float b, float scale) {
-    const __m256 vb = _mm256_set1_ps(b), vs = _mm256_set1_ps(scale);
-    __m128i half[2] = {_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1)};
-    for (int k = 0; k < 4; k++) {
-        __m128i bytes = k & 1 ? _mm_srli_si128(half[k >> 1], 8) : half[k >> 1];
-        __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
-        v = _mm256_mul_ps(v, _mm256_set1_ps(k < 2 ? a_lo : a_hi));
-        _mm256_storeu_ps(out + 8 * k, _mm256_mul_ps(_mm256_sub_ps(v, vb), vs));
-    }
-}
-
 typedef __m256i (*km_avx2_wload)(const uint8_t *blk);
 
-/* Eight int32 lanes, each an exact sum of 4 adjacent products: off == 0 signed w (abs/sign
- * trick), off > 0 unsigned u <= 31 (the caller subtracts off * sum x). x in [-127, 127]. */
-static inline __m256i km_avx2_dot(__m256i u, __m256i x, const int off) {
-    if (off == 0) return km_avx2_dot_i8(u, x);
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
-}
-
-/* One group of n <= 8 blocks starting at block b for R weight rows and one activation row:
- * acc[r] lanes = block mod 8, updated with the contract's fmaf(t_b, isum_b, p). */
-KM_ALWAYS_INLINE void km_avx2_q32_group(__m256 acc[4], const uint8_t *w, int64_t wrow, int64_t wblk,
-                                        km_avx2_wload load, const int off, const km_block_q8_0 *x,
-                                        int64_t b, const int n, const int R) {
-    __m256 dx = n == 8 ? km_avx2_f16x8_strided(&x[b].d, sizeof(km_block_q8_0))
-                       : km_avx2_f16x8_strided_n(&x[b].d, sizeof(km_block_q8_0), n);
-    __m256i xsum = _mm256_setzero_si256();
-    if (off > 0) {
-        __m256i s[8];
-        for (int j = 0; j < 8; j++) {
-            const __m256i *xj = (const __m256i *)x[b + j].qs;
-            s[j] = j < n ? km_avx2_dot(_mm256_set1_epi8((char)off), _mm256_loadu_si256(xj), 1) : _mm256_setzero_si256();
-        }
-        xsum = km_avx2_reduce8_i32(s);
-    }
-    for (int r = 0; r < R; r++) {
-        const uint8_t *wr = w + r * wrow + b * wblk;
-        __m256i v[8];
-        for (int j = 0; j < 8; j++) {
-            const __m256i *xj = (const __m256i *)x[b + j].qs;
-            v[j] = j < n ? km_avx2_dot(load(wr + j * wblk), _mm256_loadu_si256(xj), off) : _mm256_setzero_si256();
-        }
-        __m256i isum = _mm256_sub_epi32(km_avx2_reduce8_i32(v), xsum);
-        __m256 dw = n == 8 ? km_avx2_f16x8_strided(wr, wblk) : km_avx2_f16x8_strided_n(wr, wblk, n);
-        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(isum), acc[r]);
-    }
-}
-
-/* R output columns (weight rows w, w + wrow, ...) for one q8_0 activation row x of nb blocks. */
-KM_ALWAYS_INLINE void km_avx2_q32_rows(float *y, const uint8_t *w, int64_t wrow, int64_t wblk,
-                                       km_avx2_wload load, const int off, const km_block_q8_0 *x, int64_t nb,
-                                       const int R) {
-    __m256 acc[4];
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-    int64_t b = 0;
-    for (; b + 8 <= nb; b += 8) km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 8, R);
-    switch (nb - b) { /* the tail, with its block count a compile-time constant */
-    case 0: break;
-    case 1: km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 1, R); break;
-    case 2: km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 2, R); break;
-    case 3: km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 3, R); break;
-    case 4: km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 4, R); break;
-    case 5: km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 5, R); break;
-    case 6: km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 6, R); break;
-    default: km_avx2_q32_group(acc, w, wrow, wblk, load, off, x, b, 7, R); break;
-    }
-    for (int r = 0; r < R; r++) y[r] = km_avx2_tree8(acc[r]);
-}
-
-/* The whole linear.token_major.v1 call for a 32-block weight format: columns [lo, hi) of this
- * thread, 4 weight rows at a time, every activation row against the 4 rows while they are in L1. */
-KM_ALWAYS_INLINE void km_avx2_q32_linear(float *y, const void *w, const void *x, int64_t M, int64_t N,
-                                         int64_t K, int ith, int nth, int64_t wblk, km_avx2_wload load,
-                                         const int off) {
-    int64_t lo, hi;
-    km_part(N, ith, nth, &lo, &hi);
-    const int64_t nb = K / KM_QK8_0;
-    const int64_t wrow = nb * wblk;
-    const uint8_t *wb = (const uint8_t *)w;
-    const km_block_q8_0 *xb = (const km_block_q8_0 *)x;
-    float out[4];
-    int64_t n = lo;
-    for (; n + 4 <= hi; n += 4) {
-        for (int64_t m = 0; m < M; m++) {
-            km_avx2_q32_rows(out, wb + n * wrow, wrow, wblk, load, off, xb + m * nb, nb, 4);
-            memcpy(&y[m * N + n], out, sizeof out);
-        }
-    }
-    for (; n < hi; n++) {
-        for (int64_t m = 0; m < M; m++) {
-            km_avx2_q32_rows(&y[m * N + n], wb + n * wrow, wrow, wblk, load, off, xb + m * nb, nb, 1);
-        }
-    }
-}
 #endif /* __AVX2__ */
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
@@ -232,17 +103,6 @@ KM_ALWAYS_INLINE void km_avx2_q32_linear(float *y, const void *w, const void *x,
 /* Two blocks' weights in one register: block a in the low 256 bits, block b in the high. */
 static inline __m512i km_avx512_pair(__m256i a, __m256i b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
-}
-
-/* The AVX-512 form of km_avx2_deq32 (same operations, 16 lanes at a time). */
-static inline void km_avx512_deq32(float *out, __m256i q, float a_lo, float a_hi, float b, float scale) {
-    const __m512 vb = _mm512_set1_ps(b), vs = _mm512_set1_ps(scale);
-    __m512 v0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q)));
-    __m512 v1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1)));
-    v0 = _mm512_mul_ps(v0, _mm512_set1_ps(a_lo));
-    v1 = _mm512_mul_ps(v1, _mm512_set1_ps(a_hi));
-    _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_sub_ps(v0, vb), vs));
-    _mm512_storeu_ps(out + 16, _mm512_mul_ps(_mm512_sub_ps(v1, vb), vs));
 }
 
 /* q5_0 block -> 32 unsigned quants (nibble | qh bit << 4) in [0, 31]; the weight is this minus 16. */

@@ -1,18 +1,19 @@
-/* linear/q8_0_q8_0_avx2.c — km_linear_q8_0_q8_0__avx2: linear.q8_0.q8_0.f32.v1, AVX2 + FMA + F16C.
+/* linear/q8_0_q8_0_avx2.c — km_linear_q8_0_q8_0__avx2: contract linear.q8_0.q8_0.f32.v1.
  *
- * Op, layouts and numerics exactly as linear/q8_0_q8_0_ref.c: bit-exact with
- * km_linear_q8_0_q8_0__ref and byte-identical to every other variant. Per-block exact int32 sums
- * (abs/sign trick into maddubs + madd; x quants in [-127, 127]); t_b = fp16(w.d) * fp16(x.d);
- * partial b mod 8 updated with one FMA in increasing b; then the fixed tree
- * ((p0+p4)+(p2+p6))+((p1+p5)+(p3+p7)). A tail of K/32 mod 8 blocks runs the same code with its
- * block count a compile-time constant and zero lanes, which add exactly +0. Partition: output
- * columns n (km_part over N); 4 columns at a time; each activation row runs against the 4 weight
- * rows while they sit in L1.
+ * An instantiation of the family body linear/q32_body.h (numerics and the exactness argument are
+ * there; byte-identical to km_linear_q8_0_q8_0__ref for every (ith, nth) and M) on
+ * the AVX2 lanes.
  */
-#include "km_common.h"
-#include "km_simd.h"
+#include "km_lanes_avx2.h"
 
-void km_linear_q8_0_q8_0__avx2(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
-                               int ith, int nth) {
-    km_avx2_q32_linear(y, w, x, M, N, K, ith, nth, 34, km_avx2_w_q8_0, 0);
+#define Q32K_RP 1       /* weight row pairs per tile */
+#define Q32K_TT 4       /* activation rows per prefill tile */
+#define Q32K_PF 0       /* prefetch distance in bytes (to L2; 0: none) */
+#define Q32K_KS 64      /* blocks per K slice */
+#define Q32K_NC 64      /* columns per chunk */
+#include "q32_body.h"
+
+void km_linear_q8_0_q8_0__avx2(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
+                               int nth) {
+    q32k_linear(y, w, x, M, N, K, ith, nth, KL_Q32_Q8_0);
 }

@@ -1,0 +1,14 @@
+/* linear/q6_k_q8_k_dotprod.c — km_linear_q6_k_q8_k__dotprod: contract linear.q6_k.q8_k.f32.v1.
+ *
+ * An instantiation of the family body linear/kq_body.h (numerics are there; byte-identical to
+ * km_linear_q6_k_q8_k__ref for every (ith, nth) and M) on the AArch64 AdvSIMD lanes with SDOT dot products (armv8.2-a+dotprod).
+ */
+#include "km_lanes_neon.h"
+
+#define KQK_T 4         /* activation rows per tile */
+#include "kq_body.h"
+
+void km_linear_q6_k_q8_k__dotprod(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
+                                  int nth) {
+    kqk_linear(y, w, x, M, N, K, ith, nth, KL_KQ_Q6_K);
+}
