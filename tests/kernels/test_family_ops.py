@@ -127,6 +127,28 @@ def test_rope_ff_with_unit_factors_equals_plain_rope(map_id, style, variant):
     assert_close_or_equal(want, got, map_id=spec["id"], variant=variant, context="f = 1 vs rope")
 
 
+@pytest.mark.parametrize("map_id,variant", [(m, v) for m in ("rope_ff_normal_f32", "rope_ff_neox_f32")
+                                             for v in map_variants(m, ref=False)])
+def test_rope_ff_variants_match_ref(map_id, variant):
+    """Each SIMD variant (rope/rope_ff_body.h) returns the ref's bytes: head sizes with and without a partial
+    vector (D = 2, 6, 20, 64, 136, 512), rows whose items split across threads (nth 1..5), factors that
+    underflow/overflow t, and y aliasing x."""
+    skip_unless_runnable(map_id, variant)
+    lib, spec = load_map_library(map_id)
+    rng = np.random.default_rng(31)
+    for m, h, d, pos in ((1, 1, 2, 0), (3, 5, 6, 9), (2, 3, 20, 4000), (4, 2, 64, 77), (3, 3, 136, 123456), (2, 2, 512, 31)):
+        x = (rng.standard_normal((m, h * d)) * 3).astype(F)
+        f = rng.choice(np.array([1.0, 0.5, 8.0, 1e-30, 1e30, 40.0], F), d // 2).astype(F)
+        args = [ptr(x), ptr(f), m, h, d, pos, ctypes.c_float(10000.0), ctypes.c_float(0.5)]
+        (want,) = _run(bind(lib, spec, "ref"), [((m, h * d), F)], args)
+        for nth in (1, 2, 3, 5):
+            (got,) = _run(bind(lib, spec, variant), [((m, h * d), F)], args, nth)
+            assert_close_or_equal(want, got, map_id=map_id, variant=variant, context=f"{m}x{h}x{d} nth={nth}")
+        inplace = x.copy()
+        bind(lib, spec, variant)(ptr(inplace), ptr(inplace), *args[1:], 0, 1)
+        assert_close_or_equal(want, inplace, map_id=map_id, variant=variant, context=f"{m}x{h}x{d} in place")
+
+
 # --- SwiGLU in ggml's order ----------------------------------------------------------------------------------
 
 def ggml_v_expf(x) -> np.float32:
@@ -271,6 +293,27 @@ def test_moe_router_matches_numpy_steps(e, u, norm, scale, variant):
             assert_close_or_equal(want_w, wts[r], map_id="moe_router_f32", variant=variant, context=f"row {r} nth={nth}")
 
 
+@pytest.mark.parametrize("variant", map_variants("moe_router_f32", ref=False))
+def test_moe_router_variants_match_ref(variant):
+    """Each SIMD variant (moe/router_body.h) returns the ref's ids and weight bytes: E with and without a
+    partial block of 16, E = 512, K = 64 .. 2048, tied logits (equal expert rows), norm/scale on and off,
+    nth 1..3 over 1..5 rows."""
+    skip_unless_runnable("moe_router_f32", variant)
+    lib, spec = load_map_library("moe_router_f32")
+    rng = np.random.default_rng(41)
+    for m, e, u, k, norm, scale in ((1, 4, 2, 64, 1, 0.0), (5, 37, 8, 192, 0, 2.5), (3, 64, 8, 1024, 1, 1.0),
+                                    (2, 512, 16, 128, 1, 0.5), (4, 20, 4, 2048, 0, 0.0)):
+        x = rng.standard_normal((m, k)).astype(F)
+        w = (rng.standard_normal((e, k)) / 8).astype(F)
+        w[1::5] = w[0]  # ties: equal logits
+        args = [ptr(x), ptr(w), m, e, u, k, norm, ctypes.c_float(scale)]
+        want_ids, want_w = _run(bind(lib, spec, "ref"), [((m, u), np.int32), ((m, u), F)], args, fill=0)
+        for nth in (1, 2, 3):
+            ids, wts = _run(bind(lib, spec, variant), [((m, u), np.int32), ((m, u), F)], args, nth, fill=0)
+            assert ids.tolist() == want_ids.tolist(), f"moe_router_f32 [{variant}] {m}x{e}x{k} nth={nth}: ids differ"
+            assert_close_or_equal(want_w, wts, map_id="moe_router_f32", variant=variant, context=f"{m}x{e}x{k} nth={nth}")
+
+
 _SORT_CPP = r"""
 #include <algorithm>
 #include <cstdio>
@@ -411,8 +454,11 @@ _MOE_VARIANTS = [(w, v) for w in sorted(_MOE_MAPS) for v in map_variants(_MOE_MA
 
 @pytest.mark.parametrize("wtype,variant", _MOE_VARIANTS)
 def test_moe_linear_variants_match_ref(wtype, variant):
-    """Each variant == ref for xs = 1 and u, nth 1..3. Without KERNELMAP_SLOW=1 only the host's top variant
-    runs (each variant library includes a dense linear body: ~30 s of compiling apiece); the others skip."""
+    """Each variant (expert panels, linear/moe_rows.h km_moe_panels) == ref (one M = 1 call per row) for xs = 1
+    and u, nth 1..3: experts with 1 row (straight into y) and with more rows than one panel holds (over
+    32: two panels), column blocks (N = 136: 64 + 64 + 8) and N % 8 != 0 (one block), an id outside [0, E)
+    (row left untouched), and the 256 claimed pieces of a split op. Without KERNELMAP_SLOW=1 only the host's
+    top variant runs (each variant library includes a dense linear body: ~30 s of compiling apiece)."""
     moe_id, _, act = _MOE_MAPS[wtype]
     skip_unless_runnable(moe_id, variant)
     spec = load_map(moe_id)
@@ -420,18 +466,24 @@ def test_moe_linear_variants_match_ref(wtype, variant):
         pytest.skip(f"{moe_id} [{variant}]: not the host's selected variant; slow: set KERNELMAP_SLOW=1")
     lib, spec = _variant_lib(moe_id, sorted({"ref", variant}))
     rng = np.random.default_rng(100 + len(wtype))
-    e, u, m, k = 6, 3, 5, 512
-    ids = rng.integers(0, e, (m, u)).astype(np.int32)
-    for n in (40, 36):  # q4_0 in llama.cpp's order: both of its orders (N a multiple of 8 or not)
-        w = _quant_weights(wtype.removesuffix("_ggml"), e, n, k, rng)
-        for xs in (1, u):
-            x = rng.standard_normal((m * xs, k)).astype(F)
-            xq = _quant_act(act, x)
-            args = [ptr(w), ptr(xq), ptr(ids), m, u, xs, e, n, k]
-            (want,) = _run(bind(lib, spec, "ref"), [((m, u * n), F)], args)
-            for nth in (1, 2, 3):
-                (got,) = _run(bind(lib, spec, variant), [((m, u * n), F)], args, nth)
-                assert_close_or_equal(want, got, map_id=moe_id, variant=variant, context=f"n={n} xs={xs} nth={nth}")
+    e, u, k = 6, 3, 512
+    small = rng.integers(0, e, (5, u)).astype(np.int32)
+    skew = np.where(rng.random((16, u)) < 0.85, 2, rng.integers(0, e, (16, u))).astype(np.int32)
+    skew[3, 2], skew[7, 0] = -1, e  # never read as an expert
+    assert (skew == 2).sum() > 32, "expert 2 must fill more than one panel"
+    for ids, ns, nths in ((small, (40, 36), (1, 2, 3)), (skew, (136, 36), (1, 2, 3, 256))):
+        m = ids.shape[0]
+        for n in ns:  # q4_0 in llama.cpp's order: both of its orders (N a multiple of 8 or not)
+            w = _quant_weights(wtype.removesuffix("_ggml"), e, n, k, rng)
+            for xs in (1, u):
+                x = rng.standard_normal((m * xs, k)).astype(F)
+                xq = _quant_act(act, x)
+                args = [ptr(w), ptr(xq), ptr(ids), m, u, xs, e, n, k]
+                (want,) = _run(bind(lib, spec, "ref"), [((m, u * n), F)], args)
+                for nth in nths:
+                    (got,) = _run(bind(lib, spec, variant), [((m, u * n), F)], args, nth)
+                    assert_close_or_equal(want, got, map_id=moe_id, variant=variant,
+                                          context=f"m={m} n={n} xs={xs} nth={nth}")
 
 
 @pytest.mark.parametrize("variant", map_variants("moe_combine_f32"))

@@ -28,13 +28,15 @@ typedef struct {
 
 KL_INLINE float krp_theta_scale(float freq_base, int64_t D) { return powf(freq_base, -2.0f / (float)D); }
 
-/* The tables of the row at position pos_f (the ref's scalar loop); interleaved for the normal style. */
-KL_INLINE void krp_cache(krp_tables *t, float pos_f, float freq_scale, float theta_scale, int64_t half,
-                         const int normal) {
+/* The tables of the row at position pos_f (the ref's scalar loop); interleaved for the normal style. With
+ * frequency factors f[half] (rope_ff.*.f32.v1, rope/rope_ff_ref.h; NULL: none) pair i's angle is
+ * freq_scale * (theta / f[i]) (f32 divide, then multiply) instead of freq_scale * theta. */
+KL_INLINE void krp_cache_ff(krp_tables *t, float pos_f, const float *f, float freq_scale, float theta_scale,
+                            int64_t half, const int normal) {
     float theta = pos_f;
     for (int64_t i = 0; i < half; i++) {
-        const float f = freq_scale * theta;
-        const float c = cosf(f), s = sinf(f);
+        const float a = freq_scale * (f ? theta / f[i] : theta);
+        const float c = cosf(a), s = sinf(a);
         if (normal) {
             t->a[2 * i] = c;
             t->a[2 * i + 1] = s;
@@ -46,6 +48,11 @@ KL_INLINE void krp_cache(krp_tables *t, float pos_f, float freq_scale, float the
         }
         theta *= theta_scale;
     }
+}
+
+KL_INLINE void krp_cache(krp_tables *t, float pos_f, float freq_scale, float theta_scale, int64_t half,
+                         const int normal) {
+    krp_cache_ff(t, pos_f, NULL, freq_scale, theta_scale, half, normal);
 }
 
 /* NeoX: n (<= KL_FV_LANES) pairs (i + l, i + l + half) of one head; y may alias x. */

@@ -1,7 +1,7 @@
 /* linear/moe_q8_0_q8_0_ggml_avx2.c — km_moe_linear_q8_0_q8_0_ggml__avx2: the avx2 variant of contract moe_linear.q8_0.q8_0.ggml.v1.
  *
- * Op: moe_linear (linear/moe_rows.h): each row routed to an expert goes through the dense
- * km_linear_q8_0_q8_0_ggml__avx2 body, included below under a local name (not copied), with M = 1; so every
+ * Op: moe_linear (linear/moe_rows.h, km_moe_panels): the rows routed to each expert go as panels through the dense
+ * km_linear_q8_0_q8_0_ggml__avx2 body, included below under a local name (not copied), one multi-row call per panel and column block; so every
  * output element has exactly the dense contract's arithmetic (q8_0 weights, q8_0 activations).
  * Row bytes: weights K/32*34, activations K/32*34.
  */
@@ -13,6 +13,6 @@ KM_LINEAR_BODY_DECL(km_linear_q8_0_q8_0_ggml__avx2);
 
 void km_moe_linear_q8_0_q8_0_ggml__avx2(float *y, const void *w, const void *x, const int32_t *ids, int64_t M, int64_t U, int64_t XS,
         int64_t E, int64_t N, int64_t K, int ith, int nth) {
-    km_moe_rows(km_moe_q8_0_q8_0_ggml_avx2_body, y, w, x, ids, M, U, XS, E, N, K, (size_t)(K / 32 * 34), (size_t)(K / 32 * 34),
+    km_moe_panels(km_moe_q8_0_q8_0_ggml_avx2_body, y, w, x, ids, M, U, XS, E, N, K, (size_t)(K / 32 * 34), (size_t)(K / 32 * 34),
                 ith, nth);
 }

@@ -1,8 +1,11 @@
-/* rope/rope_body.h — the family body of rope.neox.f32.v1 and rope.normal.f32.v1, written once against the
- * lanes interface (common/km_lanes.h); every ISA variant of the two providers is an instantiation of it.
+/* rope/rope_body.h — the family body of rope.neox.f32.v1 and rope.normal.f32.v1, and with frequency factors of
+ * rope_ff.neox.f32.v1 and rope_ff.normal.f32.v1 (llama.cpp's rope_freqs, Llama 3), written once against the
+ * lanes interface (common/km_lanes.h); every ISA variant of the four providers is an instantiation of it.
  *
- * Numerics: exactly rope/neox_f32_ref.c and rope/normal_f32_ref.c (the order is in common/km_rope.h:
- * libm cos/sin of the ref's f32 theta chain, then y0 = fma(x0, c, -(x1 * s)), y1 = fma(x0, s, x1 * c)).
+ * Numerics: exactly rope/neox_f32_ref.c and rope/normal_f32_ref.c, and rope/rope_ff_ref.h with factors f
+ * (the order is in common/km_rope.h: libm cos/sin of the ref's f32 theta chain, the angle
+ * freq_scale * theta or freq_scale * (theta / f[i]), then y0 = fma(x0, c, -(x1 * s)), y1 = fma(x0, s, x1 * c);
+ * one lane per value, so the vector width cannot change a bit).
  * Op: x f32 [M, H*D] row-major (H heads of D values; y may alias x), row m at position pos + m.
  * Partition: (row, head) items, km_part over M*H; the tables are rebuilt when the row changes inside a
  * thread's slice. No schedule parameters.
@@ -12,8 +15,9 @@
 
 #include "km_rope.h"
 
-static inline void krope_rows(float *y, const float *x, int64_t M, int64_t H, int64_t D, int64_t pos, float freq_base,
-                              float freq_scale, int ith, int nth, const int normal) {
+/* f: the D/2 frequency factors (rope_ff), or NULL (rope). */
+static inline void krope_rows_ff(float *y, const float *x, const float *f, int64_t M, int64_t H, int64_t D, int64_t pos,
+                                 float freq_base, float freq_scale, int ith, int nth, const int normal) {
     const float theta_scale = krp_theta_scale(freq_base, D);
     krp_tables t; /* the current row's tables */
     int64_t lo, hi, row = -1;
@@ -21,10 +25,15 @@ static inline void krope_rows(float *y, const float *x, int64_t M, int64_t H, in
     for (int64_t it = lo; it < hi; it++) { /* it: (row, head) item = row * H + head */
         if (it / H != row) {
             row = it / H;
-            krp_cache(&t, (float)(pos + row), freq_scale, theta_scale, D / 2, normal);
+            krp_cache_ff(&t, (float)(pos + row), f, freq_scale, theta_scale, D / 2, normal);
         }
         krp_rotate(y + it * D, x + it * D, D, &t, normal);
     }
+}
+
+static inline void krope_rows(float *y, const float *x, int64_t M, int64_t H, int64_t D, int64_t pos, float freq_base,
+                              float freq_scale, int ith, int nth, const int normal) {
+    krope_rows_ff(y, x, NULL, M, H, D, pos, freq_base, freq_scale, ith, nth, normal);
 }
 
 #endif /* KM_ROPE_BODY_H */
