@@ -105,11 +105,11 @@ static inline void kqa_rows16(float *y0, float *y1, int nr, const uint8_t *a, in
             acc[r] = _mm512_fmadd_ps(t, _mm512_cvtepi32_ps(_mm512_load_si512((const __m512i *)(cbuf + 16 * r))), acc[r]);
         }
     }
+    float u[16], v[16];
+    for (int r = 0; r < 16; r++) kl_f8x2_fold(acc[r], &u[r], &v[r]); /* all 16: acc stays in registers */
     for (int r = 0; r < nr; r++) {
-        float u, v;
-        kl_f8x2_fold(acc[r], &u, &v);
-        y0[r] = u;
-        if (y1) y1[r] = v;
+        y0[r] = u[r];
+        if (y1) y1[r] = v[r];
     }
 }
 
