@@ -102,7 +102,7 @@ static inline void kqa_rows16(float *y0, float *y1, int nr, const uint8_t *a, in
         const __m512 dxv = _mm512_castpd_ps(_mm512_broadcastsd_pd(_mm_load_sd((const double *)(dx + 2 * b))));
         for (int r = 0; r < 16; r++) {
             const __m512 t = _mm512_mul_ps(_mm512_set1_ps(dw[b * 16 + r]), dxv);
-            acc[r] = _mm512_fmadd_ps(t, _mm512_cvtepi32_ps(_mm512_load_si512((const __m512i *)(cbuf + 16 * r))), acc[r]);
+            acc[r] = _mm512_fmadd_ps(t, _mm512_cvtepi32_ps(_mm512_loadu_si512((const __m512i *)(cbuf + 16 * r))), acc[r]);
         }
     }
     float u[16], v[16];
@@ -124,13 +124,13 @@ static int kqa_linear_q8_0(float *y, const void *w, const void *x, int64_t M, in
     if (lo >= hi) return 1;
     const int64_t wrow = nb * (int64_t)sizeof(km_block_q8_0);
     const int64_t pairs = (M + 1) / 2, cp = pairs < KQA_PAIRS ? pairs : KQA_PAIRS;
-    const size_t bq_bytes = (size_t)(cp * nb * 512), dx_bytes = (size_t)(cp * nb * 2 * 4);
+    const size_t bq_bytes = (size_t)(cp * nb * 512), dx_bytes = (size_t)((cp * nb * 2 * 4 + 63) & ~(int64_t)63);
     const size_t dw_bytes = (size_t)(nb * 16 * 4), st_bytes = (size_t)((16 * wrow + 63) & ~(int64_t)63);
     uint8_t *mem = aligned_alloc(64, bq_bytes + dx_bytes + dw_bytes + st_bytes + 1024);
     if (!mem) return 0;
     int8_t *bq = (int8_t *)mem;
     float *dx = (float *)(mem + bq_bytes), *dw = (float *)(mem + bq_bytes + dx_bytes);
-    uint8_t *stage = mem + bq_bytes + dx_bytes + dw_bytes;
+    uint8_t *stage = mem + bq_bytes + dx_bytes + dw_bytes; /* every part a multiple of 64 bytes */
     int32_t *cbuf = (int32_t *)(stage + st_bytes);
     const km_block_q8_0 *xb = (const km_block_q8_0 *)x;
     const uint8_t *wb = (const uint8_t *)w;
