@@ -89,7 +89,7 @@ def libs():
 
 
 def _edge_cases(fmt: str, rng: np.random.Generator):
-    m, n, nb = 5, 6, 11
+    m, n, nb = 17, 6, 11  # 17 rows: a 16-row prefill tile (AMX's tile path) and a 1-row tail
     k = nb * 32
     act = ACT[fmt]
     _, x = activations(m, k, rng, act=act)

@@ -117,6 +117,16 @@ def cpu_checks(features: set[str] | frozenset[str]) -> str:
         for feat in feats:
             out.append(f'    if (!__builtin_cpu_supports("{GCC_FEATURES[feat]}")) {{')
             out += refuse(feat)
+        if "amx_tile" in feats:  # Linux grants the AMX tile state only on request (arch_prctl, kernel >= 5.16)
+            out += ["    {",
+                    "        extern long syscall(long number, ...);",
+                    "        if (syscall(158 /* SYS_arch_prctl */, 0x1023 /* ARCH_REQ_XCOMP_PERM */,",
+                    "                    18 /* XFEATURE_XTILEDATA */) != 0) {",
+                    '            km_set_err(err, errlen, "this model was compiled for AMX tiles, but the OS refused '
+                    'the tile state (arch_prctl ARCH_REQ_XCOMP_PERM)", NULL);',
+                    "            return -1;",
+                    "        }",
+                    "    }"]
     return "\n".join(out)
 
 
