@@ -191,6 +191,7 @@ def main() -> None:
             if not args.no_profile:
                 row.update(_attention_share(gguf, ids, n_ctx, args.decode_tokens, args.threads))
             rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)  # each context as it completes (runs are long)
     _print(args, rows)
 
 
