@@ -49,6 +49,7 @@ from kernelmap.circuits.hydrate import hydrate, read_config, row_bytes
 from kernelmap.circuits.loader import circuit_for, load_interfaces
 from kernelmap.codegen.bind import prototype
 from kernelmap.codegen.emit import GGUFCheck, PhasePlan, emit_model, gguf_checksum
+from kernelmap.codegen.ring import ring_cells
 from kernelmap.errors import BuildError, ModelError
 from kernelmap.gguf.reader import GGUFFile, open_gguf
 from kernelmap.isa_flags import variant_features
@@ -405,13 +406,14 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
                 if prov is not provider:
                     called[variant.symbol] = prototype(prov.raw, variant.symbol)
     say("generating C")
+    ring = ring_cells(plans.values(), registry, state)
     arena = max(m.size for m in mem.values())
     hashes = {k: v for k, v in trace.hashes.items()}
     model_c, kernels_h = emit_model(plans["prefill"], plans["decode"], registry=registry,
                                     weight_offsets=weight_offsets, weights_bytes=manifest.total_size,
                                     state=state, arena_bytes=arena, n_vocab=int(config["vocab"]),
                                     ctx_train=int(config["ctx_train"]), hashes=hashes, features=features,
-                                    batch=plans.get("batch"), extra_protos=called, gguf_check=gguf_check)
+                                    batch=plans.get("batch"), extra_protos=called, gguf_check=gguf_check, ring=ring)
     gen_dir = build_dir / "gen"
     gen_dir.mkdir(exist_ok=True)
     _write_atomic(gen_dir / "model.c", model_c)
@@ -455,8 +457,8 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
         "units": [{"source": str(u.source.relative_to(KERNEL_ROOT)), "cflags": list(u.cflags)}
                   for _, u in sorted(units.items())],
         "hashes": hashes,
-        "state": [{"name": s.cname, "dtype": s.dtype, "heads": int(s.shape[0]), "dim": int(s.shape[2])}
-                  for s in state],
+        "state": [{"name": s.cname, "dtype": s.dtype, "heads": int(s.shape[0]), "dim": int(s.shape[2]),
+                   "ring": ring[s.cname][0], "window": ring[s.cname][1]} for s in state],
         "fusion": options.fusion,
         "fusions_applied": sum(1 for r in fusions if r.get("decision") == "applied"),
         "selection": [[phase, op.label, op.provider, op.variant, registry.providers[op.provider].variant(op.variant).symbol]

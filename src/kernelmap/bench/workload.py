@@ -203,6 +203,7 @@ def make_workload(raw: dict[str, Any], entry: dict[str, Any], case: dict[str, An
                                               for k, v in entry.get("runtime", {}).items()}}
     if "C" in dims:
         runtime.setdefault("n_ctx", dims["C"])
+        runtime.setdefault("kv_cells", dims["C"])  # a full-length cache: cells = capacity
     if runtime["pos"] < 0:
         return f"rows_exceed_context:{rows}"
     params = {**entry.get("params", {}), **case.get("params", {})}

@@ -28,6 +28,8 @@ _SCALAR_CAST = {"float": "float", "int64_t": "int64_t", "int32_t": "int32_t", "i
 _PARAM_TYPES = {"float": "float", "int64": "int64_t", "int32": "int32_t"}
 _RUNTIME = {"ith": ("ith", "int"), "nth": ("nth", "int"), "n_tokens": ("n_tokens", "int64_t"),
             "pos": ("pos", "int64_t"), "n_ctx": ("m->n_ctx", "int64_t"),
+            # the cells of the op's KV state buffers (codegen/ring.py: the context, or a ring's cells)
+            "kv_cells": ("m->state_cells[{state}]", "int64_t"),
             # batch phase: per-row positions and KV slots (one int64 per row; only the batch entry has them)
             "positions": ("positions", "const int64_t *"), "slots": ("slots", "const int64_t *")}
 
@@ -196,6 +198,10 @@ def bind_call(op: OpNode, spec: dict[str, Any], symbol: str, graph: Graph, offse
                 raise PlanError(f"{where}: param '{name}' is not set by the circuit", value=sorted(op.params))
             value = op.params[name]
             expr = float_literal(value) if ctype == "float" else f"INT64_C({int(value)})"
+        elif kind == "runtime" and name == "kv_cells":
+            if not op.state:
+                raise PlanError(f"{where}: runtime:kv_cells needs a state port bound to a buffer", value=op.label)
+            expr = _RUNTIME[name][0].format(state=state_index[next(iter(op.state.values()))])
         elif kind == "runtime":
             expr = _RUNTIME[name][0]
         elif kind == "const":

@@ -255,11 +255,13 @@ def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[
 def emit_model(prefill: PhasePlan, decode: PhasePlan, *, registry: Registry, weight_offsets: dict[str, Any],
                weights_bytes: int, state: list[StateBuf], arena_bytes: int, n_vocab: int, ctx_train: int,
                hashes: dict[str, str], features: set[str], batch: PhasePlan | None = None,
-               extra_protos: dict[str, str] | None = None, gguf_check: GGUFCheck | None = None) -> tuple[str, str]:
+               extra_protos: dict[str, str] | None = None, gguf_check: GGUFCheck | None = None,
+               ring: dict[str, tuple[int, int]] | None = None) -> tuple[str, str]:
     """Return (model.c, km_kernels.h). `batch` adds the batched decode entry's body; `extra_protos`
     declares kernels the selected ones call (a batch wrapper's callee) in km_kernels.h. `weight_offsets`
     maps each weight to its offset in weights.bin or to ("G", absolute offset) in the GGUF file;
-    `gguf_check` identifies that file (when any weight is there)."""
+    `gguf_check` identifies that file (when any weight is there); `ring` gives a state buffer's ring (cells,
+    window) (codegen/ring.py; absent: the full context)."""
     state_index = {s.cname: i for i, s in enumerate(state)}
     protos: dict[str, str] = dict(extra_protos or {})
     prefill_body = _body(prefill, "prefill", registry, weight_offsets, state_index, protos)
@@ -294,6 +296,8 @@ def emit_model(prefill: PhasePlan, decode: PhasePlan, *, registry: Registry, wei
         "STATE_ELEM": ", ".join(str(row_bytes(s.dtype, 1)) for s in state) or "0",
         "STATE_HEADS": ", ".join(str(int(s.shape[0])) for s in state) or "0",
         "STATE_DIM": ", ".join(str(int(s.shape[2])) for s in state) or "0",
+        "STATE_RING": ", ".join(str(int((ring or {}).get(s.cname, (0, 0))[0])) for s in state) or "0",
+        "STATE_WINDOW": ", ".join(str(int((ring or {}).get(s.cname, (0, 0))[1])) for s in state) or "0",
         "PREFILL_BODY": "\n".join(prefill_body),
         "DECODE_BODY": "\n".join(decode_body),
         "CPU_CHECKS": cpu_checks(features),

@@ -224,9 +224,15 @@ class _Checker:
                               expected="write, read_write")
                 if p.get("may_alias") and role != "output":
                     self.fail("only output ports may declare may_alias", ptr + "/may_alias")
+                if "ring" in p and p["storage"] != "state":
+                    self.fail("only state ports may declare ring", ptr + "/ring", value=p["ring"])
+                if p.get("ring", "write") != "write" and not any(
+                        q["name"] == p["ring"] and q["type"] == "int64" for q in self.doc.get("params", [])):
+                    self.fail(f"ring names no int64 param \"{p['ring']}\"", ptr + "/ring", value=p["ring"],
+                              expected="\"write\" or an int64 param bounding the positions a row reads")
                 ports[p["name"]] = Port(p["name"], role, p["dtype"], shape, p["layout"], p["access"],
                                         p["storage"], bool(p.get("optional", False)),
-                                        tuple(p.get("may_alias", ())))
+                                        tuple(p.get("may_alias", ())), p.get("ring"))
         inputs = {n for n, p in ports.items() if p.role == "input"}
         for key, i, p in ((k, i, p) for k in ("outputs",) for i, p in enumerate(self.doc[k])):
             for j, alias in enumerate(p.get("may_alias", ())):
@@ -379,6 +385,13 @@ class _Checker:
         if unbound:
             self.fail(f"call_abi does not bind port \"{unbound[0]}\"", "/call_abi/params",
                       expected=f"{_port_kind(ports[unbound[0]])}:{unbound[0]}")
+        ringed = [n for n, p in ports.items() if p.ring is not None]
+        if ringed and not any(cp.source == "runtime:kv_cells" for cp in out):
+            self.fail(f"port \"{ringed[0]}\" declares ring but call_abi does not bind runtime:kv_cells",
+                      "/call_abi/params", expected="the cache's cell count bound as runtime:kv_cells")
+        if any(cp.source == "runtime:kv_cells" for cp in out) and not any(p.storage == "state" for p in ports.values()):
+            self.fail("runtime:kv_cells is the cell count of the op's state buffers: this map has no state port",
+                      "/call_abi/params")
         return tuple(out)
 
     def build(self, data: bytes) -> Provider:
@@ -433,7 +446,7 @@ class _Checker:
 # Run-time values and the C parameter names that may carry them: n_ctx is the value the KV capacity dim
 # C (the interfaces' name for it) takes at run time.
 _RUNTIME_NAMES = {"ith": ("ith",), "nth": ("nth",), "pos": ("pos",), "n_tokens": ("n_tokens",),
-                  "n_ctx": ("n_ctx", "C"), "positions": ("positions",), "slots": ("slots",)}
+                  "n_ctx": ("n_ctx", "C"), "kv_cells": ("kv_cells", "C"), "positions": ("positions",), "slots": ("slots",)}
 
 
 def binding_names(kind: str, ref: str) -> tuple[str, ...] | None:

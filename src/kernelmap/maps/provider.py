@@ -33,6 +33,7 @@ class Port:
     storage: str
     optional: bool = False
     may_alias: tuple[str, ...] = ()
+    ring: str | None = None  # state ports: "write" or the int64 param bounding the rows read (codegen/ring.py)
 
 
 @dataclass(frozen=True)

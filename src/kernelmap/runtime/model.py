@@ -31,7 +31,8 @@ __all__ = ["Model", "GenerationStats", "load", "default_model_path"]
 
 _ERRORS = {-1: "position past the end of the context", -2: "token id outside the vocabulary",
            -3: "KV slot out of range or used by two batch rows", -4: "batch rows out of range",
-           -5: "out of memory allocating KV slots"}
+           -5: "out of memory allocating KV slots",
+           -6: "rewind past what a sliding-window ring cache still holds (restart the sequence at position 0)"}
 DEFAULT_MODEL_FILE = Path(__file__).with_name("default_model.json")
 
 
@@ -146,7 +147,8 @@ class Model:
         self.pos = 0
 
     def _check_memory(self) -> None:
-        kv_bytes = sum(row_bytes(s["dtype"], s["dim"]) * s["heads"] * self.n_ctx for s in self.info["state"])
+        # a ring buffer (codegen/ring.py) holds min(ring, n_ctx) cells, as km_model_create allocates
+        kv_bytes = sum(row_bytes(s["dtype"], s["dim"]) * s["heads"] * kv_cells(s, self.n_ctx) for s in self.info["state"])
         arena = max(v["arena"] for v in self.info["memory"].values())
         weights = self.compiled.weights.stat().st_size + int(self.info.get("weights", {}).get("mapped_from_gguf", 0))
         avail = _mem_available()
@@ -330,6 +332,12 @@ class Model:
         buf = (ctypes.c_double * len(ops))()
         self._lib.km_model_profile(self._handle, {"prefill": 0, "decode": 1, "batch": 2}[phase], buf, len(ops))
         return list(zip(ops, buf, strict=True))
+
+
+def kv_cells(state: dict[str, Any], n_ctx: int) -> int:
+    """Cells per head km_model_create allocates for one state buffer of build.json's "state" list."""
+    ring = int(state.get("ring", 0) or 0)
+    return ring if 0 < ring < n_ctx else n_ctx
 
 
 def load(path: str | os.PathLike[str] | None = None, *, threads: int | None = None, n_ctx: int = 4096,

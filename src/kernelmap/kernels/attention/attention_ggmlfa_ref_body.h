@@ -20,13 +20,14 @@ static inline void km_fa_ref_q16(km_half *q16, const float *qr, float scale, int
     for (int64_t d = 0; d < D; d++) q16[d] = km_fp32_to_fp16(qr[d] * scale);
 }
 
-/* Keys js .. je (increasing; none when js > je) of one KV head (kh, vh: [C][D] rows) into the running
- * state: *big_m (M), *big_s (S), vkq f16 [D]. */
-static inline void km_fa_ref_keys(const km_half *q16, const km_half *kh, const km_half *vh, int64_t D, int64_t js,
-        int64_t je, float *big_m, float *big_s, km_half *vkq) {
+/* Keys js .. je (positions, increasing; none when js > je) of one KV head (kh, vh: [C][D] cells, key j in cell
+ * j mod C: the ring layout, the full-length one when C > je) into the running state: *big_m (M), *big_s (S),
+ * vkq f16 [D]. */
+static inline void km_fa_ref_keys(const km_half *q16, const km_half *kh, const km_half *vh, int64_t D, int64_t C,
+        int64_t js, int64_t je, float *big_m, float *big_s, km_half *vkq) {
     float mm = *big_m, ss = *big_s;
     for (int64_t j = js; j <= je; j++) {
-        const float s = km_fa_dot_ref(kh + j * D, q16, D);
+        const float s = km_fa_dot_ref(kh + (j % C) * D, q16, D);
         float ms = 1.0f, vs = 1.0f;
         if (s > mm) {
             ms = expf(mm - s);
@@ -35,7 +36,7 @@ static inline void km_fa_ref_keys(const km_half *q16, const km_half *kh, const k
         } else {
             vs = expf(s - mm);
         }
-        const km_half *vr = vh + j * D;
+        const km_half *vr = vh + (j % C) * D;
         for (int64_t d = 0; d < D; d++) {
             vkq[d] = km_fp32_to_fp16(fmaf(km_fp16_to_fp32(vr[d]), vs, km_fp16_to_fp32(vkq[d])));
         }
@@ -47,11 +48,11 @@ static inline void km_fa_ref_keys(const km_half *q16, const km_half *kh, const k
 
 /* One row and head over keys j0 .. p from a fresh state, normalized: y[d] = f32(VKQ[d]) * (S == 0 ? 0 : 1/S). */
 static inline void km_fa_ref_row(float *y, const km_half *q16, const km_half *kh, const km_half *vh, int64_t D,
-        int64_t j0, int64_t p) {
+        int64_t C, int64_t j0, int64_t p) {
     km_half vkq[KM_FA_DMAX]; /* [D] */
     for (int64_t d = 0; d < D; d++) vkq[d] = 0;
     float big_m = -INFINITY, big_s = 0.0f;
-    km_fa_ref_keys(q16, kh, vh, D, j0, p, &big_m, &big_s, vkq);
+    km_fa_ref_keys(q16, kh, vh, D, C, j0, p, &big_m, &big_s, vkq);
     const float inv = big_s == 0.0f ? 0.0f : 1.0f / big_s;
     for (int64_t d = 0; d < D; d++) y[d] = km_fp16_to_fp32(vkq[d]) * inv;
 }

@@ -15,6 +15,8 @@
  *     expf bit for bit: checked on a sample at first use, libm expf on any difference);
  *   VKQ columns: f32 copies of f16 values, each key's optional rescale kl_fv_rt16(VKQ * ms) and
  *     kl_fv_rt16(fma(V, vs, VKQ)) — lane-wise, so the vector width cannot change a bit.
+ * KV cells: key j in cell j mod C (the refs' ring layout; C >= every position is the full-length one): kfa_run_ring
+ * cuts a key range at the wrap into runs of contiguous cells, visited in increasing position.
  * Partition: attention_ggmlfa_part.h (items m*Hq + h in ranges of equal work); results do not depend on
  * (ith, nth) nor on the schedule, so every instantiation (x86 or ARM) gives the refs' bytes.
  *
@@ -363,6 +365,20 @@ static void kfa_run_n(kfa_state *st, int g0, int n, const km_half *kb, const km_
     }
 }
 
+/* Keys js .. je (positions, increasing; none when js > je) where key j lives in cell j mod C (the ring layout; the
+ * full-length one when C > je): each stretch of contiguous cells is one kfa_run_n, so a range that wraps is two
+ * runs, cells js mod C .. C-1 then 0 .., still in increasing position (the state carries over between runs, and
+ * a run's key blocks never change a rounding, so the bits are those of one run). */
+static void kfa_run_ring(kfa_state *st, int g0, int n, const km_half *kb, const km_half *vb, int64_t D, int64_t C,
+        int64_t js, int64_t je, int use_vexp) {
+    while (js <= je) {
+        const int64_t c0 = js % C;
+        const int64_t len = je - js + 1 < C - c0 ? je - js + 1 : C - c0;
+        kfa_run_n(st, g0, n, kb, vb, D, c0, c0 + len - 1, use_vexp);
+        js += len;
+    }
+}
+
 /* What a group needs besides its items. */
 typedef struct {
     float *y;
@@ -397,17 +413,17 @@ static inline void kfa_reset(kfa_state *st, int G, int64_t D) {
 /* The keys of n heads of row m (position p) and, when rows == 2, of the same heads of row m+1 (items n .. 2n-1),
  * only those in lo .. hi. Row m+1 sees keys j1 .. p+1 with j1 in {j0, j0+1}: the keys only row m sees, the common
  * keys for all 2n items, then key p+1 for row m+1, so each item visits exactly its keys in increasing j. */
-static inline void kfa_keys(kfa_state *st, int n, int rows, const km_half *kb, const km_half *vb, int64_t D, int64_t p,
-        int64_t window, int64_t lo, int64_t hi, int use_vexp) {
+static inline void kfa_keys(kfa_state *st, int n, int rows, const km_half *kb, const km_half *vb, int64_t D, int64_t C,
+        int64_t p, int64_t window, int64_t lo, int64_t hi, int use_vexp) {
     const int64_t j0 = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
 #define KFA_CLIP(a, b) ((a) > lo ? (a) : lo), ((b) < hi ? (b) : hi)
     if (rows == 1) {
-        kfa_run_n(st, 0, n, kb, vb, D, KFA_CLIP(j0, p), use_vexp);
+        kfa_run_ring(st, 0, n, kb, vb, D, C, KFA_CLIP(j0, p), use_vexp);
     } else {
         const int64_t j1 = (window > 0 && p + 1 - window + 1 > 0) ? p + 1 - window + 1 : 0;
-        kfa_run_n(st, 0, n, kb, vb, D, KFA_CLIP(j0, j1 - 1), use_vexp);
-        kfa_run_n(st, 0, 2 * n, kb, vb, D, KFA_CLIP(j1, p), use_vexp);
-        kfa_run_n(st, n, n, kb, vb, D, KFA_CLIP(p + 1, p + 1), use_vexp);
+        kfa_run_ring(st, 0, n, kb, vb, D, C, KFA_CLIP(j0, j1 - 1), use_vexp);
+        kfa_run_ring(st, 0, 2 * n, kb, vb, D, C, KFA_CLIP(j1, p), use_vexp);
+        kfa_run_ring(st, n, n, kb, vb, D, C, KFA_CLIP(p + 1, p + 1), use_vexp);
     }
 #undef KFA_CLIP
 }
@@ -423,7 +439,7 @@ static void kfa_group(const kfa_args *a, const int64_t *its, int n, int rows, in
     kfa_group_start(&st, a, its, G);
     if (a->n_split <= 1 || !km_fa_is_split(p)) {
         kfa_reset(&st, G, D);
-        kfa_keys(&st, n, rows, kb, vb, D, p, a->window, 0, p + 1, use_vexp);
+        kfa_keys(&st, n, rows, kb, vb, D, a->C, p, a->window, 0, p + 1, use_vexp);
         for (int g = 0; g < G; g++) {
             const float inv = st.big_s[g] == 0.0f ? 0.0f : 1.0f / st.big_s[g];
             const kl_fv vi = kl_fv_set1(inv);
@@ -443,7 +459,7 @@ static void kfa_group(const kfa_args *a, const int64_t *its, int n, int rows, in
         int64_t lo, hi;
         km_fa_split_cells(p, a->n_split, t, &lo, &hi);
         kfa_reset(&st, G, D);
-        kfa_keys(&st, n, rows, kb, vb, D, p, a->window, lo, hi, use_vexp);
+        kfa_keys(&st, n, rows, kb, vb, D, a->C, p, a->window, lo, hi, use_vexp);
         for (int g = 0; g < G; g++) {
             km_fa_split_merge(&fin_m[g], &fin_s[g], fin + g * D, st.big_m[g], st.big_s[g], st.acc + g * D, D);
         }

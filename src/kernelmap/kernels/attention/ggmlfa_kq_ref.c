@@ -2,7 +2,8 @@
  * attention_kq.f16kv.ggml_fa.v1.
  *
  * Op: causal GQA attention exactly as attention/ggmlfa_ref.c (q f32 [M, Hq*D], head-major f16 caches
- * [Hkv][C][D], y f32 [M, Hq*D], window, partition attention_ggmlfa_part.h) except where the scale
+ * [Hkv][C][D] with key j in cell j mod C (the ring layout of ggmlfa_ref.c), y f32 [M, Hq*D], window,
+ * partition attention_ggmlfa_part.h) except where the scale
  * applies: llama.cpp's flash attention with kq_scale = `scale` (what its Llama, Qwen 2/3 and Qwen3-MoE
  * graphs pass) rounds Q to f16 unscaled and multiplies each score: Q16[i] = f16_rne(q[i]);
  * s_j = f32(dot(K_j, Q16) * scale), the dot folded in ggml_vec_dot_f16's order (partial i mod 64 by
@@ -41,7 +42,7 @@ void km_attention_kq_f16kv_ggmlfa__ref(float *y, const float *q, const void *k_c
         }
         float big_m = -INFINITY, big_s = 0.0f;
         for (int64_t j = j0; j <= p; j++) {
-            const float s = km_fa_dot_ref(kc + (kvh * C + j) * D, q16, D) * scale;
+            const float s = km_fa_dot_ref(kc + (kvh * C + j % C) * D, q16, D) * scale;
             float ms = 1.0f, vs = 1.0f;
             if (s > big_m) {
                 ms = expf(big_m - s);
@@ -50,7 +51,7 @@ void km_attention_kq_f16kv_ggmlfa__ref(float *y, const float *q, const void *k_c
             } else {
                 vs = expf(s - big_m);
             }
-            const km_half *vr = vc + (kvh * C + j) * D;
+            const km_half *vr = vc + (kvh * C + j % C) * D;
             for (int64_t d = 0; d < D; d++) {
                 vkq[d] = km_fp16_to_fp32(km_fp32_to_fp16(fmaf(km_fp16_to_fp32(vr[d]), vs, vkq[d])));
             }

@@ -3,8 +3,14 @@
  * Op: causal GQA attention of q f32 [M, Hq*D] (row m at position p = pos + m) over the head-major
  * caches k_cache, v_cache f16 [Hkv][C][D]; output y f32 [M, Hq*D]. Query head h reads KV head
  * h / (Hq/Hkv). Row m sees keys j with j <= p and, when window > 0, p - j < window (llama.cpp's
- * standard sliding window: masked iff p - j >= window). The caller guarantees pos + M <= C and that
- * keys 0 .. pos+M-1 are written. Constraints: D a multiple of 16, D <= 512, Hq a multiple of Hkv.
+ * standard sliding window: masked iff p - j >= window). The caller guarantees that keys 0 .. pos+M-1
+ * are written.
+ * KV layout: C cells per KV head, key j in cell j mod C. C >= every position is the full-length layout
+ * (cell = position); a smaller C is a ring buffer (the map's cache ports declare "ring": "window"): the
+ * caller then guarantees C >= window + M - 1 and that the cells hold keys j0(pos) .. pos+M-1. Keys are
+ * visited in increasing position whatever the cells (after a wrap: cells j0 mod C .. C-1, then 0 ..), so
+ * the bits do not depend on C.
+ * Constraints: D a multiple of 16, D <= 512, Hq a multiple of Hkv.
  * Numerics: bit for bit llama.cpp's CPU flash attention (ggml flash_attn_ext, one query row at a time,
  * f16 K and V, AVX-512 build) for a graph that scales Q by `scale` before the attention and passes
  * kq_scale 1 (what llama.cpp's Gemma 3 graph does); every rounding is fixed:
@@ -43,6 +49,6 @@ void km_attention_f16kv_ggmlfa__ref(float *y, const float *q, const void *k_cach
         const int64_t j0 = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
         km_half q16[KM_FA_DMAX]; /* [D] */
         km_fa_ref_q16(q16, q + it * D, scale, D);
-        km_fa_ref_row(y + it * D, q16, kc + kvh * C * D, vc + kvh * C * D, D, j0, p);
+        km_fa_ref_row(y + it * D, q16, kc + kvh * C * D, vc + kvh * C * D, D, C, j0, p);
     }
 }

@@ -4,7 +4,14 @@
  * Op: as attention.f16kv.ggml_fa.v1 (ggmlfa_ref.c): causal GQA attention of q f32 [M, Hq*D] (row m at
  * position p = pos + m) over the head-major caches k_cache, v_cache f16 [Hkv][C][D]; output y f32 [M, Hq*D];
  * query head h reads KV head h / (Hq/Hkv); row m sees keys j0 .. p (j0 = p - window + 1 when window > 0
- * and that is positive, else 0). The caller guarantees pos + M <= C and that keys 0 .. pos+M-1 are written.
+ * and that is positive, else 0). The caller guarantees that keys 0 .. pos+M-1 are written.
+ * KV layout: C cells per KV head, key j in cell j mod C. C >= every position is the full-length layout
+ * (cell = position); a smaller C is a ring buffer (the map's cache ports declare "ring": "window"): the
+ * caller then guarantees C >= window + M - 1 and that the cells hold keys j0(pos) .. pos+M-1. Keys are
+ * visited in increasing position whatever the cells (after a wrap: cells j0 mod C .. C-1, then 0 ..), so
+ * the bits do not depend on C.
+ * The key ranges of the N-thread split are position ranges (llama.cpp's cells with swa_full: cell =
+ * position), so the ring changes only where a key is read from.
  * Constraints: D a multiple of 16, D <= 512, Hq a multiple of Hkv.
  * Numerics: bit for bit llama.cpp's CPU flash attention decoding each row alone with N threads (N = 2 or
  * 4, the number in the contract; llama.cpp 0.3.36, f16 K and V, Q scaled before the attention, kq_scale 1):
@@ -40,7 +47,7 @@ static void split_ref(float *y, const float *q, const void *k_cache, const void 
         float acc[KM_FA_DMAX];   /* [D] merged */
         km_fa_ref_q16(q16, q + it * D, scale, D);
         if (!km_fa_is_split(p)) { /* the plain one-row path of ggml_fa.v1 */
-            km_fa_ref_row(y + it * D, q16, kh, vh, D, j0, p);
+            km_fa_ref_row(y + it * D, q16, kh, vh, D, C, j0, p);
             continue;
         }
         float fin_m = -INFINITY, fin_s = 0.0f;
@@ -50,7 +57,7 @@ static void split_ref(float *y, const float *q, const void *k_cache, const void 
             km_fa_split_keys(p, j0, n_split, t, &js, &je);
             float big_m = -INFINITY, big_s = 0.0f;
             for (int64_t d = 0; d < D; d++) vkq[d] = 0;
-            km_fa_ref_keys(q16, kh, vh, D, js, je, &big_m, &big_s, vkq);
+            km_fa_ref_keys(q16, kh, vh, D, C, js, je, &big_m, &big_s, vkq);
             for (int64_t d = 0; d < D; d++) part[d] = km_fp16_to_fp32(vkq[d]);
             km_fa_split_merge(&fin_m, &fin_s, acc, big_m, big_s, part, D);
         }

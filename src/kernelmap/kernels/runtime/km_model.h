@@ -13,6 +13,7 @@
 #define KM_ERR_SLOT (-3)    /* a KV slot outside 0..n_slots-1, or two batch rows on one slot */
 #define KM_ERR_BATCH (-4)   /* batch rows outside 1..km_model_max_batch() (0: no batch entry) */
 #define KM_ERR_MEMORY (-5)  /* out of memory allocating KV slots */
+#define KM_ERR_RING (-6)    /* a rewind to positions whose keys a sliding-window ring already overwrote */
 
 typedef struct km_model km_model;
 
