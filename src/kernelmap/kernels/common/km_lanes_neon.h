@@ -594,4 +594,13 @@ KL_INLINE kl_fv kl_fv_prefix_max(kl_fv v, float m) {
     return vbslq_f32(vcgtq_f32(x, mm), x, mm);
 }
 
+/* w5-forks-attn additions */
+
+KL_INLINE kl_fv kl_fv_round_away(kl_fv v) { return vrndaq_f32(v); }
+
+KL_INLINE float kl_fv_fold_halves(kl_fv v) {
+    const float32x2_t u = vadd_f32(vget_low_f32(v), vget_high_f32(v));
+    return vget_lane_f32(u, 0) + vget_lane_f32(u, 1);
+}
+
 #endif /* KM_LANES_NEON_H */
