@@ -8,8 +8,8 @@
  * Constraints: D a multiple of 16, D <= 512, Hq a multiple of Hkv.
  * Numerics: the refs' order (32 dot partials by i mod 32 with FMA, folded p[t] += p[t + 16], + 8, + 4, + 2,
  * + 1; chunks of 32 keys; online softmax; L summed in key order; acc = fma(w, v, acc) in key order; y = acc *
- * (1/L)) with one difference from the refs, the exp: katt_vexp below, a vector polynomial within 2 ulp of
- * expf. Every lane op is one IEEE operation (kl_fv_*), the partials of a dot are KL_FV_LANES-wide vectors
+ * (1/L)) with one difference from the refs, the exp: common/km_vexp.h's kvx_exp, a vector polynomial within
+ * 2 ulp of expf. Every lane op is one IEEE operation (kl_fv_*), the partials of a dot are KL_FV_LANES-wide vectors
  * whose fold goes by vector adds down to one vector, then kl_fv_fold_halves: so every instantiation (any
  * KL_FV_LANES, x86 or ARM) gives the same bytes. The refs use libm expf, hence the maps' rtol/atol.
  * Schedule parameters (defined by the instantiating file before the include):
@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "km_lanes.h"
+#include "km_vexp.h"
 
 #define KATT_CHUNK 32
 #define KATT_DMAX 512
@@ -38,32 +39,9 @@ typedef float katt_kv_t;
 KL_INLINE kl_fv katt_load(const katt_kv_t *p) { return kl_fv_loadu(p); }
 #endif
 
-/* The contract's vector exp: x = min(89, x); lanes with x < -86.5 give +0; x = max(-86.5, x);
- * n = nearest-even(x * 1.44269504f); r = fma(-n, 0.693359375f, x); r = fma(-n, -2.12194440e-4f, r);
- * p = Horner-FMA polynomial in r; e = ((fma(p, r*r, r) + 1) * 2^(n-1)) * 2. */
-KL_INLINE kl_fv katt_vexp(kl_fv x) {
-    x = kl_fv_min(kl_fv_set1(89.0f), x);
-    const kl_fvm small = kl_fv_cmp_lt(x, kl_fv_set1(-86.5f));
-    x = kl_fv_max(kl_fv_set1(-86.5f), x);
-    const kl_fv n = kl_fv_round(kl_fv_mul(x, kl_fv_set1(1.44269504088896341f)));
-    kl_fv r = kl_fv_fnma(n, kl_fv_set1(0.693359375f), x);
-    r = kl_fv_fnma(n, kl_fv_set1(-2.12194440e-4f), r);
-    kl_fv p = kl_fv_set1(1.9875691500e-4f);
-    p = kl_fv_fma(p, r, kl_fv_set1(1.3981999507e-3f));
-    p = kl_fv_fma(p, r, kl_fv_set1(8.3334519073e-3f));
-    p = kl_fv_fma(p, r, kl_fv_set1(4.1665795894e-2f));
-    p = kl_fv_fma(p, r, kl_fv_set1(1.6666665459e-1f));
-    p = kl_fv_fma(p, r, kl_fv_set1(5.0000001201e-1f));
-    p = kl_fv_fma(p, kl_fv_mul(r, r), r);
-    p = kl_fv_add(p, kl_fv_set1(1.0f));
-    /* 2^(n-1): n - 1 is an exact integer in [-126, 127] on the clamped range */
-    const kl_fv e = kl_fv_mul(kl_fv_mul(p, kl_fv_exp2i(kl_fv_sub(n, kl_fv_set1(1.0f)))), kl_fv_set1(2.0f));
-    return kl_fv_blend(e, kl_fv_zero(), small);
-}
-
 KL_INLINE float katt_sexp(float x) {
     float t[KL_FV_LANES];
-    kl_fv_storeu(t, katt_vexp(kl_fv_set1(x)));
+    kl_fv_storeu(t, kvx_exp(kl_fv_set1(x)));
     return t[0];
 }
 
@@ -115,7 +93,7 @@ KL_INLINE void katt_accumulate(const int G, float (*acc)[KATT_DMAX], float (*w)[
 
 KL_INLINE void katt_weights(float *wrow, const float *srow, float mx) {
     for (int t = 0; t < KATT_CHUNK; t += KL_FV_LANES)
-        kl_fv_storeu(wrow + t, katt_vexp(kl_fv_sub(kl_fv_loadu(srow + t), kl_fv_set1(mx))));
+        kl_fv_storeu(wrow + t, kvx_exp(kl_fv_sub(kl_fv_loadu(srow + t), kl_fv_set1(mx))));
 }
 
 KL_INLINE void katt_scale(float *dst, const float *a, int64_t D, float f) {

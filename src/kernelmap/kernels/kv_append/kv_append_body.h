@@ -29,32 +29,34 @@ KL_INLINE void kkv_run_f16(km_half *dst, const float *src, int64_t D) {
     for (; d < D; d++) dst[d] = km_fp32_to_fp16(src[d]);
 }
 
-static inline void kkv_append_f16(void *cache, const float *x, int64_t M, int64_t H, int64_t D, int64_t C, int64_t pos,
-                                  int ith, int nth) {
-    km_half *kv = (km_half *)cache; /* [H][C][D] */
-    int64_t lo, hi;
-    km_part(M * H, ith, nth, &lo, &hi);
-    for (int64_t it = lo; it < hi; it++) { /* it = m * H + h */
-        const int64_t m = it / H, h = it % H;
-        kkv_run_f16(kv + (h * C + pos + m) * D, x + it * D, D);
-    }
-}
-
 KL_INLINE void kkv_run_f32(float *dst, const float *src, int64_t D) {
     int64_t d = 0;
     for (; d + KL_FV_LANES <= D; d += KL_FV_LANES) kl_fv_storeu(dst + d, kl_fv_loadu(src + d));
     if (d < D) kl_fv_storen(dst + d, kl_fv_loadn(src + d, (int)(D - d)), (int)(D - d));
 }
 
-static inline void kkv_append_f32(void *cache, const float *x, int64_t M, int64_t H, int64_t D, int64_t C, int64_t pos,
-                                  int ith, int nth) {
-    float *kv = (float *)cache; /* [H][C][D] */
+/* (row, head) items it = m * H + h of thread ith: the D-long run of x row m, head h, into cache row pos + m. */
+KL_INLINE void kkv_append(void *cache, const float *x, int64_t M, int64_t H, int64_t D, int64_t C, int64_t pos,
+                           int ith, int nth, const int f32) {
     int64_t lo, hi;
     km_part(M * H, ith, nth, &lo, &hi);
-    for (int64_t it = lo; it < hi; it++) { /* it = m * H + h */
-        const int64_t m = it / H, h = it % H;
-        kkv_run_f32(kv + (h * C + pos + m) * D, x + it * D, D);
+    for (int64_t it = lo; it < hi; it++) {
+        const int64_t m = it / H, h = it % H, at = (h * C + pos + m) * D; /* cache [H][C][D] */
+        if (f32)
+            kkv_run_f32((float *)cache + at, x + it * D, D);
+        else
+            kkv_run_f16((km_half *)cache + at, x + it * D, D);
     }
+}
+
+static inline void kkv_append_f16(void *cache, const float *x, int64_t M, int64_t H, int64_t D, int64_t C, int64_t pos,
+                                  int ith, int nth) {
+    kkv_append(cache, x, M, H, D, C, pos, ith, nth, 0);
+}
+
+static inline void kkv_append_f32(void *cache, const float *x, int64_t M, int64_t H, int64_t D, int64_t C, int64_t pos,
+                                  int ith, int nth) {
+    kkv_append(cache, x, M, H, D, C, pos, ith, nth, 1);
 }
 
 #endif /* KM_KV_APPEND_BODY_H */
