@@ -1,4 +1,5 @@
-"""Tests for attention_f16kv and attention_f32kv: SIMD within the map's tolerance of ref, avx2 == avx512, ref vs NumPy.
+"""Tests for attention_f16kv and attention_f32kv: SIMD within the map's tolerance of ref, every SIMD variant (the
+instantiations of attention/attention_online_body.h) byte-identical with the others, ref vs NumPy.
 
 The NumPy oracle is float64 causal GQA softmax attention over the cache as stored (f16 widened
 exactly), with llama.cpp's standard sliding window (key j visible from position p iff j <= p and,
@@ -16,10 +17,12 @@ from kernel_harness import (
     assert_close_or_equal,
     bind,
     guarded,
-    host_can_run,
     load_map_library,
+    map_variants,
     ptr,
     run_partitioned,
+    runnable_variants,
+    skip_unless_runnable,
 )
 
 KINDS = ("f16", "f32")
@@ -38,6 +41,7 @@ CASES = {
     "gqa8_window_33": (4, 8, 1, 32, 120, 90, 33),
 }
 FAST_NTH = (1, 2, 3)
+SIMD = [(kind, v) for kind in KINDS for v in map_variants(f"attention_{kind}kv", ref=False)]
 
 
 def attention_numpy(q, kc, vc, m_rows, hq, hkv, d, pos, scale, window):
@@ -85,17 +89,15 @@ def kind_lib(request):
     return request.param, lib, spec
 
 
-def _skip(spec, variant):
-    ok, why = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
-    if not ok:
-        pytest.skip(f"{spec['id']} [{variant}]: {why}")
+def _simd(kind):
+    return runnable_variants(f"attention_{kind}kv", ref=False)
 
 
-@pytest.mark.parametrize("variant", ["avx2", "avx512"])
+@pytest.mark.parametrize("kind,variant", SIMD, ids=[f"{k}-{v}" for k, v in SIMD])
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
-def test_attention_variants_match_ref(kind_lib, variant, case):
-    kind, lib, spec = kind_lib
-    _skip(spec, variant)
+def test_attention_variants_match_ref(kind, variant, case):
+    skip_unless_runnable(f"attention_{kind}kv", variant)
+    lib, spec = load_map_library(f"attention_{kind}kv")
     dims = CASES[case]
     m, hq, hkv, d, c, pos, _ = dims
     q, kc, vc = _inputs(kind, m, hq, hkv, d, c, pos)
@@ -112,15 +114,18 @@ def test_attention_variants_match_ref(kind_lib, variant, case):
 
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
 def test_attention_simd_variants_identical(kind_lib, case):
+    """The instantiations of one body give the same bytes (different vector widths, nth 1 vs 3)."""
     kind, lib, spec = kind_lib
-    _skip(spec, "avx2")
-    _skip(spec, "avx512")
+    simd = _simd(kind)
+    if len(simd) < 2:
+        pytest.skip(f"{spec['id']}: fewer than two SIMD variants run here ({simd})")
     dims = CASES[case]
     m, hq, hkv, d, c, pos, _ = dims
     q, kc, vc = _inputs(kind, m, hq, hkv, d, c, pos)
-    a = _run(bind(lib, spec, "avx2"), q, kc, vc, dims, 0.0625, 1)
-    b = _run(bind(lib, spec, "avx512"), q, kc, vc, dims, 0.0625, 3)
-    assert_close_or_equal(a, b, map_id=spec["id"], variant="avx512 vs avx2", context=case)
+    a = _run(bind(lib, spec, simd[0]), q, kc, vc, dims, 0.0625, 1)
+    for variant in simd[1:]:
+        b = _run(bind(lib, spec, variant), q, kc, vc, dims, 0.0625, 3)
+        assert_close_or_equal(a, b, map_id=spec["id"], variant=f"{variant} vs {simd[0]}", context=case)
 
 
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
@@ -143,19 +148,17 @@ def test_attention_window_masks_exactly(kind_lib):
     q, kc, vc = _inputs(kind, m, hq, hkv, d, c, pos)
     kc[0, : pos - window + 1, :] = 0
     vc[0, : pos - window + 1, :] = 1000.0  # keys 0..5 are outside every row's window
-    for variant in ("ref", "avx2", "avx512"):
-        ok, _ = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
-        if not ok:
-            continue
+    for variant in runnable_variants(spec["id"]):
         got = _run(bind(lib, spec, variant), q, kc, vc, (m, hq, hkv, d, c, pos, window), 0.5, 1)
         assert np.all(np.abs(got) < 10), f"{spec['id']} [{variant}]: a masked key leaked into the output"
 
 
-@pytest.mark.parametrize("variant", ["ref", "avx2", "avx512"])
-def test_attention_concurrent_threads_match_sequential(kind_lib, variant):
+@pytest.mark.parametrize("kind,variant", [(k, "ref") for k in KINDS] + SIMD,
+                         ids=[f"{k}-ref" for k in KINDS] + [f"{k}-{v}" for k, v in SIMD])
+def test_attention_concurrent_threads_match_sequential(kind, variant):
     """Two real threads (ctypes releases the GIL) give the bytes of the sequential partitioned run."""
-    kind, lib, spec = kind_lib
-    _skip(spec, variant)
+    skip_unless_runnable(f"attention_{kind}kv", variant)
+    lib, spec = load_map_library(f"attention_{kind}kv")
     dims = CASES["chunked_prefill_gqa4"]
     m, hq, hkv, d, c, pos, window = dims
     q, kc, vc = _inputs(kind, m, hq, hkv, d, c, pos)
@@ -171,7 +174,8 @@ def test_attention_concurrent_threads_match_sequential(kind_lib, variant):
 @given(m=st.integers(1, 6), hkv=st.integers(1, 3), ratio=st.sampled_from([1, 2, 4]), d16=st.integers(1, 6),
        pos=st.integers(0, 90), window=st.sampled_from([0, 1, 2, 31, 32, 33, 200]), nth=st.integers(1, 4))
 def test_attention_random_shapes_property(kind_lib, m, hkv, ratio, d16, pos, window, nth):
-    """Random shapes: every runnable SIMD variant within tolerance of ref, avx2 == avx512, ref near float64."""
+    """Random shapes: every runnable SIMD variant within tolerance of ref and byte-identical to the others, ref
+    near float64."""
     kind, lib, spec = kind_lib
     hq, d = hkv * ratio, 16 * d16
     c = pos + m + 3
@@ -182,12 +186,11 @@ def test_attention_random_shapes_property(kind_lib, m, hkv, ratio, d16, pos, win
     assert_close_or_equal(want, ref.astype(np.float64), map_id=spec["id"], variant="ref",
                           comparison={"rtol": 1e-4, "atol": 2e-5}, context=f"{dims} vs float64")
     simd = {}
-    for variant in ("avx2", "avx512"):
-        ok, _ = host_can_run(next(v["requires"] for v in spec["variants"] if v["name"] == variant))
-        if ok:
-            simd[variant] = _run(bind(lib, spec, variant), q, kc, vc, dims, 0.125, nth)
-            assert_close_or_equal(ref, simd[variant], map_id=spec["id"], variant=variant,
-                                  comparison=spec["numerics"]["comparison"], context=f"{dims} nth={nth}")
-    if len(simd) == 2:
-        assert_close_or_equal(simd["avx2"], simd["avx512"], map_id=spec["id"], variant="avx512 vs avx2",
+    for variant in _simd(kind):
+        simd[variant] = _run(bind(lib, spec, variant), q, kc, vc, dims, 0.125, nth)
+        assert_close_or_equal(ref, simd[variant], map_id=spec["id"], variant=variant,
+                              comparison=spec["numerics"]["comparison"], context=f"{dims} nth={nth}")
+    names = list(simd)
+    for variant in names[1:]:
+        assert_close_or_equal(simd[names[0]], simd[variant], map_id=spec["id"], variant=f"{variant} vs {names[0]}",
                               context=str(dims))

@@ -23,13 +23,10 @@ DIFFERENTIAL_DIRS = (TESTS / "kernels", TESTS / "fusion")
 # each needs the change made here (parametrize over map_variants, skip through skip_unless_runnable).
 # Both lists are strict: once a module is converted, the tests below say to drop its entries.
 HAND_KEPT = {
-    "test_attention.py": "attention maps; owned by the attention work (h3), to be converted",
     "test_attention_ggmlfa.py": "attention_f16kv_ggmlfa; owned by the attention work (h3), to be converted",
     "test_geglu.py": "geglu_tanh_f32; owned by the parity-fixture work (h3), to be converted",
 }
 PENDING_MAPS = {
-    "attention_f16kv": "test_attention.py",
-    "attention_f32kv": "test_attention.py",
     "geglu_tanh_f32": "test_geglu.py",
 }
 

@@ -249,4 +249,13 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *                                  byte j of the uint64 mn (q4_K/q5_K's eight mins), x the q8_K block (exact)
  */
 
+/* w5-forks-attn additions
+ *   kl_fv_fold_halves(v)           the KL_FV_LANES lanes P folded by halves: P[l] += P[l + KL_FV_LANES / 2]
+ *                                  (l < KL_FV_LANES / 2), then + KL_FV_LANES / 4, ..., + 1; returns P[0] (each an
+ *                                  f32 add: the tail of a pairwise fold whose earlier steps the body does with
+ *                                  kl_fv_add, as attention/attention_online_body.h's 32-partial dot)
+ *   kl_fv_round_away(v)            lane-wise C roundf: to the nearest integer, halves away from zero (exact; an
+ *                                  f32; lanes finite)
+ */
+
 #endif /* KM_LANES_H */

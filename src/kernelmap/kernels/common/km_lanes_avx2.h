@@ -415,4 +415,20 @@ KL_INLINE kl_f8x2 kl_q32_isum8x2(const kl_q32w2 w[8], const kl_q32xb *p, const i
     return (kl_f8x2){kl_avx2_isum8(&w[0].a, 2, p, fmt, n), kl_avx2_isum8(&w[0].b, 2, p, fmt, n)};
 }
 
+/* w5-forks-attn additions */
+
+/* t = trunc(v), plus sign(v) when |v - t| >= 0.5 (v - t exact) */
+KL_INLINE kl_fv kl_fv_round_away(kl_fv v) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m256 up = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(v, t)), _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+    return _mm256_add_ps(t, _mm256_and_ps(up, _mm256_or_ps(_mm256_and_ps(v, sign), _mm256_set1_ps(1.0f))));
+}
+
+KL_INLINE float kl_fv_fold_halves(kl_fv v) {
+    const __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 r = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    return _mm_cvtss_f32(_mm_add_ss(r, _mm_shuffle_ps(r, r, 1)));
+}
+
 #endif /* KM_LANES_AVX2_H */

@@ -594,4 +594,23 @@ KL_INLINE kl_f8x2 kl_q32_isum8x2(const kl_q32w2 w[8], const kl_q32xb *p, const i
     return _mm512_cvtepi32_ps(s);
 }
 
+/* w5-forks-attn additions */
+
+/* t = trunc(v), plus sign(v) when |v - t| >= 0.5 (v - t exact) */
+KL_INLINE kl_fv kl_fv_round_away(kl_fv v) {
+    const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+    const __m512 step = _mm512_castsi512_ps(_mm512_or_si512(
+        _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32((int)0x80000000u)),
+        _mm512_castps_si512(_mm512_set1_ps(1.0f))));
+    return _mm512_mask_add_ps(t, up, t, step);
+}
+
+KL_INLINE float kl_fv_fold_halves(kl_fv v) {
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    const __m128 r = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    return _mm_cvtss_f32(_mm_add_ss(r, _mm_shuffle_ps(r, r, 1)));
+}
+
 #endif /* KM_LANES_AVX512_H */

@@ -688,4 +688,13 @@ KL_INLINE void kl_kq_imin4(int32_t *p, uint64_t mn, const km_block_q8_k *x) {
     vst1q_s32(p, vmlal_s16(vmull_s16(vget_low_s16(m), vget_low_s16(ps)), vget_high_s16(m), vget_high_s16(ps)));
 }
 
+/* w5-forks-attn additions */
+
+KL_INLINE kl_fv kl_fv_round_away(kl_fv v) { return vrndaq_f32(v); }
+
+KL_INLINE float kl_fv_fold_halves(kl_fv v) {
+    const float32x2_t u = vadd_f32(vget_low_f32(v), vget_high_f32(v));
+    return vget_lane_f32(u, 0) + vget_lane_f32(u, 1);
+}
+
 #endif /* KM_LANES_NEON_H */

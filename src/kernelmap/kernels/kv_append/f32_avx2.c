@@ -1,28 +1,13 @@
-/* kv_append/f32_avx2.c — km_kv_append_f32__avx2: (AVX2 + F16C) byte-identical with ref under contract kv_append.f32.v1.
+/* kv_append/f32_avx2.c — km_kv_append_f32__avx2: contract kv_append.f32.v1.
  *
- * Op: write the rows of x f32 [M, H*D] (row-major; row m at position pos + m) into the head-major
- * cache [H][C][D] (f32) at rows pos .. pos+M-1: cache[h][pos+m][d] = x[m][h*D + d].
- * The caller guarantees 0 <= pos and pos + M <= C. A plain copy of the f32 bits; SIMD variants are
- * byte-identical.
- * Partition: (row, head) items, km_part over M*H (each item is one D-long run; no reductions).
+ * An instantiation of the family body kv_append/kv_append_body.h (byte-identical to km_kv_append_f32__ref
+ * for every (ith, nth), and so to the other ISAs' instantiations)
+ * on the AVX2 + FMA + F16C lanes (8-lane ymm vectors).
  */
-#include <immintrin.h>
+#include "km_lanes_avx2.h"
+#include "kv_append_body.h"
 
-#include "km_common.h"
-
-static void store_run(float *dst, const float *src, int64_t D) {
-    int64_t d = 0;
-    for (; d + 8 <= D; d += 8) _mm256_storeu_ps(dst + d, _mm256_loadu_ps(src + d));
-    for (; d < D; d++) dst[d] = src[d];
-}
-
-void km_kv_append_f32__avx2(void *cache, const float *x, int64_t M, int64_t H, int64_t D, int64_t C,
-        int64_t pos, int ith, int nth) {
-    float *kv = (float *)cache; /* [H][C][D] */
-    int64_t lo, hi;
-    km_part(M * H, ith, nth, &lo, &hi);
-    for (int64_t it = lo; it < hi; it++) { /* it = m * H + h */
-        const int64_t m = it / H, h = it % H;
-        store_run(kv + (h * C + pos + m) * D, x + it * D, D);
-    }
+void km_kv_append_f32__avx2(void *cache, const float *x, int64_t M, int64_t H, int64_t D, int64_t C, int64_t pos,
+                            int ith, int nth) {
+    kkv_append_f32(cache, x, M, H, D, C, pos, ith, nth);
 }

@@ -1,0 +1,13 @@
+/* kv_append/f32_neon.c — km_kv_append_f32__neon: contract kv_append.f32.v1.
+ *
+ * An instantiation of the family body kv_append/kv_append_body.h (byte-identical to km_kv_append_f32__ref
+ * for every (ith, nth), and so to the other ISAs' instantiations)
+ * on the AArch64 AdvSIMD lanes (4-lane q registers).
+ */
+#include "km_lanes_neon.h"
+#include "kv_append_body.h"
+
+void km_kv_append_f32__neon(void *cache, const float *x, int64_t M, int64_t H, int64_t D, int64_t C, int64_t pos,
+                            int ith, int nth) {
+    kkv_append_f32(cache, x, M, H, D, C, pos, ith, nth);
+}
