@@ -2,7 +2,7 @@
  * circuit: 2a97d955851944008c170e7a955c18d034cd0ddc0c355e4bb509370d09b49a86
  * gguf: 16e9314102f36d63db8a89b0e06720e7b0c72b4bdb9462baadcce515b3e41ed2
  * interfaces: 0e622828490ee8d3a17c74e919d3d323eec9695bea73d6adbabe2d79c05f3d1e
- * maps: 163c675e02ccd8b23f9c20f0639a294613fac24baf41200f76e42a311fff186c
+ * maps: 531f0bde7a0b8b6786023e7446ea9b09e1b1e92e84a6598ae1f4d312bb9318e5
  * policy: b33d652bfc5eec898747104c3d7bd5127145956f9357d8bb050df30f4c9bca5a
   */
 #define _GNU_SOURCE
@@ -52,6 +52,8 @@ struct km_model {
     const uint8_t *gguf;
     size_t gguf_len;
     void *state[KM_N_STATE > 0 ? KM_N_STATE : 1];
+    int64_t state_cells[KM_N_STATE > 0 ? KM_N_STATE : 1]; /* cells per head: n_ctx, or a ring's (fewer) */
+    int64_t hw; /* 1 + the highest position written since the last call at position 0 (the ring guard) */
     int64_t n_ctx;
     int64_t n_tokens;
     int64_t pos;
@@ -186,6 +188,25 @@ const int km_selection_count = (int)(sizeof km_selection / sizeof km_selection[0
 static const size_t km_state_elem[KM_N_STATE > 0 ? KM_N_STATE : 1] = {2, 2, 2, 2};
 static const int64_t km_state_heads[KM_N_STATE > 0 ? KM_N_STATE : 1] = {1, 1, 1, 1};
 static const int64_t km_state_dim[KM_N_STATE > 0 ? KM_N_STATE : 1] = {32, 32, 32, 32};
+/* Ring buffers (codegen/ring.py): cells of a buffer whose every kernel addresses position j at cell j mod C and
+ * reads at most `window` positions back (0: full length), and that window. */
+static const int64_t km_state_ring[KM_N_STATE > 0 ? KM_N_STATE : 1] = {15, 15, 15, 15};
+static const int64_t km_state_window[KM_N_STATE > 0 ? KM_N_STATE : 1] = {8, 8, 8, 8};
+
+/* 0 when a call at `pos` finds every key its rows read still in its cell: always moving forward; a rewind to
+ * pos after positions up to hw - 1 were written only while no later position took the cell of a key
+ * pos - window + 1 .. pos - 1 (hw <= pos - window + 1 + cells). */
+static int km_ring_check(const km_model *m, int64_t pos) {
+    if (pos == 0 || pos >= m->hw) return 0;
+    for (int i = 0; i < KM_N_STATE; i++) {
+        if (m->state_cells[i] < m->n_ctx && m->hw > pos - km_state_window[i] + 1 + m->state_cells[i]) return KM_ERR_RING;
+    }
+    return 0;
+}
+
+static void km_ring_note(km_model *m, int64_t pos, int64_t n) {
+    if (pos == 0 || pos + n > m->hw) m->hw = pos + n;
+}
 
 static void km_prefill_body(void *arg, int ith, int nth) {
     km_model *m = (km_model *)arg;
@@ -289,7 +310,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         n_tokens,
         INT64_C(1),
         INT64_C(32),
-        m->n_ctx,
+        m->state_cells[0],
         pos,
         ith,
         nth);
@@ -301,7 +322,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         n_tokens,
         INT64_C(1),
         INT64_C(32),
-        m->n_ctx,
+        m->state_cells[1],
         pos,
         ith,
         nth);
@@ -316,7 +337,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(2),
         INT64_C(1),
         INT64_C(32),
-        m->n_ctx,
+        m->state_cells[0],
         pos,
         0x1.6a09e60000000p-3f,
         INT64_C(8),
@@ -495,7 +516,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         n_tokens,
         INT64_C(1),
         INT64_C(32),
-        m->n_ctx,
+        m->state_cells[2],
         pos,
         ith,
         nth);
@@ -507,7 +528,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         n_tokens,
         INT64_C(1),
         INT64_C(32),
-        m->n_ctx,
+        m->state_cells[3],
         pos,
         ith,
         nth);
@@ -522,7 +543,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(2),
         INT64_C(1),
         INT64_C(32),
-        m->n_ctx,
+        m->state_cells[2],
         pos,
         0x1.6a09e60000000p-3f,
         INT64_C(8),
@@ -763,7 +784,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(1),
         INT64_C(1),
         INT64_C(32),
-        m->n_ctx,
+        m->state_cells[0],
         pos,
         ith,
         nth);
@@ -775,7 +796,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(1),
         INT64_C(1),
         INT64_C(32),
-        m->n_ctx,
+        m->state_cells[1],
         pos,
         ith,
         nth);
@@ -790,7 +811,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(2),
         INT64_C(1),
         INT64_C(32),
-        m->n_ctx,
+        m->state_cells[0],
         pos,
         0x1.6a09e60000000p-3f,
         INT64_C(8),
@@ -969,7 +990,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(1),
         INT64_C(1),
         INT64_C(32),
-        m->n_ctx,
+        m->state_cells[2],
         pos,
         ith,
         nth);
@@ -981,7 +1002,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(1),
         INT64_C(1),
         INT64_C(32),
-        m->n_ctx,
+        m->state_cells[3],
         pos,
         ith,
         nth);
@@ -996,7 +1017,7 @@ static void km_decode_body(void *arg, int ith, int nth) {
         INT64_C(2),
         INT64_C(1),
         INT64_C(32),
-        m->n_ctx,
+        m->state_cells[2],
         pos,
         0x1.6a09e60000000p-3f,
         INT64_C(8),
@@ -1289,7 +1310,8 @@ km_model *km_model_create(const char *weights_path, const char *gguf_path, int64
     m->arena = aligned_alloc(64, (size_t)KM_ARENA_BYTES);
     int ok = m->arena != NULL;
     for (int i = 0; ok && i < KM_N_STATE; i++) {
-        size_t bytes = km_state_elem[i] * (size_t)km_state_heads[i] * (size_t)n_ctx * (size_t)km_state_dim[i];
+        m->state_cells[i] = km_state_ring[i] > 0 && km_state_ring[i] < n_ctx ? km_state_ring[i] : n_ctx;
+        size_t bytes = km_state_elem[i] * (size_t)km_state_heads[i] * (size_t)m->state_cells[i] * (size_t)km_state_dim[i];
         bytes = (bytes + 63) / 64 * 64;
         m->state[i] = aligned_alloc(64, bytes);
         if (!m->state[i]) ok = 0;
@@ -1319,6 +1341,8 @@ int km_model_prefill(km_model *m, const int32_t *tokens, int64_t n, int64_t pos)
     if (n < 1 || pos < 0 || pos + n > m->n_ctx) return KM_ERR_CONTEXT;
     for (int64_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= KM_N_VOCAB) return KM_ERR_TOKEN;
+    if (km_ring_check(m, pos) != 0) return KM_ERR_RING;
+    km_ring_note(m, pos, n);
     for (int64_t done = 0; done < n; done += KM_MAX_ROWS) {
         int64_t rows = n - done < KM_MAX_ROWS ? n - done : KM_MAX_ROWS;
         memcpy(m->arena + 0u, tokens + done, (size_t)rows * sizeof(int32_t));
@@ -1334,6 +1358,8 @@ int km_model_prefill(km_model *m, const int32_t *tokens, int64_t n, int64_t pos)
 int km_model_decode(km_model *m, int32_t token, int64_t pos) {
     if (pos < 0 || pos + 1 > m->n_ctx) return KM_ERR_CONTEXT;
     if (token < 0 || token >= KM_N_VOCAB) return KM_ERR_TOKEN;
+    if (km_ring_check(m, pos) != 0) return KM_ERR_RING;
+    km_ring_note(m, pos, 1);
     memcpy(m->arena + 0u, &token, sizeof token);
     m->n_tokens = 1;
     m->pos = pos;
@@ -1346,7 +1372,7 @@ int km_model_decode(km_model *m, int32_t token, int64_t pos) {
 /* ---- batched decode: KV slots and one step of up to KM_MAX_BATCH sequences ---- */
 
 static size_t km_slot_bytes(const km_model *m, int i) {
-    return km_state_elem[i] * (size_t)km_state_heads[i] * (size_t)m->n_ctx * (size_t)km_state_dim[i];
+    return km_state_elem[i] * (size_t)km_state_heads[i] * (size_t)m->state_cells[i] * (size_t)km_state_dim[i];
 }
 
 int km_model_set_slots(km_model *m, int64_t n_slots) {
