@@ -33,7 +33,10 @@ MAP_ID = "linear_q4_k_q8_k_ggml"
 BLOCK = 144
 # (M, N, K): one block, M across the 4-row tile and its tail, N across the 8-column group and its tail
 SHAPES = [(1, 1, 256), (1, 8, 768), (2, 9, 2304), (3, 17, 512), (4, 16, 1024), (5, 7, 2816), (7, 23, 256),
-          (16, 8, 512), (17, 13, 768), (33, 3, 256), (128, 9, 512), (130, 5, 256)]
+          (16, 8, 512), (17, 13, 768), (33, 3, 256), (128, 9, 512), (130, 5, 256),
+          # the prefill GEMM (M >= 16, N % 8 == 0): 16-column groups and their 8-column tail, panels of 8
+          # superblocks and their tail (K = 9 and 12 blocks), the 128-row super-tile and the row-tile tails
+          (16, 32, 512), (21, 40, 2304), (130, 24, 256), (137, 48, 3072)]
 _run = runner(w_offset=4, x_offset=36)  # weights: 4-byte alignment only
 
 
@@ -68,6 +71,11 @@ def _variant_cases(rng: np.random.Generator):
     wx = np.full_like(w, 0xFF).reshape(n, -1, BLOCK)
     wx[:, :, 0:4] = np.array([1.0, 0.5], np.float16).view(np.uint8)
     yield "isum_beyond_2_24", m, n, k, wx.reshape(n, -1), np.ones((m, k), np.float32)
+    mg, ng, kg = 20, 24, 2304  # the same extremes through the prefill GEMM (M >= 16, N % 8 == 0)
+    wg = np.full((ng, kg // QK_K * BLOCK), 0xFF, np.uint8).reshape(ng, -1, BLOCK)
+    wg[:, :, 0:4] = np.array([1.0, 0.5], np.float16).view(np.uint8)
+    yield "isum_beyond_2_24_gemm", mg, ng, kg, wg.reshape(ng, -1), np.ones((mg, kg), np.float32)
+    yield "large_magnitudes_gemm", mg, ng, kg, random_weights(ng, kg, rng, scale=6e4), float_rows(mg, kg, rng, 1e30)
     yield "decode_row", 1, 37, 1024, random_weights(37, 1024, rng), float_rows(1, 1024, rng)
 
 

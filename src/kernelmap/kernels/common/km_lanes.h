@@ -258,4 +258,20 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *                                  f32; lanes finite)
  */
 
+/* w6-gemm additions (column-lane int32, for the prefill GEMM bodies; implemented in km_lanes_avx512.h):
+ * lane c of a vector is output column c, so no integer or float operation of these crosses columns.
+ *   KL_IV                          defined when the lanes header provides these
+ *   kl_iv                          KL_FV_LANES int32 lanes; kl_iv_zero() kl_iv_load(p) kl_iv_store(p, v) (p aligned
+ *                                  to the vector's size) kl_iv_add(a, b) kl_iv_mullo(a, b) (low 32 bits)
+ *   kl_iv_dp4(acc, w, x)           lane l + sum_{i<4} u8(byte 4l + i of w) * s8(x[i]), x 4 int8 (the same 4 for
+ *                                  every lane); exact for codes <= 127 (without VNNI a pair sum is int16)
+ *   kl_iv_dp2w(acc, w, x)          lane l + i16(low half of w's lane l) * x[0] + i16(high half) * x[1], x 2
+ *                                  int16 (the same for every lane); exact
+ *   kl_iv_gather32(p, stride, n)   lane c < n = the 4 bytes at p + c * stride (stride * KL_FV_LANES < 2^31);
+ *                                  lanes >= n = 0 and not read
+ *   kl_iv_nib_lo(v) kl_iv_nib_hi(v)   every byte's low / high nibble (0..15)
+ *   kl_fv_cvt_iv(v)                (float) lane, rounded to nearest even as C's int-to-float conversion
+ *   kl_fv_load(p) kl_fv_store(p, v)   KL_FV_LANES floats at p, aligned to the vector's size
+ */
+
 #endif /* KM_LANES_H */

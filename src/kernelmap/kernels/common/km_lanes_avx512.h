@@ -613,4 +613,42 @@ KL_INLINE float kl_fv_fold_halves(kl_fv v) {
     return _mm_cvtss_f32(_mm_add_ss(r, _mm_shuffle_ps(r, r, 1)));
 }
 
+/* w6-gemm additions */
+
+#define KL_IV 1
+typedef __m512i kl_iv;
+KL_INLINE kl_iv kl_iv_zero(void) { return _mm512_setzero_si512(); }
+KL_INLINE kl_iv kl_iv_load(const void *p) { return _mm512_load_si512(p); }
+KL_INLINE void kl_iv_store(void *p, kl_iv v) { _mm512_store_si512(p, v); }
+KL_INLINE kl_iv kl_iv_add(kl_iv a, kl_iv b) { return _mm512_add_epi32(a, b); }
+KL_INLINE kl_iv kl_iv_mullo(kl_iv a, kl_iv b) { return _mm512_mullo_epi32(a, b); }
+KL_INLINE kl_iv kl_iv_dp4(kl_iv acc, kl_iv w, const int8_t *x) {
+    int32_t x4;
+    memcpy(&x4, x, 4);
+#if defined(__AVX512VNNI__)
+    return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(x4));
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(w, _mm512_set1_epi32(x4)), _mm512_set1_epi16(1)));
+#endif
+}
+KL_INLINE kl_iv kl_iv_dp2w(kl_iv acc, kl_iv w, const int16_t *x) {
+    int32_t x2;
+    memcpy(&x2, x, 4);
+#if defined(__AVX512VNNI__)
+    return _mm512_dpwssd_epi32(acc, w, _mm512_set1_epi32(x2));
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(w, _mm512_set1_epi32(x2)));
+#endif
+}
+KL_INLINE kl_iv kl_iv_gather32(const uint8_t *p, int64_t stride, int n) {
+    const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                           _mm512_set1_epi32((int32_t)stride));
+    return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), kl_avx512_first(n), idx, (const void *)p, 1);
+}
+KL_INLINE kl_iv kl_iv_nib_lo(kl_iv v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0F)); }
+KL_INLINE kl_iv kl_iv_nib_hi(kl_iv v) { return _mm512_and_si512(_mm512_srli_epi32(v, 4), _mm512_set1_epi8(0x0F)); }
+KL_INLINE kl_fv kl_fv_cvt_iv(kl_iv v) { return _mm512_cvtepi32_ps(v); }
+KL_INLINE kl_fv kl_fv_load(const float *p) { return _mm512_load_ps(p); }
+KL_INLINE void kl_fv_store(float *p, kl_fv v) { _mm512_store_ps(p, v); }
+
 #endif /* KM_LANES_AVX512_H */

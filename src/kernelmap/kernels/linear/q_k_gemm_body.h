@@ -1,0 +1,137 @@
+/* linear/q_k_gemm_body.h — the prefill schedule of linear.q4_k.q8_k.ggml.v1 (N % 8 == 0): a register-blocked
+ * GEMM over column lanes, written once against the lanes interface (common/km_lanes.h, the w6-gemm names).
+ * linear/q_k_repack_ggml_body.h calls it for M >= KQG_MIN_M when the instantiating file sets the schedule
+ * below; decode (M = 1) and short batches keep that body's loops.
+ *
+ * Numerics: exactly the contract of q_k_repack_ggml_body.h (and linear/q4_k_q8_k_ggml_ref.c): per output
+ * (m, n), for the superblocks b in increasing order,
+ *     acc  = fma((float)isum, f32(fp16(w.d) * x.d), acc);  accm = fma((float)imin, f32(fp16(w.dmin) * x.d), accm)
+ * from +0, y = acc - accm, with isum and imin exact int32. Only the way the exact integers are formed
+ * differs: here vector lane c is output column c (KL_FV_LANES columns per group), so no operation crosses
+ * columns and the float steps of every (m, n) are the ref's, whatever the group width, M or (ith, nth).
+ * isum = sum over the 8 sub-blocks s of sc(s) * dot(s), dot(s) the exact sum of 32 code * activation
+ * products (|dot| <= 32 * 15 * 128 < 2^16, |isum| < 2^25).
+ *
+ * Schedule: the thread's columns in groups of KL_FV_LANES; per group and chunk of up to KQG_KB superblocks
+ * the weights are unpacked once into a panel (codes as [sub-block][4-value group][column], the scales, the
+ * min pairs and the f32 d/dmin per column), then every activation row reads it: tiles of KQG_MT rows
+ * whose partial dots stay in registers (one kl_iv_dp4 per row per panel vector), the float accumulators
+ * of up to KQG_MS rows in a buffer between chunks. Rows go in super-tiles of KQG_MS (the panel is
+ * re-made per super-tile).
+ *   KQG_MT     largest row tile (the tail of M goes in tiles of 4, then 1)
+ *   KQG_KB     superblocks per panel chunk
+ *   KQG_MS     rows per super-tile
+ *   KQG_MIN_M  smallest M this schedule takes
+ */
+#ifndef KM_Q_K_GEMM_BODY_H
+#define KM_Q_K_GEMM_BODY_H
+
+#include "km_kquant.h"
+#include "km_lanes.h"
+
+#define KQG_L KL_FV_LANES
+
+/* One superblock of a column group, unpacked. */
+typedef struct {
+    kl_iv q[8][8];                 /* sub-block s, 4-value group t: lane c = codes 4t..4t+3 of column c */
+    int32_t sc[8][KQG_L];          /* sub-block scales */
+    int16_t mn[4][2 * KQG_L];      /* lane c of pair p: (min 2p, min 2p + 1) */
+    float d[KQG_L], dm[KQG_L];     /* f32 of the column's f16 d and dmin */
+} __attribute__((aligned(64))) kqg_blk;
+
+/* Unpack superblocks [b0, b0 + bc) of the nc (<= KQG_L) columns starting at w (row stride wrow). */
+KL_INLINE void kqg_pack(kqg_blk *P, const uint8_t *w, int64_t wrow, int64_t b0, int bc, int nc) {
+    for (int bb = 0; bb < bc; bb++) {
+        kqg_blk *p = &P[bb];
+        const uint8_t *blk = w + (b0 + bb) * KL_KQ_WBLK(KL_KQ_Q4_K);
+        for (int ch = 0; ch < 4; ch++) { /* chunk ch: low nibbles = sub-block 2ch, high = 2ch + 1 */
+            for (int t = 0; t < 8; t++) {
+                const kl_iv g = kl_iv_gather32(blk + 16 + 32 * ch + 4 * t, wrow, nc);
+                p->q[2 * ch][t] = kl_iv_nib_lo(g);
+                p->q[2 * ch + 1][t] = kl_iv_nib_hi(g);
+            }
+        }
+        for (int c = 0; c < KQG_L; c++) {
+            uint64_t sc = 0, mn = 0;
+            uint16_t hd = 0, hm = 0;
+            if (c < nc) {
+                const uint8_t *cb = blk + c * wrow;
+                km_q4k_scales64(cb + 4, &sc, &mn);
+                memcpy(&hd, cb, 2);
+                memcpy(&hm, cb + 2, 2);
+            }
+            for (int s = 0; s < 8; s++) p->sc[s][c] = (int32_t)((sc >> (8 * s)) & 0xFF);
+            for (int q = 0; q < 4; q++) {
+                p->mn[q][2 * c] = (int16_t)((mn >> (16 * q)) & 0xFF);
+                p->mn[q][2 * c + 1] = (int16_t)((mn >> (16 * q + 8)) & 0xFF);
+            }
+            p->d[c] = km_fp16_to_fp32(hd);
+            p->dm[c] = km_fp16_to_fp32(hm);
+        }
+    }
+}
+
+/* MT activation rows x (row stride nb blocks) against the panel's bc superblocks (first b0): the float
+ * accumulators fa[2r] (acc) and fa[2r + 1] (accm) of row r, KQG_L floats each, updated in place. */
+KL_INLINE void kqg_tile(float (*fa)[KQG_L], const kqg_blk *P, int bc, const km_block_q8_k *x, int64_t nb,
+                        int64_t b0, const int MT) {
+    for (int bb = 0; bb < bc; bb++) {
+        const kqg_blk *p = &P[bb];
+        const km_block_q8_k *xb[KQG_MT];
+        for (int r = 0; r < MT; r++) xb[r] = &x[r * nb + b0 + bb];
+        kl_iv is[KQG_MT], im[KQG_MT];
+        for (int r = 0; r < MT; r++) is[r] = kl_iv_zero();
+        for (int s = 0; s < 8; s++) {
+            kl_iv sd[KQG_MT];
+            for (int r = 0; r < MT; r++) sd[r] = kl_iv_zero();
+            for (int t = 0; t < 8; t++) {
+                const kl_iv wq = p->q[s][t];
+                for (int r = 0; r < MT; r++) sd[r] = kl_iv_dp4(sd[r], wq, xb[r]->qs + 32 * s + 4 * t);
+            }
+            const kl_iv sc = kl_iv_load(p->sc[s]);
+            for (int r = 0; r < MT; r++) is[r] = kl_iv_add(is[r], kl_iv_mullo(sd[r], sc));
+        }
+        for (int r = 0; r < MT; r++) {
+            int16_t ps[8]; /* the sub-blocks' activation sums, |.| <= 32 * 128 */
+            for (int j = 0; j < 8; j++) ps[j] = (int16_t)(xb[r]->bsums[2 * j] + xb[r]->bsums[2 * j + 1]);
+            im[r] = kl_iv_zero();
+            for (int q = 0; q < 4; q++) im[r] = kl_iv_dp2w(im[r], kl_iv_load(p->mn[q]), ps + 2 * q);
+        }
+        const kl_fv wd = kl_fv_load(p->d), wm = kl_fv_load(p->dm);
+        for (int r = 0; r < MT; r++) {
+            const kl_fv xd = kl_fv_set1(xb[r]->d);
+            kl_fv_store(fa[2 * r], kl_fv_fma(kl_fv_cvt_iv(is[r]), kl_fv_mul(wd, xd), kl_fv_load(fa[2 * r])));
+            kl_fv_store(fa[2 * r + 1], kl_fv_fma(kl_fv_cvt_iv(im[r]), kl_fv_mul(wm, xd), kl_fv_load(fa[2 * r + 1])));
+        }
+    }
+}
+
+/* Columns [n0, n1) of y (row stride N) for all M rows; N % 8 == 0 callers only (the repack contract). */
+static void kqg_linear(float *y, const uint8_t *w, const km_block_q8_k *x, int64_t M, int64_t N, int64_t nb,
+                       int64_t n0, int64_t n1) {
+    const int64_t wrow = nb * KL_KQ_WBLK(KL_KQ_Q4_K);
+    kqg_blk P[KQG_KB];
+    float fa[2 * KQG_MS][KQG_L] __attribute__((aligned(64)));
+    for (int64_t m0 = 0; m0 < M; m0 += KQG_MS) {
+        const int64_t ms = M - m0 < KQG_MS ? M - m0 : KQG_MS;
+        const km_block_q8_k *xs = x + m0 * nb;
+        for (int64_t n = n0; n < n1; n += KQG_L) {
+            const int nc = n1 - n < KQG_L ? (int)(n1 - n) : KQG_L;
+            memset(fa, 0, sizeof(float) * KQG_L * 2 * (size_t)ms);
+            for (int64_t b0 = 0; b0 < nb; b0 += KQG_KB) {
+                const int bc = nb - b0 < KQG_KB ? (int)(nb - b0) : KQG_KB;
+                kqg_pack(P, w + n * wrow, wrow, b0, bc, nc);
+                int64_t m = 0;
+                for (; m + KQG_MT <= ms; m += KQG_MT) kqg_tile(fa + 2 * m, P, bc, xs + m * nb, nb, b0, KQG_MT);
+#if KQG_MT > 4
+                for (; m + 4 <= ms; m += 4) kqg_tile(fa + 2 * m, P, bc, xs + m * nb, nb, b0, 4);
+#endif
+                for (; m < ms; m++) kqg_tile(fa + 2 * m, P, bc, xs + m * nb, nb, b0, 1);
+            }
+            for (int64_t m = 0; m < ms; m++)
+                kl_fv_storen(y + (m0 + m) * N + n, kl_fv_sub(kl_fv_load(fa[2 * m]), kl_fv_load(fa[2 * m + 1])), nc);
+        }
+    }
+}
+
+#endif /* KM_Q_K_GEMM_BODY_H */
