@@ -37,7 +37,10 @@ BLOCK = 210
 # the last three cross the SIMD variants' ~64 KiB column chunks (28 columns at 11 superblocks, 62 at 5)
 SHAPES = [(1, 1, 1), (1, 7, 3), (2, 5, 9), (3, 4, 8), (4, 3, 4), (5, 13, 2), (7, 6, 1), (8, 5, 8), (9, 6, 10),
           (12, 3, 2), (15, 2, 3), (16, 7, 8), (17, 4, 5), (33, 3, 2), (130, 2, 8), (1, 41, 11), (19, 40, 11),
-          (14, 70, 5)]
+          (14, 70, 5),
+          # the prefill GEMM (M >= 16): 16-column groups and short tails, panels of 4 superblocks and their
+          # tail, the 64-row super-tile and the row-tile tails
+          (16, 16, 2), (21, 40, 9), (70, 24, 5), (137, 33, 12)]
 _run = runner(w_offset=4, x_offset=36)
 
 
@@ -68,6 +71,14 @@ def _edge_cases(rng: np.random.Generator):
     yield "scale_minus_128", m, n, k, big, x
     yield "large_magnitudes", m, n, k, random_weights(n, nb, rng, scale=6e4), activations(m, k, rng, 1e30)[1]
     yield "tiny_magnitudes", m, n, k, random_weights(n, nb, rng, scale=1e-7), activations(m, k, rng, 1e-30)[1]
+    mg, ng = 20, 17  # the extremes through the prefill GEMM (M >= 16)
+    _, xg = activations(mg, k, rng)
+    yield "extreme_codes_gemm", mg, ng, k, np.full((ng, nb * BLOCK), 0xFF, np.uint8), xg
+    bigg = random_weights(ng, nb, rng)
+    bigg.reshape(ng, nb, BLOCK)[:, :, 192:208] = 0x80
+    yield "scale_minus_128_gemm", mg, ng, k, bigg, xg
+    yield "large_magnitudes_gemm", mg, ng, k, random_weights(ng, nb, rng, scale=6e4), activations(mg, k, rng, 1e30)[1]
+    yield "no_blocks_gemm", 16, ng, 0, np.zeros((ng, 0), np.uint8), np.zeros((16, 0), Q8_K_DTYPE)
     yield "no_blocks", m, n, 0, np.zeros((n, 0), np.uint8), np.zeros((m, 0), Q8_K_DTYPE)
 
 

@@ -270,6 +270,10 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *   kl_iv_gather32(p, stride, n)   lane c < n = the 4 bytes at p + c * stride (stride * KL_FV_LANES < 2^31);
  *                                  lanes >= n = 0 and not read
  *   kl_iv_nib_lo(v) kl_iv_nib_hi(v)   every byte's low / high nibble (0..15)
+ *   kl_iv_dp4s(acc, w, x, s)       lane l + s_l * sum_{i<4} u8(byte 4l + i of w) * s8(x[i]), s_l the int16 held in
+ *                                  both halves of s's lane l; exact for codes <= 127 (pair sums are int16)
+ *   kl_iv_or(a, b) kl_iv_sll32(v, n)   bitwise or; 32-bit lanes shifted left by n
+ *   kl_iv_srl_and8(v, n, m)        32-bit lanes shifted right by n, then every byte & m
  *   kl_fv_cvt_iv(v)                (float) lane, rounded to nearest even as C's int-to-float conversion
  *   kl_fv_load(p) kl_fv_store(p, v)   KL_FV_LANES floats at p, aligned to the vector's size
  */

@@ -647,6 +647,21 @@ KL_INLINE kl_iv kl_iv_gather32(const uint8_t *p, int64_t stride, int n) {
 }
 KL_INLINE kl_iv kl_iv_nib_lo(kl_iv v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0F)); }
 KL_INLINE kl_iv kl_iv_nib_hi(kl_iv v) { return _mm512_and_si512(_mm512_srli_epi32(v, 4), _mm512_set1_epi8(0x0F)); }
+KL_INLINE kl_iv kl_iv_dp4s(kl_iv acc, kl_iv w, const int8_t *x, kl_iv s) {
+    int32_t x4;
+    memcpy(&x4, x, 4);
+    const __m512i p = _mm512_maddubs_epi16(w, _mm512_set1_epi32(x4));
+#if defined(__AVX512VNNI__)
+    return _mm512_dpwssd_epi32(acc, p, s);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s));
+#endif
+}
+KL_INLINE kl_iv kl_iv_or(kl_iv a, kl_iv b) { return _mm512_or_si512(a, b); }
+KL_INLINE kl_iv kl_iv_srl_and8(kl_iv v, const int n, const int m) {
+    return _mm512_and_si512(_mm512_srli_epi32(v, (unsigned)n), _mm512_set1_epi8((char)m));
+}
+KL_INLINE kl_iv kl_iv_sll32(kl_iv v, const int n) { return _mm512_slli_epi32(v, (unsigned)n); }
 KL_INLINE kl_fv kl_fv_cvt_iv(kl_iv v) { return _mm512_cvtepi32_ps(v); }
 KL_INLINE kl_fv kl_fv_load(const float *p) { return _mm512_load_ps(p); }
 KL_INLINE void kl_fv_store(float *p, kl_fv v) { _mm512_store_ps(p, v); }

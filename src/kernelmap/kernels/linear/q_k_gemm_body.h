@@ -1,5 +1,5 @@
-/* linear/q_k_gemm_body.h — the prefill schedule of linear.q4_k.q8_k.ggml.v1 (N % 8 == 0): a register-blocked
- * GEMM over column lanes, written once against the lanes interface (common/km_lanes.h, the w6-gemm names).
+/* linear/q_k_gemm_body.h — the prefill schedule of linear.q4_k.q8_k.ggml.v1 (N % 8 == 0) and of
+ * linear.q6_k.q8_k.ggml.v1 (every N, below): a register-blocked GEMM over column lanes, written once against the lanes interface (common/km_lanes.h, the w6-gemm names).
  * linear/q_k_repack_ggml_body.h calls it for M >= KQG_MIN_M when the instantiating file sets the schedule
  * below; decode (M = 1) and short batches keep that body's loops.
  *
@@ -20,8 +20,9 @@
  * re-made per super-tile).
  *   KQG_MT     largest row tile (the tail of M goes in tiles of 4, then 1)
  *   KQG_KB     superblocks per panel chunk
- *   KQG_MS     rows per super-tile
+ *   KQG_MS     rows per super-tile (defined: the q4_K schedule exists)
  *   KQG_MIN_M  smallest M this schedule takes
+ *   KQG6_MS    rows per super-tile of the q6_K schedule (eight float accumulators per row; defined: it exists)
  */
 #ifndef KM_Q_K_GEMM_BODY_H
 #define KM_Q_K_GEMM_BODY_H
@@ -30,6 +31,8 @@
 #include "km_lanes.h"
 
 #define KQG_L KL_FV_LANES
+
+#ifdef KQG_MS /* ---- q4_K ---- */
 
 /* One superblock of a column group, unpacked. */
 typedef struct {
@@ -133,5 +136,123 @@ static void kqg_linear(float *y, const uint8_t *w, const km_block_q8_k *x, int64
         }
     }
 }
+#endif /* KQG_MS */
+
+#ifdef KQG6_MS
+/* ---- q6_K (contract linear.q6_k.q8_k.ggml.v1, llama.cpp's vec_dot order; every N) ----
+ * Per output (m, n) eight f32 lanes acc[l] from +0; per superblock b in order, with codes u(e) (0..63),
+ * int8 scales sc(j) (j = e / 16) and t = f32(fp16(w.d) * x.d):
+ *     lane(l) = sum_{c<8} sc(2c + l / 4) * sum_{i<4} u(32c + 4l + i) * x(32c + 4l + i)
+ *               - 32 * (sc(2l) * bsums(2l) + sc(2l + 1) * bsums(2l + 1))             (exact int32)
+ *     acc[l] = fma(t, (float)lane(l), acc[l])
+ * y = ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)) (km_kq_reduce8). Here the eight
+ * acc[l] of the KL_FV_LANES columns of a group are eight column-lane vectors, so every float step is the
+ * ref's. One kl_iv_dp4s (pair sums <= 2 * 63 * 128, then times the scale) per row per panel vector. */
+
+typedef struct {
+    kl_iv q[8][8];             /* [c][l]: lane = codes 32c + 4l .. + 3 of the column */
+    int16_t sc[16][2 * KQG_L]; /* sub-block j: lane = (sc(j), sc(j)) */
+    int16_t off[8][2 * KQG_L]; /* lane = (-32 sc(2l), -32 sc(2l + 1)) */
+    float d[KQG_L];
+} __attribute__((aligned(64))) kqg6_blk;
+
+KL_INLINE void kqg6_pack(kqg6_blk *P, const uint8_t *w, int64_t wrow, int64_t b0, int bc, int nc) {
+    for (int bb = 0; bb < bc; bb++) {
+        kqg6_blk *p = &P[bb];
+        const uint8_t *blk = w + (b0 + bb) * KL_KQ_WBLK(KL_KQ_Q6_K);
+        for (int h = 0; h < 2; h++) {         /* 128-value half: ql + 64h, qh + 32h */
+            for (int o = 0; o < 32; o += 4) { /* value 128h + 32 qd + o + i: ql nibble qd / 2 of byte o + 32 (qd % 2) */
+                const kl_iv gh = kl_iv_gather32(blk + 128 + 32 * h + o, wrow, nc);
+                for (int half = 0; half < 2; half++) {
+                    const kl_iv gl = kl_iv_gather32(blk + 64 * h + o + 32 * half, wrow, nc);
+                    for (int hi = 0; hi < 2; hi++) {
+                        const int qd = 2 * hi + half;
+                        const int e0 = 128 * h + 32 * qd + o;
+                        const kl_iv nib = hi ? kl_iv_nib_hi(gl) : kl_iv_nib_lo(gl);
+                        p->q[e0 / 32][(e0 % 32) / 4] = kl_iv_or(nib, kl_iv_sll32(kl_iv_srl_and8(gh, 2 * qd, 0x03), 4));
+                    }
+                }
+            }
+        }
+        for (int c = 0; c < KQG_L; c++) {
+            int8_t sc[16];
+            uint16_t hd = 0;
+            memset(sc, 0, sizeof sc);
+            if (c < nc) {
+                memcpy(sc, blk + c * wrow + 192, 16);
+                memcpy(&hd, blk + c * wrow + 208, 2);
+            }
+            for (int j = 0; j < 16; j++) p->sc[j][2 * c] = p->sc[j][2 * c + 1] = sc[j];
+            for (int l = 0; l < 8; l++) {
+                p->off[l][2 * c] = (int16_t)(-32 * sc[2 * l]);
+                p->off[l][2 * c + 1] = (int16_t)(-32 * sc[2 * l + 1]);
+            }
+            p->d[c] = km_fp16_to_fp32(hd);
+        }
+    }
+}
+
+/* MT rows against the panel: fa[8r + l] is acc[l] of row r (KQG_L floats). */
+KL_INLINE void kqg6_tile(float (*fa)[KQG_L], const kqg6_blk *P, int bc, const km_block_q8_k *x, int64_t nb,
+                         int64_t b0, const int MT) {
+    for (int bb = 0; bb < bc; bb++) {
+        const kqg6_blk *p = &P[bb];
+        const km_block_q8_k *xb[KQG_MT];
+        kl_fv t[KQG_MT];
+        const kl_fv wd = kl_fv_load(p->d);
+        for (int r = 0; r < MT; r++) {
+            xb[r] = &x[r * nb + b0 + bb];
+            t[r] = kl_fv_mul(wd, kl_fv_set1(xb[r]->d));
+        }
+        for (int l = 0; l < 8; l++) {
+            kl_iv a[KQG_MT];
+            for (int r = 0; r < MT; r++) a[r] = kl_iv_zero();
+            for (int c = 0; c < 8; c++) {
+                const kl_iv wq = p->q[c][l];
+                const kl_iv sc = kl_iv_load(p->sc[2 * c + l / 4]);
+                for (int r = 0; r < MT; r++) a[r] = kl_iv_dp4s(a[r], wq, xb[r]->qs + 32 * c + 4 * l, sc);
+            }
+            const kl_iv off = kl_iv_load(p->off[l]);
+            for (int r = 0; r < MT; r++) {
+                const kl_iv v = kl_iv_dp2w(a[r], off, xb[r]->bsums + 2 * l);
+                kl_fv_store(fa[8 * r + l], kl_fv_fma(t[r], kl_fv_cvt_iv(v), kl_fv_load(fa[8 * r + l])));
+            }
+        }
+    }
+}
+
+static void kqg6_linear(float *y, const uint8_t *w, const km_block_q8_k *x, int64_t M, int64_t N, int64_t nb,
+                        int64_t n0, int64_t n1) {
+    const int64_t wrow = nb * KL_KQ_WBLK(KL_KQ_Q6_K);
+    kqg6_blk P[KQG_KB];
+    float fa[8 * KQG6_MS][KQG_L] __attribute__((aligned(64)));
+    for (int64_t m0 = 0; m0 < M; m0 += KQG6_MS) {
+        const int64_t ms = M - m0 < KQG6_MS ? M - m0 : KQG6_MS;
+        const km_block_q8_k *xs = x + m0 * nb;
+        for (int64_t n = n0; n < n1; n += KQG_L) {
+            const int nc = n1 - n < KQG_L ? (int)(n1 - n) : KQG_L;
+            memset(fa, 0, sizeof(float) * KQG_L * 8 * (size_t)ms);
+            for (int64_t b0 = 0; b0 < nb; b0 += KQG_KB) {
+                const int bc = nb - b0 < KQG_KB ? (int)(nb - b0) : KQG_KB;
+                kqg6_pack(P, w + n * wrow, wrow, b0, bc, nc);
+                int64_t m = 0;
+                for (; m + KQG_MT <= ms; m += KQG_MT) kqg6_tile(fa + 8 * m, P, bc, xs + m * nb, nb, b0, KQG_MT);
+#if KQG_MT > 4
+                for (; m + 4 <= ms; m += 4) kqg6_tile(fa + 8 * m, P, bc, xs + m * nb, nb, b0, 4);
+#endif
+                for (; m < ms; m++) kqg6_tile(fa + 8 * m, P, bc, xs + m * nb, nb, b0, 1);
+            }
+            for (int64_t m = 0; m < ms; m++) {
+                float(*f)[KQG_L] = fa + 8 * m;
+                const kl_fv s04 = kl_fv_add(kl_fv_load(f[0]), kl_fv_load(f[4]));
+                const kl_fv s26 = kl_fv_add(kl_fv_load(f[2]), kl_fv_load(f[6]));
+                const kl_fv s15 = kl_fv_add(kl_fv_load(f[1]), kl_fv_load(f[5]));
+                const kl_fv s37 = kl_fv_add(kl_fv_load(f[3]), kl_fv_load(f[7]));
+                kl_fv_storen(y + (m0 + m) * N + n, kl_fv_add(kl_fv_add(s04, s26), kl_fv_add(s15, s37)), nc);
+            }
+        }
+    }
+}
+#endif /* KQG6_MS */
 
 #endif /* KM_Q_K_GEMM_BODY_H */

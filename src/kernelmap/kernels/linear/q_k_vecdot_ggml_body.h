@@ -25,6 +25,8 @@
  *   KQV_PF     software prefetch distance in bytes (to L2) along the weight row stream (0: none); at M = 1
  *              the thread's rows are one contiguous forward stream, and the hardware prefetchers alone
  *              left decode GEMVs at ~50% of the read bandwidth
+ *   KQG_MT, KQG_KB, KQG6_MS, KQG_MIN_M  optional (lanes with KL_IV): q6_K batches of M >= KQG_MIN_M rows go to
+ *              the register-blocked GEMM of linear/q_k_gemm_body.h (same numerics)
  * Partition: output columns n (km_part over N); every thread computes all M rows of its columns.
  * The instantiating file defines the entry point (linear.token_major.v1 ABI) as a call of kqv_linear.
  */
@@ -33,6 +35,9 @@
 
 #include "km_kquant.h"
 #include "km_lanes.h"
+#ifdef KQG_MT /* the instantiation also sets a prefill GEMM schedule (linear/q_k_gemm_body.h) */
+#include "q_k_gemm_body.h"
+#endif
 
 /* Byte offsets of the f16 d and dmin of a block. */
 #define KQV_DOFF(fmt) ((fmt) == KL_KQ_Q2_K ? 80 : (fmt) == KL_KQ_Q3_K ? 108 : (fmt) == KL_KQ_Q6_K ? 208 : 0)
@@ -131,6 +136,12 @@ static inline void kqv_linear(float *y, const void *w, const void *x, int64_t M,
     km_part(N, ith, nth, &n0, &n1);
     const uint8_t *wb = (const uint8_t *)w;
     const km_block_q8_k *xq = (const km_block_q8_k *)x;
+#ifdef KQG6_MS
+    if (fmt == KL_KQ_Q6_K && M >= KQG_MIN_M) {
+        kqg6_linear(y, wb, xq, M, N, nb, n0, n1);
+        return;
+    }
+#endif
     int64_t cc = wrow > 0 ? KQV_CHUNK / wrow : n1 - n0; /* K = 0: one chunk */
     if (cc < 1) cc = 1;
     for (int64_t c0 = n0; c0 < n1; c0 += cc) {
