@@ -622,22 +622,24 @@ KL_INLINE kl_iv kl_iv_load(const void *p) { return _mm512_load_si512(p); }
 KL_INLINE void kl_iv_store(void *p, kl_iv v) { _mm512_store_si512(p, v); }
 KL_INLINE kl_iv kl_iv_add(kl_iv a, kl_iv b) { return _mm512_add_epi32(a, b); }
 KL_INLINE kl_iv kl_iv_mullo(kl_iv a, kl_iv b) { return _mm512_mullo_epi32(a, b); }
+/* The 4 bytes at p in every 32-bit lane. */
+KL_INLINE __m512i kl_avx512_bcast32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
 KL_INLINE kl_iv kl_iv_dp4(kl_iv acc, kl_iv w, const int8_t *x) {
-    int32_t x4;
-    memcpy(&x4, x, 4);
 #if defined(__AVX512VNNI__)
-    return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(x4));
+    return _mm512_dpbusd_epi32(acc, w, kl_avx512_bcast32(x));
 #else
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(w, _mm512_set1_epi32(x4)), _mm512_set1_epi16(1)));
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(w, kl_avx512_bcast32(x)), _mm512_set1_epi16(1)));
 #endif
 }
 KL_INLINE kl_iv kl_iv_dp2w(kl_iv acc, kl_iv w, const int16_t *x) {
-    int32_t x2;
-    memcpy(&x2, x, 4);
 #if defined(__AVX512VNNI__)
-    return _mm512_dpwssd_epi32(acc, w, _mm512_set1_epi32(x2));
+    return _mm512_dpwssd_epi32(acc, w, kl_avx512_bcast32(x));
 #else
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(w, _mm512_set1_epi32(x2)));
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(w, kl_avx512_bcast32(x)));
 #endif
 }
 KL_INLINE kl_iv kl_iv_gather32(const uint8_t *p, int64_t stride, int n) {
@@ -648,9 +650,7 @@ KL_INLINE kl_iv kl_iv_gather32(const uint8_t *p, int64_t stride, int n) {
 KL_INLINE kl_iv kl_iv_nib_lo(kl_iv v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0F)); }
 KL_INLINE kl_iv kl_iv_nib_hi(kl_iv v) { return _mm512_and_si512(_mm512_srli_epi32(v, 4), _mm512_set1_epi8(0x0F)); }
 KL_INLINE kl_iv kl_iv_dp4s(kl_iv acc, kl_iv w, const int8_t *x, kl_iv s) {
-    int32_t x4;
-    memcpy(&x4, x, 4);
-    const __m512i p = _mm512_maddubs_epi16(w, _mm512_set1_epi32(x4));
+    const __m512i p = _mm512_maddubs_epi16(w, kl_avx512_bcast32(x));
 #if defined(__AVX512VNNI__)
     return _mm512_dpwssd_epi32(acc, p, s);
 #else

@@ -16,13 +16,11 @@
  * the weights are unpacked once into a panel (codes as [sub-block][4-value group][column], the scales, the
  * min pairs and the f32 d/dmin per column), then every activation row reads it: tiles of KQG_MT rows
  * whose partial dots stay in registers (one kl_iv_dp4 per row per panel vector), the float accumulators
- * of up to KQG_MS rows in a buffer between chunks. Rows go in super-tiles of KQG_MS (the panel is
- * re-made per super-tile).
- *   KQG_MT     largest row tile (the tail of M goes in tiles of 4, then 1)
+ * of a super-tile of rows in a buffer between chunks (the panel is re-made per super-tile).
+ *   KQG_MT     largest row tile (the tail of M goes in single rows)
  *   KQG_KB     superblocks per panel chunk
- *   KQG_MS     rows per super-tile (defined: the q4_K schedule exists)
+ *   KQG_FA     float accumulator rows of the buffer: a super-tile has KQG_FA / 2 rows (q4_K) or KQG_FA / 8 (q6_K)
  *   KQG_MIN_M  smallest M this schedule takes
- *   KQG6_MS    rows per super-tile of the q6_K schedule (eight float accumulators per row; defined: it exists)
  */
 #ifndef KM_Q_K_GEMM_BODY_H
 #define KM_Q_K_GEMM_BODY_H
@@ -32,7 +30,7 @@
 
 #define KQG_L KL_FV_LANES
 
-#ifdef KQG_MS /* ---- q4_K ---- */
+/* ---- q4_K ---- */
 
 /* One superblock of a column group, unpacked. */
 typedef struct {
@@ -109,36 +107,6 @@ KL_INLINE void kqg_tile(float (*fa)[KQG_L], const kqg_blk *P, int bc, const km_b
     }
 }
 
-/* Columns [n0, n1) of y (row stride N) for all M rows; N % 8 == 0 callers only (the repack contract). */
-static void kqg_linear(float *y, const uint8_t *w, const km_block_q8_k *x, int64_t M, int64_t N, int64_t nb,
-                       int64_t n0, int64_t n1) {
-    const int64_t wrow = nb * KL_KQ_WBLK(KL_KQ_Q4_K);
-    kqg_blk P[KQG_KB];
-    float fa[2 * KQG_MS][KQG_L] __attribute__((aligned(64)));
-    for (int64_t m0 = 0; m0 < M; m0 += KQG_MS) {
-        const int64_t ms = M - m0 < KQG_MS ? M - m0 : KQG_MS;
-        const km_block_q8_k *xs = x + m0 * nb;
-        for (int64_t n = n0; n < n1; n += KQG_L) {
-            const int nc = n1 - n < KQG_L ? (int)(n1 - n) : KQG_L;
-            memset(fa, 0, sizeof(float) * KQG_L * 2 * (size_t)ms);
-            for (int64_t b0 = 0; b0 < nb; b0 += KQG_KB) {
-                const int bc = nb - b0 < KQG_KB ? (int)(nb - b0) : KQG_KB;
-                kqg_pack(P, w + n * wrow, wrow, b0, bc, nc);
-                int64_t m = 0;
-                for (; m + KQG_MT <= ms; m += KQG_MT) kqg_tile(fa + 2 * m, P, bc, xs + m * nb, nb, b0, KQG_MT);
-#if KQG_MT > 4
-                for (; m + 4 <= ms; m += 4) kqg_tile(fa + 2 * m, P, bc, xs + m * nb, nb, b0, 4);
-#endif
-                for (; m < ms; m++) kqg_tile(fa + 2 * m, P, bc, xs + m * nb, nb, b0, 1);
-            }
-            for (int64_t m = 0; m < ms; m++)
-                kl_fv_storen(y + (m0 + m) * N + n, kl_fv_sub(kl_fv_load(fa[2 * m]), kl_fv_load(fa[2 * m + 1])), nc);
-        }
-    }
-}
-#endif /* KQG_MS */
-
-#ifdef KQG6_MS
 /* ---- q6_K (contract linear.q6_k.q8_k.ggml.v1, llama.cpp's vec_dot order; every N) ----
  * Per output (m, n) eight f32 lanes acc[l] from +0; per superblock b in order, with codes u(e) (0..63),
  * int8 scales sc(j) (j = e / 16) and t = f32(fp16(w.d) * x.d):
@@ -221,38 +189,58 @@ KL_INLINE void kqg6_tile(float (*fa)[KQG_L], const kqg6_blk *P, int bc, const km
     }
 }
 
-static void kqg6_linear(float *y, const uint8_t *w, const km_block_q8_k *x, int64_t M, int64_t N, int64_t nb,
-                        int64_t n0, int64_t n1) {
-    const int64_t wrow = nb * KL_KQ_WBLK(KL_KQ_Q6_K);
-    kqg6_blk P[KQG_KB];
-    float fa[8 * KQG6_MS][KQG_L] __attribute__((aligned(64)));
-    for (int64_t m0 = 0; m0 < M; m0 += KQG6_MS) {
-        const int64_t ms = M - m0 < KQG6_MS ? M - m0 : KQG6_MS;
+/* ---- the driver ---- */
+
+/* Float accumulators per row: q4_K acc and accm; q6_K acc[0..7]. */
+#define KQG_NACC(fmt) ((fmt) == KL_KQ_Q6_K ? 8 : 2)
+
+/* Columns [n0, n1) of y (row stride N) for all M rows, fmt KL_KQ_Q4_K (N % 8 == 0 callers only: the
+ * repack contract) or KL_KQ_Q6_K (every N). Super-tiles of KQG_FA / KQG_NACC(fmt) rows. */
+KL_INLINE void kqg_drive(float *y, const uint8_t *w, const km_block_q8_k *x, int64_t M, int64_t N, int64_t nb,
+                         int64_t n0, int64_t n1, const int fmt) {
+    const int nacc = KQG_NACC(fmt);
+    const int64_t mst = KQG_FA / nacc;
+    const int64_t wrow = nb * KL_KQ_WBLK(fmt);
+    union {
+        kqg_blk q4[KQG_KB];
+        kqg6_blk q6[KQG_KB];
+    } P;
+    float fa[KQG_FA][KQG_L] __attribute__((aligned(64)));
+    for (int64_t m0 = 0; m0 < M; m0 += mst) {
+        const int64_t ms = M - m0 < mst ? M - m0 : mst;
         const km_block_q8_k *xs = x + m0 * nb;
         for (int64_t n = n0; n < n1; n += KQG_L) {
             const int nc = n1 - n < KQG_L ? (int)(n1 - n) : KQG_L;
-            memset(fa, 0, sizeof(float) * KQG_L * 8 * (size_t)ms);
+            memset(fa, 0, sizeof(float) * KQG_L * (size_t)nacc * (size_t)ms);
             for (int64_t b0 = 0; b0 < nb; b0 += KQG_KB) {
                 const int bc = nb - b0 < KQG_KB ? (int)(nb - b0) : KQG_KB;
-                kqg6_pack(P, w + n * wrow, wrow, b0, bc, nc);
                 int64_t m = 0;
-                for (; m + KQG_MT <= ms; m += KQG_MT) kqg6_tile(fa + 8 * m, P, bc, xs + m * nb, nb, b0, KQG_MT);
-#if KQG_MT > 4
-                for (; m + 4 <= ms; m += 4) kqg6_tile(fa + 8 * m, P, bc, xs + m * nb, nb, b0, 4);
-#endif
-                for (; m < ms; m++) kqg6_tile(fa + 8 * m, P, bc, xs + m * nb, nb, b0, 1);
+                if (fmt == KL_KQ_Q6_K) {
+                    kqg6_pack(P.q6, w + n * wrow, wrow, b0, bc, nc);
+                    for (; m + KQG_MT <= ms; m += KQG_MT) kqg6_tile(fa + 8 * m, P.q6, bc, xs + m * nb, nb, b0, KQG_MT);
+                    for (; m < ms; m++) kqg6_tile(fa + 8 * m, P.q6, bc, xs + m * nb, nb, b0, 1);
+                } else {
+                    kqg_pack(P.q4, w + n * wrow, wrow, b0, bc, nc);
+                    for (; m + KQG_MT <= ms; m += KQG_MT) kqg_tile(fa + 2 * m, P.q4, bc, xs + m * nb, nb, b0, KQG_MT);
+                    for (; m < ms; m++) kqg_tile(fa + 2 * m, P.q4, bc, xs + m * nb, nb, b0, 1);
+                }
             }
             for (int64_t m = 0; m < ms; m++) {
-                float(*f)[KQG_L] = fa + 8 * m;
-                const kl_fv s04 = kl_fv_add(kl_fv_load(f[0]), kl_fv_load(f[4]));
-                const kl_fv s26 = kl_fv_add(kl_fv_load(f[2]), kl_fv_load(f[6]));
-                const kl_fv s15 = kl_fv_add(kl_fv_load(f[1]), kl_fv_load(f[5]));
-                const kl_fv s37 = kl_fv_add(kl_fv_load(f[3]), kl_fv_load(f[7]));
-                kl_fv_storen(y + (m0 + m) * N + n, kl_fv_add(kl_fv_add(s04, s26), kl_fv_add(s15, s37)), nc);
+                float(*f)[KQG_L] = fa + nacc * m;
+                kl_fv v;
+                if (fmt == KL_KQ_Q6_K) { /* km_kq_reduce8's tree, lane-wise */
+                    const kl_fv s04 = kl_fv_add(kl_fv_load(f[0]), kl_fv_load(f[4]));
+                    const kl_fv s26 = kl_fv_add(kl_fv_load(f[2]), kl_fv_load(f[6]));
+                    const kl_fv s15 = kl_fv_add(kl_fv_load(f[1]), kl_fv_load(f[5]));
+                    const kl_fv s37 = kl_fv_add(kl_fv_load(f[3]), kl_fv_load(f[7]));
+                    v = kl_fv_add(kl_fv_add(s04, s26), kl_fv_add(s15, s37));
+                } else {
+                    v = kl_fv_sub(kl_fv_load(f[0]), kl_fv_load(f[1]));
+                }
+                kl_fv_storen(y + (m0 + m) * N + n, v, nc);
             }
         }
     }
 }
-#endif /* KQG6_MS */
 
 #endif /* KM_Q_K_GEMM_BODY_H */
