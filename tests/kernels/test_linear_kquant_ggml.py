@@ -41,7 +41,10 @@ ORACLE = {"q2_k": linear_q2_k, "q3_k": linear_q3_k, "q5_k": linear_q5_k}
 # 1..11 superblocks; the last three cross the vec_dot variants' 64 KiB column chunks
 SHAPES = [(1, 1, 1), (1, 7, 3), (2, 5, 9), (3, 4, 8), (4, 9, 4), (5, 13, 2), (7, 6, 1), (8, 16, 8), (9, 6, 10),
           (12, 3, 2), (15, 17, 3), (16, 7, 8), (17, 4, 5), (33, 3, 2), (130, 2, 8), (1, 64, 11), (19, 40, 11),
-          (14, 390, 2)]
+          (14, 390, 2),
+          # the prefill GEMM of q2_K (N % 8 == 0) and q5_K (M >= 16): 16-column groups and short tails, panels of
+          # 8 superblocks and their tail, the super-tiles (q5_K 56 rows, q2_K 256) and the row-tile tails
+          (16, 32, 9), (70, 24, 5), (137, 48, 12), (260, 16, 1)]
 _run = runner(w_offset=2, x_offset=36)  # weights: 2-byte alignment only
 
 
@@ -68,8 +71,8 @@ def libs():
     return {t: load_map_library(map_id(t)) for t in TYPES}
 
 
-def _edge_cases(t: str, rng: np.random.Generator):
-    m, n, nb = 6, 11, 9
+def _edge_cases(t: str, rng: np.random.Generator, m: int = 6, n: int = 11):
+    nb = 9
     k = nb * QK_K
     _, x = activations(m, k, rng)
     yield "zero_activations", m, n, k, random_weights(t, n, nb, rng), pack_q8_k(np.zeros((m, k), np.float32))
@@ -101,7 +104,8 @@ def test_linear_kquant_ggml_variants_match_ref(libs, t, variant):
     rng = np.random.default_rng([TYPES.index(t), 5])
     cases = [(f"random_{m}x{n}x{nb}", m, n, nb * QK_K, random_weights(t, n, nb, rng), activations(m, nb * QK_K, rng)[1])
              for m, n, nb in SHAPES]
-    cases += list(_edge_cases(t, rng))
+    gemm = [(name + "_gemm", *rest) for name, *rest in _edge_cases(t, rng, m=20, n=24)]  # M >= 16, N % 8 == 0
+    cases += gemm[:-1] + list(_edge_cases(t, rng))
     assert_variants_match_ref(lib, spec, _run, cases, [variant], nths=(1, 2, 3, 4), threaded_nth=2)
     name, m, n, k, w, x = cases[-1]
     assert name == "no_blocks" and k == 0

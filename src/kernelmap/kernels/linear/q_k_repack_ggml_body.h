@@ -25,7 +25,7 @@
  *   KQR_BC  superblocks per chunk
  *   KQR_PF  software prefetch distance in bytes (to L2) along each weight row (0: none)
  *   KQV_MT, KQV_CHUNK  the vec_dot body's (N % 8 != 0)
- *   KQG_MT, KQG_KB, KQG_FA, KQG_MIN_M  optional (lanes with KL_IV): q4_K batches of M >= KQG_MIN_M rows go to
+ *   KQG_MT, KQG_KB, KQG_FA, KQG_MIN_M  optional (lanes with KL_IV): batches of M >= KQG_MIN_M rows go to
  *              the register-blocked GEMM of linear/q_k_gemm_body.h (same numerics)
  * Partition: output columns n (km_part over N); groups of 8 start at the thread's own first column.
  * The instantiating file defines the entry point (linear.token_major.v1 ABI) as a call of kqr_linear.
@@ -36,7 +36,7 @@
 #include "km_kquant.h"
 #include "km_lanes.h"
 #include "q_k_vecdot_ggml_body.h"
-#ifdef KQG_MT /* the instantiation also sets the prefill GEMM's schedule (q4_K) */
+#ifdef KQG_MT /* the instantiation also sets the prefill GEMM's schedule */
 #include "q_k_gemm_body.h"
 #endif
 
@@ -154,8 +154,8 @@ static inline void kqr_linear(float *y, const void *w, const void *x, int64_t M,
     const uint8_t *wb = (const uint8_t *)w;
     const km_block_q8_k *xq = (const km_block_q8_k *)x;
 #ifdef KQG_MT
-    if (fmt == KL_KQ_Q4_K && M >= KQG_MIN_M) {
-        kqg_drive(y, wb, xq, M, N, nb, n0, n1, KL_KQ_Q4_K);
+    if (M >= KQG_MIN_M) {
+        kqg_drive(y, wb, xq, M, N, nb, n0, n1, fmt);
         return;
     }
 #endif
