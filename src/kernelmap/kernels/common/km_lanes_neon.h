@@ -697,4 +697,52 @@ KL_INLINE float kl_fv_fold_halves(kl_fv v) {
     return vget_lane_f32(u, 0) + vget_lane_f32(u, 1);
 }
 
+/* w6-gemm additions (km_lanes.h): column-lane int32, four lanes. Codes are <= 127, so the unsigned weight
+ * bytes are also valid signed ones: SDOT (dotprod) or widening multiplies (plain NEON) give the same exact sums. */
+
+#define KL_IV 1
+typedef int32x4_t kl_iv;
+KL_INLINE kl_iv kl_iv_zero(void) { return vdupq_n_s32(0); }
+KL_INLINE kl_iv kl_iv_load(const void *p) { return vld1q_s32((const int32_t *)p); }
+KL_INLINE void kl_iv_store(void *p, kl_iv v) { vst1q_s32((int32_t *)p, v); }
+KL_INLINE kl_iv kl_iv_add(kl_iv a, kl_iv b) { return vaddq_s32(a, b); }
+KL_INLINE kl_iv kl_iv_mullo(kl_iv a, kl_iv b) { return vmulq_s32(a, b); }
+/* The 4 bytes at p in every 32-bit lane. */
+KL_INLINE int8x16_t kl_neon_bcast32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return vreinterpretq_s8_s32(vdupq_n_s32(v));
+}
+KL_INLINE kl_iv kl_iv_dp4(kl_iv acc, kl_iv w, const int8_t *x) {
+#if defined(__ARM_FEATURE_DOTPROD)
+    return vdotq_s32(acc, vreinterpretq_s8_s32(w), kl_neon_bcast32(x));
+#else
+    return vaddq_s32(acc, kl_neon_dot4(vreinterpretq_s8_s32(w), kl_neon_bcast32(x)));
+#endif
+}
+KL_INLINE kl_iv kl_iv_dp4s(kl_iv acc, kl_iv w, const int8_t *x, kl_iv s) {
+    const kl_iv d = kl_neon_dot4(vreinterpretq_s8_s32(w), kl_neon_bcast32(x));
+    return vmlaq_s32(acc, d, vshrq_n_s32(vshlq_n_s32(s, 16), 16)); /* the scale: s's low int16 */
+}
+KL_INLINE kl_iv kl_iv_dp2w(kl_iv acc, kl_iv w, const int16_t *x) {
+    const int16x8_t w16 = vreinterpretq_s16_s32(w), x2 = vreinterpretq_s16_s8(kl_neon_bcast32(x));
+    return vaddq_s32(acc, vpaddq_s32(vmull_s16(vget_low_s16(w16), vget_low_s16(x2)), vmull_high_s16(w16, x2)));
+}
+KL_INLINE kl_iv kl_iv_gather32(const uint8_t *p, int64_t stride, int n) {
+    int32_t v[4] = {0, 0, 0, 0};
+    for (int c = 0; c < 4 && c < n; c++) memcpy(&v[c], p + c * stride, 4);
+    return vld1q_s32(v);
+}
+KL_INLINE kl_iv kl_iv_nib_lo(kl_iv v) { return vreinterpretq_s32_u8(vandq_u8(vreinterpretq_u8_s32(v), vdupq_n_u8(0x0F))); }
+KL_INLINE kl_iv kl_iv_nib_hi(kl_iv v) { return vreinterpretq_s32_u8(vshrq_n_u8(vreinterpretq_u8_s32(v), 4)); }
+KL_INLINE kl_iv kl_iv_or(kl_iv a, kl_iv b) { return vorrq_s32(a, b); }
+KL_INLINE kl_iv kl_iv_srl_and8(kl_iv v, const int n, const int m) {
+    const uint32x4_t u = vshlq_u32(vreinterpretq_u32_s32(v), vdupq_n_s32(-n));
+    return vreinterpretq_s32_u8(vandq_u8(vreinterpretq_u8_u32(u), vdupq_n_u8((uint8_t)m)));
+}
+KL_INLINE kl_iv kl_iv_sll32(kl_iv v, const int n) { return vshlq_s32(v, vdupq_n_s32(n)); }
+KL_INLINE kl_fv kl_fv_cvt_iv(kl_iv v) { return vcvtq_f32_s32(v); }
+KL_INLINE kl_fv kl_fv_load(const float *p) { return vld1q_f32(p); }
+KL_INLINE void kl_fv_store(float *p, kl_fv v) { vst1q_f32(p, v); }
+
 #endif /* KM_LANES_NEON_H */
