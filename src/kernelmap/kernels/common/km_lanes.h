@@ -258,8 +258,8 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *                                  f32; lanes finite)
  */
 
-/* w6-gemm additions (column-lane int32, for the prefill GEMM bodies; implemented in km_lanes_avx512.h and
- * km_lanes_neon.h):
+/* w6-gemm additions (column-lane int32, for the prefill GEMM bodies; implemented in km_lanes_avx2.h,
+ * km_lanes_avx512.h and km_lanes_neon.h):
  * lane c of a vector is output column c, so no integer or float operation of these crosses columns.
  *   KL_IV                          defined when the lanes header provides these
  *   kl_iv                          KL_FV_LANES int32 lanes; kl_iv_zero() kl_iv_load(p) kl_iv_store(p, v) (p aligned

@@ -431,4 +431,44 @@ KL_INLINE float kl_fv_fold_halves(kl_fv v) {
     return _mm_cvtss_f32(_mm_add_ss(r, _mm_shuffle_ps(r, r, 1)));
 }
 
+/* w6-gemm additions (km_lanes.h): column-lane int32, eight lanes; no VNNI here, so a 4-value dot is
+ * vpmaddubsw then vpmaddwd (pair sums of codes <= 127 fit int16). */
+
+#define KL_IV 1
+typedef __m256i kl_iv;
+KL_INLINE kl_iv kl_iv_zero(void) { return _mm256_setzero_si256(); }
+KL_INLINE kl_iv kl_iv_load(const void *p) { return _mm256_load_si256((const __m256i *)p); }
+KL_INLINE void kl_iv_store(void *p, kl_iv v) { _mm256_store_si256((__m256i *)p, v); }
+KL_INLINE kl_iv kl_iv_add(kl_iv a, kl_iv b) { return _mm256_add_epi32(a, b); }
+KL_INLINE kl_iv kl_iv_mullo(kl_iv a, kl_iv b) { return _mm256_mullo_epi32(a, b); }
+/* The 4 bytes at p in every 32-bit lane. */
+KL_INLINE __m256i kl_avx2_bcast32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+KL_INLINE kl_iv kl_iv_dp4(kl_iv acc, kl_iv w, const int8_t *x) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, kl_avx2_bcast32(x)), _mm256_set1_epi16(1)));
+}
+KL_INLINE kl_iv kl_iv_dp4s(kl_iv acc, kl_iv w, const int8_t *x, kl_iv s) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, kl_avx2_bcast32(x)), s));
+}
+KL_INLINE kl_iv kl_iv_dp2w(kl_iv acc, kl_iv w, const int16_t *x) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(w, kl_avx2_bcast32(x)));
+}
+KL_INLINE kl_iv kl_iv_gather32(const uint8_t *p, int64_t stride, int n) {
+    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int32_t)stride));
+    return _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(const void *)p, idx, kl_avx2_first(n), 1);
+}
+KL_INLINE kl_iv kl_iv_nib_lo(kl_iv v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0F)); }
+KL_INLINE kl_iv kl_iv_nib_hi(kl_iv v) { return _mm256_and_si256(_mm256_srli_epi32(v, 4), _mm256_set1_epi8(0x0F)); }
+KL_INLINE kl_iv kl_iv_or(kl_iv a, kl_iv b) { return _mm256_or_si256(a, b); }
+KL_INLINE kl_iv kl_iv_srl_and8(kl_iv v, const int n, const int m) {
+    return _mm256_and_si256(_mm256_srli_epi32(v, n), _mm256_set1_epi8((char)m));
+}
+KL_INLINE kl_iv kl_iv_sll32(kl_iv v, const int n) { return _mm256_slli_epi32(v, n); }
+KL_INLINE kl_fv kl_fv_cvt_iv(kl_iv v) { return _mm256_cvtepi32_ps(v); }
+KL_INLINE kl_fv kl_fv_load(const float *p) { return _mm256_load_ps(p); }
+KL_INLINE void kl_fv_store(float *p, kl_fv v) { _mm256_store_ps(p, v); }
+
 #endif /* KM_LANES_AVX2_H */
