@@ -9,6 +9,10 @@
 #define KQV_MT 4        /* largest activation-row tile */
 #define KQV_CHUNK 65536 /* bytes of weights per column chunk */
 #define KQV_PF 4096     /* prefetch distance in bytes (to L2) */
+#define KQG_MT 8        /* prefill GEMM: activation rows per register tile */
+#define KQG_KB 8        /* prefill GEMM: superblocks per weight panel */
+#define KQG_FA 512      /* prefill GEMM: float accumulator rows (super-tiles of 512 / accumulators per row) */
+#define KQG_MIN_M 16    /* prefill GEMM: smallest batch */
 #include "q_k_vecdot_ggml_body.h"
 
 void km_linear_q3_k_q8_k_ggml__dotprod(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith, int nth) {

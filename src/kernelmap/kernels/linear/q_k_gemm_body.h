@@ -134,7 +134,7 @@ KL_INLINE void kqg_tile(float (*fa)[KQG_L], const kqg_blk *P, int bc, const km_b
     }
 }
 
-/* ---- the vec_dot contracts: q6_K, q5_K (linear.{q6_k,q5_k}.q8_k.ggml.v1, every N) ----
+/* ---- the vec_dot contracts: q6_K, q5_K, q3_K (linear.{q6_k,q5_k,q3_k}.q8_k.ggml.v1, every N) ----
  * Per output (m, n) eight f32 lanes acc[l] from +0; per superblock b in order, with the codes u(e) and
  * t = f32(fp16(w.d) * x.d):
  *     lane(l) = sum_{c<8} sc(c, l) * sum_{i<4} u(32c + 4l + i) * x(32c + 4l + i)  [+ q6_K's offset]  (exact int32)
@@ -143,6 +143,8 @@ KL_INLINE void kqg_tile(float (*fa)[KQG_L], const kqg_blk *P, int bc, const km_b
  * bsums(2l + 1)); y = ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)) (km_kq_reduce8).
  * q5_K: u 0..31, sc(c, l) = the 6-bit scale c; a ninth chain summ = fma((float)imin, -(x.d * f32(fp16(w.dmin))),
  * summ) with q4_K's imin; y = reduce8(acc) + summ.
+ * q3_K: u = the signed code q (-4..3), sc(c, l) = the signed 6-bit scale 2c + l / 4; y = reduce8(acc). The
+ * panel holds q + 4 (0..7) and the sum gets sc * 4 * (the four activations) subtracted: a second kl_iv_dp4s.
  * The eight acc[l] (and summ) of the KL_FV_LANES columns of a group are column-lane vectors, so every float
  * step is the ref's. One kl_iv_dp4s (pair sums <= 2 * 63 * 128, then times the scale) per row per panel
  * vector. */
@@ -151,8 +153,20 @@ typedef struct {
     kl_iv q[8][8];             /* [c][l]: lane = codes 32c + 4l .. + 3 of the column */
     int16_t sc[16][2 * KQG_L]; /* scale j: lane = (sc(j), sc(j)) (q6_K 16 scales, q5_K 8) */
     int16_t off[8][2 * KQG_L]; /* q6_K: lane = (-32 sc(2l), -32 sc(2l + 1)); q5_K: rows 0-3 the min pairs */
+    int16_t nsc[16][2 * KQG_L]; /* q3_K: lane = (-sc(j), -sc(j)) */
     float d[KQG_L], dm[KQG_L];
 } __attribute__((aligned(64))) kqg6_blk;
+
+/* q3_K's code offset: every byte 4 (the codes are stored as q + 4). */
+static const int32_t kqg_fours[KQG_L] __attribute__((aligned(64))) = {
+    0x04040404, 0x04040404, 0x04040404, 0x04040404,
+#if KQG_L > 4
+    0x04040404, 0x04040404, 0x04040404, 0x04040404,
+#endif
+#if KQG_L > 8
+    0x04040404, 0x04040404, 0x04040404, 0x04040404, 0x04040404, 0x04040404, 0x04040404, 0x04040404,
+#endif
+};
 
 KL_INLINE void kqg6_pack(kqg6_blk *P, const uint8_t *w, int64_t wrow, int64_t b0, int bc, int nc, const int fmt) {
     for (int bb = 0; bb < bc; bb++) {
@@ -171,6 +185,15 @@ KL_INLINE void kqg6_pack(kqg6_blk *P, const uint8_t *w, int64_t wrow, int64_t b0
                             p->q[e0 / 32][(e0 % 32) / 4] = kl_iv_or(nib, kl_iv_sll32(kl_iv_srl_and8(gh, 2 * qd, 0x03), 4));
                         }
                     }
+                }
+            }
+        } else if (fmt == KL_KQ_Q3_K) { /* value 128h + 32k + i: bits 2k.. of qs[32h + i] (qs at 32), bit 4h + k of hmask[i] */
+            for (int t = 0; t < 8; t++) {
+                const kl_iv gh = kl_iv_gather32(blk + 4 * t, wrow, nc);
+                for (int h = 0; h < 2; h++) {
+                    const kl_iv gl = kl_iv_gather32(blk + 32 + 32 * h + 4 * t, wrow, nc);
+                    for (int k = 0; k < 4; k++) /* stored code q + 4: the low bits, + 4 where the high bit is set */
+                        p->q[4 * h + k][t] = kl_iv_or(kl_iv_srl_and8(gl, 2 * k, 0x03), kl_iv_sll32(kl_iv_srl_and8(gh, 4 * h + k, 0x01), 2));
                 }
             }
         } else { /* q5_K: value 64g + 32s + i: nibble s of qs[32g + i] (qs at 48), fifth bit 2g + s of qh[i] (at 16) */
@@ -196,12 +219,22 @@ KL_INLINE void kqg6_pack(kqg6_blk *P, const uint8_t *w, int64_t wrow, int64_t b0
             if (c < nc && fmt == KL_KQ_Q6_K) {
                 memcpy(sc, cb + 192, 16);
                 memcpy(&hd, cb + 208, 2);
+            } else if (c < nc && fmt == KL_KQ_Q3_K) {
+                uint64_t lo, hi;
+                km_q3k_scales64(cb + 96, &lo, &hi);
+                for (int j = 0; j < 16; j++) sc[j] = (int8_t)((int)(((j < 8 ? lo : hi) >> (8 * (j % 8))) & 0xFF) - 32);
+                memcpy(&hd, cb + 108, 2);
             } else if (c < nc) {
                 km_q4k_scales(cb + 4, sc5, mn5);
                 memcpy(&hd, cb, 2);
                 memcpy(&hm, cb + 2, 2);
             }
-            if (fmt == KL_KQ_Q6_K) {
+            if (fmt == KL_KQ_Q3_K) {
+                for (int j = 0; j < 16; j++) {
+                    p->sc[j][2 * c] = p->sc[j][2 * c + 1] = sc[j];
+                    p->nsc[j][2 * c] = p->nsc[j][2 * c + 1] = (int16_t)-sc[j];
+                }
+            } else if (fmt == KL_KQ_Q6_K) {
                 for (int j = 0; j < 16; j++) p->sc[j][2 * c] = p->sc[j][2 * c + 1] = sc[j];
                 for (int l = 0; l < 8; l++) {
                     p->off[l][2 * c] = (int16_t)(-32 * sc[2 * l]);
@@ -223,7 +256,7 @@ KL_INLINE void kqg6_pack(kqg6_blk *P, const uint8_t *w, int64_t wrow, int64_t b0
 /* MT rows against the panel: fa[NACC r + l] is acc[l] of row r (KQG_L floats); q5_K: fa[9r + 8] is summ. */
 KL_INLINE void kqg6_tile(float (*fa)[KQG_L], const kqg6_blk *P, int bc, const km_block_q8_k *x, int64_t nb,
                          int64_t b0, const int fmt, const int MT) {
-    const int na = fmt == KL_KQ_Q6_K ? 8 : 9;
+    const int na = fmt == KL_KQ_Q5_K ? 9 : 8;
     for (int bb = 0; bb < bc; bb++) {
         const kqg6_blk *p = &P[bb];
         const km_block_q8_k *xb[KQG_MT];
@@ -238,8 +271,13 @@ KL_INLINE void kqg6_tile(float (*fa)[KQG_L], const kqg6_blk *P, int bc, const km
             for (int r = 0; r < MT; r++) a[r] = kl_iv_zero();
             for (int c = 0; c < 8; c++) {
                 const kl_iv wq = p->q[c][l];
-                const kl_iv sc = kl_iv_load(p->sc[fmt == KL_KQ_Q6_K ? 2 * c + l / 4 : c]);
+                const int j = fmt == KL_KQ_Q5_K ? c : 2 * c + l / 4;
+                const kl_iv sc = kl_iv_load(p->sc[j]);
                 for (int r = 0; r < MT; r++) a[r] = kl_iv_dp4s(a[r], wq, xb[r]->qs + 32 * c + 4 * l, sc);
+                if (fmt == KL_KQ_Q3_K) { /* minus sc * 4 * (the four activations): the codes' offset */
+                    const kl_iv nsc = kl_iv_load(p->nsc[j]), four = kl_iv_load(kqg_fours);
+                    for (int r = 0; r < MT; r++) a[r] = kl_iv_dp4s(a[r], four, xb[r]->qs + 32 * c + 4 * l, nsc);
+                }
             }
             if (fmt == KL_KQ_Q6_K) {
                 const kl_iv off = kl_iv_load(p->off[l]);
@@ -264,9 +302,9 @@ KL_INLINE void kqg6_tile(float (*fa)[KQG_L], const kqg6_blk *P, int bc, const km
 
 /* ---- the driver ---- */
 
-/* Float accumulators per row: q4_K / q2_K acc and accm; q6_K acc[0..7]; q5_K acc[0..7] and summ. */
-#define KQG_NACC(fmt) ((fmt) == KL_KQ_Q6_K ? 8 : (fmt) == KL_KQ_Q5_K ? 9 : 2)
-#define KQG_VECDOT(fmt) ((fmt) == KL_KQ_Q6_K || (fmt) == KL_KQ_Q5_K)
+/* Float accumulators per row: q4_K / q2_K acc and accm; q6_K / q3_K acc[0..7]; q5_K acc[0..7] and summ. */
+#define KQG_VECDOT(fmt) ((fmt) == KL_KQ_Q6_K || (fmt) == KL_KQ_Q5_K || (fmt) == KL_KQ_Q3_K)
+#define KQG_NACC(fmt) ((fmt) == KL_KQ_Q5_K ? 9 : KQG_VECDOT(fmt) ? 8 : 2)
 
 /* Columns [n0, n1) of y (row stride N) for all M rows, fmt KL_KQ_Q4_K / KL_KQ_Q2_K (N % 8 == 0 callers only:
  * the repack contract) or KL_KQ_Q6_K / KL_KQ_Q5_K (every N). Super-tiles of KQG_FA / KQG_NACC(fmt) rows. */

@@ -25,7 +25,7 @@
  *   KQV_PF     software prefetch distance in bytes (to L2) along the weight row stream (0: none); at M = 1
  *              the thread's rows are one contiguous forward stream, and the hardware prefetchers alone
  *              left decode GEMVs at ~50% of the read bandwidth
- *   KQG_MT, KQG_KB, KQG_FA, KQG_MIN_M  optional (lanes with KL_IV): q6_K / q5_K batches of M >= KQG_MIN_M rows go to
+ *   KQG_MT, KQG_KB, KQG_FA, KQG_MIN_M  optional (lanes with KL_IV): q6_K / q5_K / q3_K batches of M >= KQG_MIN_M rows go to
  *              the register-blocked GEMM of linear/q_k_gemm_body.h (same numerics)
  * Partition: output columns n (km_part over N); every thread computes all M rows of its columns.
  * The instantiating file defines the entry point (linear.token_major.v1 ABI) as a call of kqv_linear.
@@ -137,7 +137,7 @@ static inline void kqv_linear(float *y, const void *w, const void *x, int64_t M,
     const uint8_t *wb = (const uint8_t *)w;
     const km_block_q8_k *xq = (const km_block_q8_k *)x;
 #ifdef KQG_MT
-    if ((fmt == KL_KQ_Q6_K || fmt == KL_KQ_Q5_K) && M >= KQG_MIN_M) {
+    if (KQG_VECDOT(fmt) && M >= KQG_MIN_M) {
         kqg_drive(y, wb, xq, M, N, nb, n0, n1, fmt);
         return;
     }
