@@ -1,0 +1,209 @@
+/* linear/q32_gemm_body.h — the prefill schedule of the 32-element ggml-order linears (linear.<w>.<a>.ggml.v1,
+ * w = q4_0, q5_0, q8_0 against q8_0, w = q4_1, q5_1 against q8_1): a register-blocked GEMM over column lanes,
+ * written once against the lanes interface (common/km_lanes.h, the w6-gemm and w6-q32gemm names).
+ * linear/q32_ggml_body.h (and, for q4_0 with N % 8 == 0, linear/q32_cols_ggml_body.h) call it for
+ * M >= KQ32G_MIN_M when the instantiating file sets the schedule below; decode and short batches keep
+ * those bodies' loops.
+ *
+ * Numerics: exactly the contracts of those bodies (and linear/<w>_<a>_ggml_ref.c). Per output (m, n):
+ *   - the vec_dot order (every format; q4_0 when N % 8 != 0): eight f32 lanes acc[l] from +0; for the
+ *     blocks b in increasing order lane[l] = the exact int32 sum of the four products at 4l..4l+3,
+ *     t = f32(fp16(w.d) * fp16(x.d)), acc[l] = fma(t, (float)lane[l], acc[l]); y = ((acc0 + acc4) +
+ *     (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)); q4_1 / q5_1 add the chain summs = fma(fp16(w.m),
+ *     fp16(x.s), summs) (from +0, blocks in order) after the fold;
+ *   - the repacked order (q4_0 when N % 8 == 0, one = 1): one chain acc = fma((float)isum, t, acc) with
+ *     isum the exact int32 sum of the block's 32 products; y = acc.
+ * Only the way the exact integers are formed differs from those bodies: vector lane c is output column c
+ * (KL_FV_LANES columns per group), so no float operation crosses columns and every (m, n) sees its
+ * contract's float steps whatever the group width, M or (ith, nth). The weight's integer is its stored
+ * code minus the format's offset (q4_0 8, q5_0 16, q8_0 128 after flipping the int8's sign bit, q4_1 / q5_1
+ * 0); the codes are unsigned bytes, so one kl_iv_dp4 per 4 values of 16 columns sums code * quant exactly,
+ * on top of the seed KL_MAGIC_I - offset * (the 4 or 32 quants' sum); |lane| <= 4 * 128 * 128 and
+ * |isum| <= 32 * 8 * 128 are far below 2^22, so kl_fv_unmagic gives (float)lane exactly.
+ *
+ * Schedule: the thread's columns in groups of KL_FV_LANES; per group and chunk of up to KQ32G_KB blocks the
+ * weights are unpacked once into a panel (per block and contract lane l the 4 codes of each column, the
+ * f32 d (and m) per column), then every activation row reads it in tiles of KQ32G_MT rows (repacked
+ * order: KQ32G_MT1) whose float accumulators stay in registers for the whole chunk. With more than one
+ * chunk (nb > KQ32G_KB) rows go in super-tiles of KQ32G_MS and the accumulators are parked between chunks.
+ *   KQ32G_MT   row tile of the vec_dot order (8 accumulators per row)
+ *   KQ32G_MT1  row tile of the repacked order (1 accumulator per row)
+ *   KQ32G_KB   blocks per panel chunk
+ *   KQ32G_MS   rows per super-tile when K has several chunks
+ *   KQ32G_MIN_M  smallest M this schedule takes
+ */
+#ifndef KM_Q32_GEMM_BODY_H
+#define KM_Q32_GEMM_BODY_H
+
+#include "km_lanes.h"
+
+#ifndef KL_IV
+#error "linear/q32_gemm_body.h needs the column-lane int32 operations (KL_IV) of the lanes header"
+#endif
+
+#define KQ32G_L KL_FV_LANES
+#define KQ32G_PARK 9 /* parked vectors per row: 8 lanes and the min chain */
+
+/* One block of a column group, unpacked. */
+typedef struct {
+    kl_iv q[8];       /* contract lane l: lane c = column c's codes 4l..4l+3 as unsigned bytes */
+    float d[KQ32G_L]; /* f32 of the column's f16 d (+0 past the group) */
+    float m[KQ32G_L]; /* the min formats: f32 of the column's f16 m */
+} __attribute__((aligned(64))) kq32g_blk;
+
+/* The offset of a format's stored byte (q8_0: the int8 with its sign bit flipped). */
+#define KQ32G_OFF(fmt) ((fmt) == KL_Q32_Q8_0 ? 128 : KL_Q32_OFF(fmt))
+
+/* Unpack blocks [b0, b0 + bc) of the nc (<= KQ32G_L) columns starting at w (row stride wrow). */
+KL_INLINE void kq32g_pack(kq32g_blk *P, const uint8_t *w, int64_t wrow, int64_t b0, int bc, int nc, const int fmt) {
+    const int64_t wblk = KL_Q32_WBLK(fmt);
+    for (int bb = 0; bb < bc; bb++) {
+        kq32g_blk *p = &P[bb];
+        const uint8_t *blk = w + (b0 + bb) * wblk;
+        if (fmt == KL_Q32_Q8_0) { /* int8 weight w as the byte w + 128 (offset 128) */
+            for (int l = 0; l < 8; l++)
+                p->q[l] = kl_iv_xor(kl_iv_gather32(blk + KL_Q32_QS(fmt) + 4 * l, wrow, nc), kl_iv_set1((int32_t)0x80808080u));
+        } else { /* element i < 16: low nibble of qs[i], 16 + i: its high nibble; qh bit i: element i's bit 4 */
+            kl_iv h = kl_iv_zero();
+            if (KL_Q32_QH(fmt) >= 0) h = kl_iv_gather32(blk + KL_Q32_QH(fmt), wrow, nc);
+            for (int t = 0; t < 4; t++) {
+                const kl_iv g = kl_iv_gather32(blk + KL_Q32_QS(fmt) + 4 * t, wrow, nc);
+                kl_iv lo = kl_iv_nib_lo(g), hi = kl_iv_nib_hi(g);
+                if (KL_Q32_QH(fmt) >= 0) {
+                    lo = kl_iv_add(lo, kl_iv_bitbytes(h, 4 * t, 16));
+                    hi = kl_iv_add(hi, kl_iv_bitbytes(h, 16 + 4 * t, 16));
+                }
+                p->q[t] = lo;
+                p->q[t + 4] = hi;
+            }
+        }
+        kl_fv_store(p->d, kl_fv_f16s(blk, wrow, nc));
+        if (KL_Q32_HASMIN(fmt)) kl_fv_store(p->m, kl_fv_f16s(blk + 2, wrow, nc));
+    }
+}
+
+/* The vec_dot order: MT activation rows (x: the first row's block at the chunk start, row stride xrow
+ * bytes) against the panel's bc blocks; first: accumulators from +0, else from park; last: fold and store
+ * the nc columns of y (row stride N), else park. */
+KL_INLINE void kq32g_tile(float *y, int64_t N, int nc, const kq32g_blk *P, int bc, const uint8_t *x, int64_t xrow,
+                          float *park, int first, int last, const int fmt, const int MT) {
+    const int64_t xblk = KL_Q32_XBLK(fmt), xq = KL_Q32_XQS(fmt);
+    const int off = KQ32G_OFF(fmt), hasmin = KL_Q32_HASMIN(fmt);
+    kl_fv acc[KQ32G_MT][8], sm[KQ32G_MT];
+    for (int r = 0; r < MT; r++) {
+        for (int l = 0; l < 8; l++) acc[r][l] = first ? kl_fv_zero() : kl_fv_load(park + (r * KQ32G_PARK + l) * KQ32G_L);
+        if (hasmin) sm[r] = first ? kl_fv_zero() : kl_fv_load(park + (r * KQ32G_PARK + 8) * KQ32G_L);
+    }
+    /* the seeds of the whole chunk first: the dot loop below broadcasts them from memory (computed next
+     * to their use, the compiler extracts them from registers, an extra shuffle per dot) */
+    int32_t sd[KQ32G_KB][KQ32G_MT][8] __attribute__((aligned(32)));
+    if (off)
+        for (int bb = 0; bb < bc; bb++)
+            for (int r = 0; r < MT; r++) kl_q32_seeds(sd[bb][r], (const int8_t *)(x + r * xrow + bb * xblk + xq), off);
+    for (int bb = 0; bb < bc; bb++) {
+        const kq32g_blk *p = &P[bb];
+        const int8_t *xs[KQ32G_MT];
+        kl_fv t[KQ32G_MT];
+        const kl_fv wd = kl_fv_load(p->d);
+        for (int r = 0; r < MT; r++) {
+            const uint8_t *xb = x + r * xrow + bb * xblk;
+            xs[r] = (const int8_t *)(xb + xq);
+            t[r] = kl_fv_mul(wd, kl_fv_set1(kl_f32_f16(xb)));
+            if (hasmin) sm[r] = kl_fv_fma(kl_fv_load(p->m), kl_fv_set1(kl_f32_f16(xb + 2)), sm[r]);
+        }
+        for (int l = 0; l < 8; l++) {
+            const kl_iv wq = p->q[l];
+            for (int r = 0; r < MT; r++) {
+                const kl_iv iv = kl_iv_dp4(kl_iv_set1(off ? sd[bb][r][l] : KL_MAGIC_I), wq, xs[r] + 4 * l);
+                acc[r][l] = kl_fv_fma(t[r], kl_fv_unmagic(iv), acc[r][l]);
+            }
+        }
+    }
+    for (int r = 0; r < MT; r++) {
+        if (!last) {
+            for (int l = 0; l < 8; l++) kl_fv_store(park + (r * KQ32G_PARK + l) * KQ32G_L, acc[r][l]);
+            if (hasmin) kl_fv_store(park + (r * KQ32G_PARK + 8) * KQ32G_L, sm[r]);
+            continue;
+        }
+        const kl_fv g0 = kl_fv_add(kl_fv_add(acc[r][0], acc[r][4]), kl_fv_add(acc[r][2], acc[r][6]));
+        const kl_fv g1 = kl_fv_add(kl_fv_add(acc[r][1], acc[r][5]), kl_fv_add(acc[r][3], acc[r][7]));
+        kl_fv f = kl_fv_add(g0, g1);
+        if (hasmin) f = kl_fv_add(f, sm[r]);
+        kl_fv_storen(y + r * N, f, nc);
+    }
+}
+
+/* The repacked order (q4_0, N % 8 == 0): as kq32g_tile with one chain per row (park: 1 vector per row). */
+KL_INLINE void kq32g_tile1(float *y, int64_t N, int nc, const kq32g_blk *P, int bc, const uint8_t *x, int64_t xrow,
+                           float *park, int first, int last, const int fmt, const int MT) {
+    const int64_t xblk = KL_Q32_XBLK(fmt), xq = KL_Q32_XQS(fmt);
+    const int off = KQ32G_OFF(fmt);
+    kl_fv acc[KQ32G_MT1];
+    for (int r = 0; r < MT; r++) acc[r] = first ? kl_fv_zero() : kl_fv_load(park + r * KQ32G_PARK * KQ32G_L);
+    for (int bb = 0; bb < bc; bb++) {
+        const kq32g_blk *p = &P[bb];
+        const kl_fv wd = kl_fv_load(p->d);
+        const int8_t *xs[KQ32G_MT1];
+        kl_iv iv[KQ32G_MT1];
+        for (int r = 0; r < MT; r++) {
+            const uint8_t *xb = x + r * xrow + bb * xblk;
+            xs[r] = (const int8_t *)(xb + xq);
+            iv[r] = kl_iv_set1((int32_t)((uint32_t)KL_MAGIC_I - (uint32_t)off * (uint32_t)kl_q32_xsum(xs[r])));
+        }
+        for (int l = 0; l < 8; l++) {
+            const kl_iv wq = p->q[l];
+            for (int r = 0; r < MT; r++) iv[r] = kl_iv_dp4(iv[r], wq, xs[r] + 4 * l);
+        }
+        for (int r = 0; r < MT; r++) {
+            const kl_fv t = kl_fv_mul(wd, kl_fv_set1(kl_f32_f16(x + r * xrow + bb * xblk)));
+            acc[r] = kl_fv_fma(kl_fv_unmagic(iv[r]), t, acc[r]);
+        }
+    }
+    for (int r = 0; r < MT; r++) {
+        if (last) kl_fv_storen(y + r * N, acc[r], nc);
+        else kl_fv_store(park + r * KQ32G_PARK * KQ32G_L, acc[r]);
+    }
+}
+
+/* Columns [n0, n1) of y (row stride N) for all M rows (activation rows of nb blocks of format fmt's
+ * activation type at x); one: the repacked order, else the vec_dot order. */
+static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M, int64_t N, int64_t nb, int64_t n0,
+                         int64_t n1, const int fmt, const int one) {
+    const int64_t wblk = KL_Q32_WBLK(fmt), xblk = KL_Q32_XBLK(fmt);
+    const int64_t wrow = nb * wblk, xrow = nb * xblk;
+    kq32g_blk P[KQ32G_KB];
+    float park[KQ32G_MS * KQ32G_PARK * KQ32G_L] __attribute__((aligned(64)));
+    const int chunked = nb > KQ32G_KB;
+    const int64_t MS = chunked ? KQ32G_MS : M; /* one chunk: nothing is parked, so no super-tiles */
+    for (int64_t m0 = 0; m0 < M; m0 += MS) {
+        const int64_t ms = M - m0 < MS ? M - m0 : MS;
+        for (int64_t n = n0; n < n1; n += KQ32G_L) {
+            const int nc = n1 - n < KQ32G_L ? (int)(n1 - n) : KQ32G_L;
+            for (int64_t b0 = 0; b0 < nb; b0 += KQ32G_KB) {
+                const int bc = nb - b0 < KQ32G_KB ? (int)(nb - b0) : KQ32G_KB;
+                const int first = b0 == 0, last = b0 + bc == nb;
+                kq32g_pack(P, w + n * wrow, wrow, b0, bc, nc, fmt);
+                float *yb = y + m0 * N + n;
+                const uint8_t *xb = x + m0 * xrow + b0 * xblk;
+                int64_t m = 0;
+                if (one) {
+                    for (; m + KQ32G_MT1 <= ms; m += KQ32G_MT1)
+                        kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, chunked ? park + m * KQ32G_PARK * KQ32G_L : park,
+                                    first, last, fmt, KQ32G_MT1);
+                    for (; m < ms; m++)
+                        kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, chunked ? park + m * KQ32G_PARK * KQ32G_L : park,
+                                    first, last, fmt, 1);
+                } else {
+                    for (; m + KQ32G_MT <= ms; m += KQ32G_MT)
+                        kq32g_tile(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, chunked ? park + m * KQ32G_PARK * KQ32G_L : park,
+                                   first, last, fmt, KQ32G_MT);
+                    for (; m < ms; m++)
+                        kq32g_tile(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, chunked ? park + m * KQ32G_PARK * KQ32G_L : park,
+                                   first, last, fmt, 1);
+                }
+            }
+        }
+    }
+}
+
+#endif /* KM_Q32_GEMM_BODY_H */
