@@ -82,54 +82,52 @@ KL_INLINE void kq32g_pack(kq32g_blk *P, const uint8_t *w, int64_t wrow, int64_t 
     }
 }
 
-/* The vec_dot order: MT activation rows (x: the first row's block at the chunk start, row stride xrow
- * bytes) against the panel's bc blocks; first: accumulators from +0, else from park; last: fold and store
- * the nc columns of y (row stride N), else park. */
-KL_INLINE void kq32g_tile(float *y, int64_t N, int nc, const kq32g_blk *P, int bc, const uint8_t *x, int64_t xrow,
-                          float *park, int first, int last, const int fmt, const int MT) {
+/* The vec_dot order: one activation row (x: its block at the chunk start) against G (<= KQ32G_NG) column
+ * groups' panels (group g's at P + g * KQ32G_KB; bc blocks), which share the row's seeds, scales and quant
+ * broadcasts; nc: the last group's columns. first: accumulators from +0, else from park (KQ32G_PARK
+ * vectors per group); last: fold and store y (group g at y + g * KQ32G_L), else park. */
+KL_INLINE void kq32g_tile(float *y, int nc, const kq32g_blk *P, int bc, const uint8_t *x, float *park, int first,
+                          int last, const int fmt, const int G) {
     const int64_t xblk = KL_Q32_XBLK(fmt), xq = KL_Q32_XQS(fmt);
     const int off = KQ32G_OFF(fmt), hasmin = KL_Q32_HASMIN(fmt);
-    kl_fv acc[KQ32G_MT][8], sm[KQ32G_MT];
-    for (int r = 0; r < MT; r++) {
-        for (int l = 0; l < 8; l++) acc[r][l] = first ? kl_fv_zero() : kl_fv_load(park + (r * KQ32G_PARK + l) * KQ32G_L);
-        if (hasmin) sm[r] = first ? kl_fv_zero() : kl_fv_load(park + (r * KQ32G_PARK + 8) * KQ32G_L);
+    kl_fv acc[KQ32G_NG][8], sm[KQ32G_NG];
+    for (int g = 0; g < G; g++) {
+        for (int l = 0; l < 8; l++) acc[g][l] = first ? kl_fv_zero() : kl_fv_load(park + (g * KQ32G_PARK + l) * KQ32G_L);
+        if (hasmin) sm[g] = first ? kl_fv_zero() : kl_fv_load(park + (g * KQ32G_PARK + 8) * KQ32G_L);
     }
     /* the seeds of the whole chunk first: the dot loop below broadcasts them from memory (computed next
      * to their use, the compiler extracts them from registers, an extra shuffle per dot) */
-    int32_t sd[KQ32G_KB][KQ32G_MT][8] __attribute__((aligned(32)));
+    int32_t sd[KQ32G_KB][8] __attribute__((aligned(32)));
     if (off)
-        for (int bb = 0; bb < bc; bb++)
-            for (int r = 0; r < MT; r++) kl_q32_seeds(sd[bb][r], (const int8_t *)(x + r * xrow + bb * xblk + xq), off);
+        for (int bb = 0; bb < bc; bb++) kl_q32_seeds(sd[bb], (const int8_t *)(x + bb * xblk + xq), off);
     for (int bb = 0; bb < bc; bb++) {
-        const kq32g_blk *p = &P[bb];
-        const int8_t *xs[KQ32G_MT];
-        kl_fv t[KQ32G_MT];
-        const kl_fv wd = kl_fv_load(p->d);
-        for (int r = 0; r < MT; r++) {
-            const uint8_t *xb = x + r * xrow + bb * xblk;
-            xs[r] = (const int8_t *)(xb + xq);
-            t[r] = kl_fv_mul(wd, kl_fv_set1(kl_f32_f16(xb)));
-            if (hasmin) sm[r] = kl_fv_fma(kl_fv_load(p->m), kl_fv_set1(kl_f32_f16(xb + 2)), sm[r]);
+        const uint8_t *xb = x + bb * xblk;
+        const int8_t *xs = (const int8_t *)(xb + xq);
+        const kl_fv dx = kl_fv_set1(kl_f32_f16(xb));
+        kl_fv t[KQ32G_NG];
+        for (int g = 0; g < G; g++) {
+            const kq32g_blk *p = &P[g * KQ32G_KB + bb];
+            t[g] = kl_fv_mul(kl_fv_load(p->d), dx);
+            if (hasmin) sm[g] = kl_fv_fma(kl_fv_load(p->m), kl_fv_set1(kl_f32_f16(xb + 2)), sm[g]);
         }
         for (int l = 0; l < 8; l++) {
-            const kl_iv wq = p->q[l];
-            for (int r = 0; r < MT; r++) {
-                const kl_iv iv = kl_iv_dp4(kl_iv_set1(off ? sd[bb][r][l] : KL_MAGIC_I), wq, xs[r] + 4 * l);
-                acc[r][l] = kl_fv_fma(t[r], kl_fv_unmagic(iv), acc[r][l]);
+            for (int g = 0; g < G; g++) {
+                const kl_iv iv = kl_iv_dp4(kl_iv_set1(off ? sd[bb][l] : KL_MAGIC_I), P[g * KQ32G_KB + bb].q[l], xs + 4 * l);
+                acc[g][l] = kl_fv_fma(t[g], kl_fv_unmagic(iv), acc[g][l]);
             }
         }
     }
-    for (int r = 0; r < MT; r++) {
+    for (int g = 0; g < G; g++) {
         if (!last) {
-            for (int l = 0; l < 8; l++) kl_fv_store(park + (r * KQ32G_PARK + l) * KQ32G_L, acc[r][l]);
-            if (hasmin) kl_fv_store(park + (r * KQ32G_PARK + 8) * KQ32G_L, sm[r]);
+            for (int l = 0; l < 8; l++) kl_fv_store(park + (g * KQ32G_PARK + l) * KQ32G_L, acc[g][l]);
+            if (hasmin) kl_fv_store(park + (g * KQ32G_PARK + 8) * KQ32G_L, sm[g]);
             continue;
         }
-        const kl_fv g0 = kl_fv_add(kl_fv_add(acc[r][0], acc[r][4]), kl_fv_add(acc[r][2], acc[r][6]));
-        const kl_fv g1 = kl_fv_add(kl_fv_add(acc[r][1], acc[r][5]), kl_fv_add(acc[r][3], acc[r][7]));
+        const kl_fv g0 = kl_fv_add(kl_fv_add(acc[g][0], acc[g][4]), kl_fv_add(acc[g][2], acc[g][6]));
+        const kl_fv g1 = kl_fv_add(kl_fv_add(acc[g][1], acc[g][5]), kl_fv_add(acc[g][3], acc[g][7]));
         kl_fv f = kl_fv_add(g0, g1);
-        if (hasmin) f = kl_fv_add(f, sm[r]);
-        kl_fv_storen(y + r * N, f, nc);
+        if (hasmin) f = kl_fv_add(f, sm[g]);
+        kl_fv_storen(y + g * KQ32G_L, f, g == G - 1 ? nc : KQ32G_L);
     }
 }
 
@@ -171,18 +169,22 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                          int64_t n1, const int fmt, const int one) {
     const int64_t wblk = KL_Q32_WBLK(fmt), xblk = KL_Q32_XBLK(fmt);
     const int64_t wrow = nb * wblk, xrow = nb * xblk;
-    kq32g_blk P[KQ32G_KB];
-    float park[KQ32G_MS * KQ32G_PARK * KQ32G_L] __attribute__((aligned(64)));
+    const int NG = one ? 1 : KQ32G_NG; /* column groups per panel */
+    kq32g_blk P[KQ32G_NG * KQ32G_KB];
+    float park[KQ32G_MS * KQ32G_NG * KQ32G_PARK * KQ32G_L] __attribute__((aligned(64)));
     const int chunked = nb > KQ32G_KB;
     const int64_t MS = chunked ? KQ32G_MS : M; /* one chunk: nothing is parked, so no super-tiles */
     for (int64_t m0 = 0; m0 < M; m0 += MS) {
         const int64_t ms = M - m0 < MS ? M - m0 : MS;
-        for (int64_t n = n0; n < n1; n += KQ32G_L) {
-            const int nc = n1 - n < KQ32G_L ? (int)(n1 - n) : KQ32G_L;
+        for (int64_t n = n0; n < n1; n += NG * KQ32G_L) {
+            const int64_t left = n1 - n;
+            const int G = left > KQ32G_L && NG > 1 ? 2 : 1;
+            const int nc = left - (G - 1) * KQ32G_L < KQ32G_L ? (int)(left - (G - 1) * KQ32G_L) : KQ32G_L;
             for (int64_t b0 = 0; b0 < nb; b0 += KQ32G_KB) {
                 const int bc = nb - b0 < KQ32G_KB ? (int)(nb - b0) : KQ32G_KB;
                 const int first = b0 == 0, last = b0 + bc == nb;
-                kq32g_pack(P, w + n * wrow, wrow, b0, bc, nc, fmt);
+                for (int g = 0; g < G; g++)
+                    kq32g_pack(P + g * KQ32G_KB, w + (n + g * KQ32G_L) * wrow, wrow, b0, bc, g == G - 1 ? nc : KQ32G_L, fmt);
                 float *yb = y + m0 * N + n;
                 const uint8_t *xb = x + m0 * xrow + b0 * xblk;
                 int64_t m = 0;
@@ -194,12 +196,16 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                         kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, chunked ? park + m * KQ32G_PARK * KQ32G_L : park,
                                     first, last, fmt, 1);
                 } else {
-                    for (; m + KQ32G_MT <= ms; m += KQ32G_MT)
-                        kq32g_tile(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, chunked ? park + m * KQ32G_PARK * KQ32G_L : park,
-                                   first, last, fmt, KQ32G_MT);
-                    for (; m < ms; m++)
-                        kq32g_tile(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, chunked ? park + m * KQ32G_PARK * KQ32G_L : park,
-                                   first, last, fmt, 1);
+                    float *pk = park;
+                    for (; m < ms; m++, pk += chunked ? KQ32G_NG * KQ32G_PARK * KQ32G_L : 0) {
+#if KQ32G_NG > 1
+                        if (G == 2) {
+                            kq32g_tile(yb + m * N, nc, P, bc, xb + m * xrow, pk, first, last, fmt, 2);
+                            continue;
+                        }
+#endif
+                        kq32g_tile(yb + m * N, nc, P, bc, xb + m * xrow, pk, first, last, fmt, 1);
+                    }
                 }
             }
         }
