@@ -21,15 +21,17 @@
  * on top of the seed KL_MAGIC_I - offset * (the 4 or 32 quants' sum); |lane| <= 4 * 128 * 128 and
  * |isum| <= 32 * 8 * 128 are far below 2^22, so kl_fv_unmagic gives (float)lane exactly.
  *
- * Schedule: the thread's columns in groups of KL_FV_LANES; per group and chunk of up to KQ32G_KB blocks the
- * weights are unpacked once into a panel (per block and contract lane l the 4 codes of each column, the
- * f32 d (and m) per column), then every activation row reads it in tiles of KQ32G_MT rows (repacked
- * order: KQ32G_MT1) whose float accumulators stay in registers for the whole chunk. With more than one
- * chunk (nb > KQ32G_KB) rows go in super-tiles of KQ32G_MS and the accumulators are parked between chunks.
- *   KQ32G_MT   row tile of the vec_dot order (8 accumulators per row)
- *   KQ32G_MT1  row tile of the repacked order (1 accumulator per row)
- *   KQ32G_KB   blocks per panel chunk
- *   KQ32G_MS   rows per super-tile when K has several chunks
+ * Schedule: the thread's columns in panels of KQ32G_NG groups of KL_FV_LANES columns (the repacked order:
+ * one group); per panel and chunk of up to KQ32G_KB blocks the weights are unpacked once (per block and
+ * contract lane l the 4 codes of each column, the f32 d (and m) per column), then every activation row
+ * reads it: the vec_dot order one row at a time, its 8 (+1) float accumulators per group in registers for
+ * the chunk and its seeds, scale and quant broadcasts shared by the groups; the repacked order in tiles
+ * of KQ32G_MT1 rows. With more than one chunk (nb > KQ32G_KB) rows go in super-tiles of KQ32G_MS and the
+ * accumulators are parked between chunks.
+ *   KQ32G_NG     column groups per panel of the vec_dot order (1 or 2)
+ *   KQ32G_MT1    row tile of the repacked order (1 accumulator per row)
+ *   KQ32G_KB     blocks per panel chunk
+ *   KQ32G_MS     rows per super-tile when K has several chunks
  *   KQ32G_MIN_M  smallest M this schedule takes
  */
 #ifndef KM_Q32_GEMM_BODY_H

@@ -3,7 +3,8 @@
  * An instantiation of the family bodies linear/q32_cols_ggml_body.h (N % 8 == 0) and linear/q32_ggml_body.h
  * (otherwise); numerics and the exactness argument are there. Byte-identical to
  * km_linear_q4_0_q8_0_ggml__ref for every (ith, nth) and M, on the AVX-512 lanes with VNNI dot products (a
- * row pair is one zmm, lanes interleaved).
+ * row pair is one zmm, lanes interleaved); batches of 16+ rows take
+ * the column-lane GEMM of linear/q32_gemm_body.h (vpdpbusd per 4 values of 16 columns, the same bits).
  */
 #include "km_lanes_avx512.h"
 

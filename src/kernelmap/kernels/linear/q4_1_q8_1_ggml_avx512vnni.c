@@ -2,7 +2,8 @@
  *
  * An instantiation of the family body linear/q32_ggml_body.h; numerics and the exactness argument are there.
  * Byte-identical to km_linear_q4_1_q8_1_ggml__ref for every (ith, nth) and M, on the AVX-512 lanes with VNNI
- * dot products (a row pair is one zmm, lanes interleaved).
+ * dot products (a row pair is one zmm, lanes interleaved); batches of 16+ rows take
+ * the column-lane GEMM of linear/q32_gemm_body.h (vpdpbusd per 4 values of 16 columns, the same bits).
  */
 #include "km_lanes_avx512.h"
 
