@@ -93,6 +93,16 @@ def libs():
     return {fmt: load_map_library(MAP_IDS[fmt]) for fmt in FORMATS}
 
 
+def _with_quants(x: np.ndarray, qs: np.ndarray, act: str) -> np.ndarray:
+    """A copy of activation blocks x (of type act) whose every block's 32 quants are qs (scales kept)."""
+    out = x.copy()
+    if act == "q8_1":
+        out.reshape(x.shape[0], -1, 36)[:, :, 4:] = qs.view(np.uint8)
+    else:
+        out["qs"] = qs
+    return out
+
+
 def _edge_cases(fmt: str, rng: np.random.Generator):
     m, n, nb = 17, 6, 11  # 17 rows: a 16-row prefill tile (AMX's tile path) and a 1-row tail
     k = nb * 32
@@ -106,12 +116,7 @@ def _edge_cases(fmt: str, rng: np.random.Generator):
         top[:, :, 2:4] = np.array([0x3C00], np.uint16).view(np.uint8)
     low = top.copy()
     low[:, :, 4 if act == "q8_1" else 2:] = 0x80 if fmt == "q8_0" else 0x00  # code 0; q8_0: every weight -128
-    xs = x.copy()
-    xqs = np.where(np.arange(32) % 2 == 0, 127, -127).astype(np.int8)
-    if act == "q8_1":
-        xs.reshape(m, -1, 36)[:, :, 4:] = xqs.view(np.uint8)
-    else:
-        xs["qs"] = xqs
+    xs = _with_quants(x, np.where(np.arange(32) % 2 == 0, 127, -127).astype(np.int8), act)
     yield "extreme_codes_high", m, n, k, top.reshape(n, -1), xs
     yield "extreme_codes_low", m, n, k, low.reshape(n, -1), xs
     yield "large_magnitudes", m, n, k, random_weights(fmt, n, nb, rng, scale=6e4), activations(m, k, rng, 1e4, act)[1]
@@ -120,14 +125,9 @@ def _edge_cases(fmt: str, rng: np.random.Generator):
     # repacked order), two panels and a 16-column group with an 8-column tail
     mg, ng, nbg = 20, 24, 40
     kg = nbg * 32
-    xg = activations(mg, kg, rng, act=act)[1]
+    xg = _with_quants(activations(mg, kg, rng, act=act)[1], np.full(32, -127, np.int8), act)  # largest lane sums
     topg = np.resize(top[:1, :1], (ng, nbg, BLOCK[fmt]))
     lowg = np.resize(low[:1, :1], (ng, nbg, BLOCK[fmt]))
-    xneg = np.full(32, -127, np.int8)  # every lane sum at its largest magnitude
-    if act == "q8_1":
-        xg.reshape(mg, -1, 36)[:, :, 4:] = xneg.view(np.uint8)
-    else:
-        xg["qs"] = xneg
     yield "extreme_codes_high_gemm", mg, ng, kg, topg.reshape(ng, -1), xg
     yield "extreme_codes_low_gemm", mg, ng, kg, lowg.reshape(ng, -1), xg
     yield "large_magnitudes_gemm", mg, ng, kg, random_weights(fmt, ng, nbg, rng, scale=6e4), activations(mg, kg, rng, 1e4, act)[1]
