@@ -21,14 +21,14 @@
  * on top of the seed KL_MAGIC_I - offset * (the 4 or 32 quants' sum); |lane| <= 4 * 128 * 128 and
  * |isum| <= 32 * 8 * 128 are far below 2^22, so kl_fv_unmagic gives (float)lane exactly.
  *
- * Schedule: the thread's columns in panels of KQ32G_NG groups of KL_FV_LANES columns (the repacked order:
- * one group); per panel and chunk of up to KQ32G_KB blocks the weights are unpacked once (per block and
+ * Schedule: the thread's columns in panels of KQ32G_NG groups of KL_FV_LANES columns; per panel and chunk of up to KQ32G_KB blocks the weights are unpacked once (per block and
  * contract lane l the 4 codes of each column, the f32 d (and m) per column), then every activation row
  * reads it: the vec_dot order one row at a time, its 8 (+1) float accumulators per group in registers for
  * the chunk and its seeds, scale and quant broadcasts shared by the groups; the repacked order in tiles
- * of KQ32G_MT1 rows. With more than one chunk (nb > KQ32G_KB) rows go in super-tiles of KQ32G_MS and the
+ * of KQ32G_MT1 rows, one chain per (row, group) in registers. The seeds of a tile's chunk are computed
+ * before its dot loop, which broadcasts them from memory. With more than one chunk (nb > KQ32G_KB) rows go in super-tiles of KQ32G_MS and the
  * accumulators are parked between chunks.
- *   KQ32G_NG     column groups per panel of the vec_dot order (1 or 2)
+ *   KQ32G_NG     column groups per panel (1 or 2)
  *   KQ32G_MT1    row tile of the repacked order (1 accumulator per row)
  *   KQ32G_KB     blocks per panel chunk
  *   KQ32G_MS     rows per super-tile when K has several chunks
@@ -133,36 +133,43 @@ KL_INLINE void kq32g_tile(float *y, int nc, const kq32g_blk *P, int bc, const ui
     }
 }
 
-/* The repacked order (q4_0, N % 8 == 0): as kq32g_tile with one chain per row (park: 1 vector per row). */
+/* The repacked order (q4_0, N % 8 == 0): MT activation rows (x: the first row's block at the chunk start,
+ * row stride xrow bytes) against G groups' panels, one chain per (row, group); park: KQ32G_NG * KQ32G_PARK
+ * vectors per row (the first G used); y: the first row's first column (row stride N). */
 KL_INLINE void kq32g_tile1(float *y, int64_t N, int nc, const kq32g_blk *P, int bc, const uint8_t *x, int64_t xrow,
-                           float *park, int first, int last, const int fmt, const int MT) {
+                           float *park, int first, int last, const int fmt, const int MT, const int G) {
     const int64_t xblk = KL_Q32_XBLK(fmt), xq = KL_Q32_XQS(fmt);
     const int off = KQ32G_OFF(fmt);
-    kl_fv acc[KQ32G_MT1];
-    for (int r = 0; r < MT; r++) acc[r] = first ? kl_fv_zero() : kl_fv_load(park + r * KQ32G_PARK * KQ32G_L);
+    const int64_t pstride = KQ32G_NG * KQ32G_PARK * KQ32G_L;
+    kl_fv acc[KQ32G_MT1][KQ32G_NG];
+    for (int r = 0; r < MT; r++)
+        for (int g = 0; g < G; g++) acc[r][g] = first ? kl_fv_zero() : kl_fv_load(park + r * pstride + g * KQ32G_L);
+    int32_t sd[KQ32G_KB][KQ32G_MT1]; /* the seeds first (broadcast from memory below, as in kq32g_tile) */
+    for (int bb = 0; bb < bc; bb++)
+        for (int r = 0; r < MT; r++)
+            sd[bb][r] = (int32_t)((uint32_t)KL_MAGIC_I -
+                                  (uint32_t)off * (uint32_t)kl_q32_xsum((const int8_t *)(x + r * xrow + bb * xblk + xq)));
     for (int bb = 0; bb < bc; bb++) {
-        const kq32g_blk *p = &P[bb];
-        const kl_fv wd = kl_fv_load(p->d);
-        const int8_t *xs[KQ32G_MT1];
-        kl_iv iv[KQ32G_MT1];
+        kl_iv iv[KQ32G_MT1][KQ32G_NG];
+        for (int r = 0; r < MT; r++)
+            for (int g = 0; g < G; g++) iv[r][g] = kl_iv_set1(sd[bb][r]);
+        for (int l = 0; l < 8; l++)
+            for (int g = 0; g < G; g++) {
+                const kl_iv wq = P[g * KQ32G_KB + bb].q[l];
+                for (int r = 0; r < MT; r++)
+                    iv[r][g] = kl_iv_dp4(iv[r][g], wq, (const int8_t *)(x + r * xrow + bb * xblk + xq) + 4 * l);
+            }
         for (int r = 0; r < MT; r++) {
-            const uint8_t *xb = x + r * xrow + bb * xblk;
-            xs[r] = (const int8_t *)(xb + xq);
-            iv[r] = kl_iv_set1((int32_t)((uint32_t)KL_MAGIC_I - (uint32_t)off * (uint32_t)kl_q32_xsum(xs[r])));
-        }
-        for (int l = 0; l < 8; l++) {
-            const kl_iv wq = p->q[l];
-            for (int r = 0; r < MT; r++) iv[r] = kl_iv_dp4(iv[r], wq, xs[r] + 4 * l);
-        }
-        for (int r = 0; r < MT; r++) {
-            const kl_fv t = kl_fv_mul(wd, kl_fv_set1(kl_f32_f16(x + r * xrow + bb * xblk)));
-            acc[r] = kl_fv_fma(kl_fv_unmagic(iv[r]), t, acc[r]);
+            const kl_fv dx = kl_fv_set1(kl_f32_f16(x + r * xrow + bb * xblk));
+            for (int g = 0; g < G; g++)
+                acc[r][g] = kl_fv_fma(kl_fv_unmagic(iv[r][g]), kl_fv_mul(kl_fv_load(P[g * KQ32G_KB + bb].d), dx), acc[r][g]);
         }
     }
-    for (int r = 0; r < MT; r++) {
-        if (last) kl_fv_storen(y + r * N, acc[r], nc);
-        else kl_fv_store(park + r * KQ32G_PARK * KQ32G_L, acc[r]);
-    }
+    for (int r = 0; r < MT; r++)
+        for (int g = 0; g < G; g++) {
+            if (last) kl_fv_storen(y + r * N + g * KQ32G_L, acc[r][g], g == G - 1 ? nc : KQ32G_L);
+            else kl_fv_store(park + r * pstride + g * KQ32G_L, acc[r][g]);
+        }
 }
 
 /* Columns [n0, n1) of y (row stride N) for all M rows (activation rows of nb blocks of format fmt's
@@ -171,7 +178,7 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                          int64_t n1, const int fmt, const int one) {
     const int64_t wblk = KL_Q32_WBLK(fmt), xblk = KL_Q32_XBLK(fmt);
     const int64_t wrow = nb * wblk, xrow = nb * xblk;
-    const int NG = one ? 1 : KQ32G_NG; /* column groups per panel */
+    const int NG = KQ32G_NG; /* column groups per panel */
     kq32g_blk P[KQ32G_NG * KQ32G_KB];
     float park[KQ32G_MS * KQ32G_NG * KQ32G_PARK * KQ32G_L] __attribute__((aligned(64)));
     const int chunked = nb > KQ32G_KB;
@@ -191,12 +198,27 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                 const uint8_t *xb = x + m0 * xrow + b0 * xblk;
                 int64_t m = 0;
                 if (one) {
-                    for (; m + KQ32G_MT1 <= ms; m += KQ32G_MT1)
-                        kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, chunked ? park + m * KQ32G_PARK * KQ32G_L : park,
-                                    first, last, fmt, KQ32G_MT1);
-                    for (; m < ms; m++)
-                        kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, chunked ? park + m * KQ32G_PARK * KQ32G_L : park,
-                                    first, last, fmt, 1);
+                    const int64_t ps = KQ32G_NG * KQ32G_PARK * KQ32G_L;
+                    for (; m + KQ32G_MT1 <= ms; m += KQ32G_MT1) {
+                        float *pk = chunked ? park + m * ps : park;
+#if KQ32G_NG > 1
+                        if (G == 2) {
+                            kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, pk, first, last, fmt, KQ32G_MT1, 2);
+                            continue;
+                        }
+#endif
+                        kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, pk, first, last, fmt, KQ32G_MT1, 1);
+                    }
+                    for (; m < ms; m++) {
+                        float *pk = chunked ? park + m * ps : park;
+#if KQ32G_NG > 1
+                        if (G == 2) {
+                            kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, pk, first, last, fmt, 1, 2);
+                            continue;
+                        }
+#endif
+                        kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, pk, first, last, fmt, 1, 1);
+                    }
                 } else {
                     float *pk = park;
                     for (; m < ms; m++, pk += chunked ? KQ32G_NG * KQ32G_PARK * KQ32G_L : 0) {
