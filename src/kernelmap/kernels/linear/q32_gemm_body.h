@@ -172,6 +172,27 @@ KL_INLINE void kq32g_tile1(float *y, int64_t N, int nc, const kq32g_blk *P, int 
         }
 }
 
+/* The weights the next panel chunk will unpack, prefetched (to L2) a few lines per row tile while the
+ * current one is read: the unpacking gathers walk 16 rows at once, which the hardware prefetchers follow
+ * poorly from DRAM. */
+typedef struct {
+    const uint8_t *w; /* the first row's first byte */
+    int64_t wrow, lines, total, next;
+} kq32g_pf;
+
+KL_INLINE void kq32g_pf_set(kq32g_pf *pf, const uint8_t *w, int64_t wrow, int64_t rows, int64_t bytes) {
+    pf->w = w;
+    pf->wrow = wrow;
+    pf->lines = (bytes + 63) / 64;
+    pf->total = rows > 0 ? rows * pf->lines : 0;
+    pf->next = 0;
+}
+
+KL_INLINE void kq32g_pf_step(kq32g_pf *pf, int64_t count) {
+    for (int64_t e = pf->next + count < pf->total ? pf->next + count : pf->total; pf->next < e; pf->next++)
+        kl_prefetch_l2(pf->w + (pf->next / pf->lines) * pf->wrow + 64 * (pf->next % pf->lines));
+}
+
 /* Columns [n0, n1) of y (row stride N) for all M rows (activation rows of nb blocks of format fmt's
  * activation type at x); one: the repacked order, else the vec_dot order. */
 static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M, int64_t N, int64_t nb, int64_t n0,
@@ -194,6 +215,16 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                 const int first = b0 == 0, last = b0 + bc == nb;
                 for (int g = 0; g < G; g++)
                     kq32g_pack(P + g * KQ32G_KB, w + (n + g * KQ32G_L) * wrow, wrow, b0, bc, g == G - 1 ? nc : KQ32G_L, fmt);
+                kq32g_pf pf; /* the next chunk of this panel, else the next panel's first */
+                if (!last) {
+                    const int64_t bn = nb - b0 - bc < KQ32G_KB ? nb - b0 - bc : KQ32G_KB;
+                    kq32g_pf_set(&pf, w + n * wrow + (b0 + bc) * wblk, wrow, n1 - n < NG * KQ32G_L ? n1 - n : NG * KQ32G_L,
+                                 bn * wblk);
+                } else {
+                    const int64_t nn = n + NG * KQ32G_L, rn = n1 - nn < NG * KQ32G_L ? n1 - nn : NG * KQ32G_L;
+                    kq32g_pf_set(&pf, w + nn * wrow, wrow, rn, (nb < KQ32G_KB ? nb : KQ32G_KB) * wblk);
+                }
+                const int64_t pfs = (pf.total + ms - 1) / ms; /* lines per activation row */
                 float *yb = y + m0 * N + n;
                 const uint8_t *xb = x + m0 * xrow + b0 * xblk;
                 int64_t m = 0;
@@ -201,6 +232,7 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                     const int64_t ps = KQ32G_NG * KQ32G_PARK * KQ32G_L;
                     for (; m + KQ32G_MT1 <= ms; m += KQ32G_MT1) {
                         float *pk = chunked ? park + m * ps : park;
+                        kq32g_pf_step(&pf, KQ32G_MT1 * pfs);
 #if KQ32G_NG > 1
                         if (G == 2) {
                             kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, pk, first, last, fmt, KQ32G_MT1, 2);
@@ -211,6 +243,7 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                     }
                     for (; m < ms; m++) {
                         float *pk = chunked ? park + m * ps : park;
+                        kq32g_pf_step(&pf, pfs);
 #if KQ32G_NG > 1
                         if (G == 2) {
                             kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, pk, first, last, fmt, 1, 2);
@@ -222,6 +255,7 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                 } else {
                     float *pk = park;
                     for (; m < ms; m++, pk += chunked ? KQ32G_NG * KQ32G_PARK * KQ32G_L : 0) {
+                        kq32g_pf_step(&pf, pfs);
 #if KQ32G_NG > 1
                         if (G == 2) {
                             kq32g_tile(yb + m * N, nc, P, bc, xb + m * xrow, pk, first, last, fmt, 2);
