@@ -19,7 +19,9 @@
  * code minus the format's offset (q4_0 8, q5_0 16, q8_0 128 after flipping the int8's sign bit, q4_1 / q5_1
  * 0); the codes are unsigned bytes, so one kl_iv_dp4 per 4 values of 16 columns sums code * quant exactly,
  * on top of the seed KL_MAGIC_I - offset * (the 4 or 32 quants' sum); |lane| <= 4 * 128 * 128 and
- * |isum| <= 32 * 8 * 128 are far below 2^22, so kl_fv_unmagic gives (float)lane exactly.
+ * |isum| <= 32 * 8 * 128 are far below 2^22, so kl_fv_unmagic gives (float)lane exactly. q8_0's bytes reach
+ * 255, so q8_0 needs a kl_iv_dp4 exact for every unsigned byte (VNNI; the fallback's int16 pair sums are
+ * exact only for codes <= 127): instantiate it on VNNI lanes only.
  *
  * Schedule: the thread's columns in panels of KQ32G_NG groups of KL_FV_LANES columns; per panel and chunk of up to KQ32G_KB blocks the weights are unpacked once (per block and
  * contract lane l the 4 codes of each column, the f32 d (and m) per column), then every activation row
