@@ -44,7 +44,12 @@ Q8_0_DTYPE = np.dtype([("d", "<f2"), ("qs", "i1", (32,))])
 SHAPES = [(1, 1, 1), (1, 7, 3), (1, 13, 20), (1, 17, 9), (2, 5, 9), (3, 9, 11), (4, 3, 4), (5, 6, 16), (6, 5, 13),
           (7, 4, 15), (8, 9, 8), (9, 6, 10), (12, 3, 2), (15, 2, 7), (16, 11, 20), (17, 4, 5), (33, 3, 2),
           (130, 2, 3), (3, 5, 67), (9, 3, 130), (1, 9, 65), (18, 5, 70),
-          (1, 8, 20), (1, 24, 67), (3, 16, 9), (17, 40, 5), (2, 136, 64)]  # N % 8 == 0: q4_0's repacked order
+          (1, 8, 20), (1, 24, 67), (3, 16, 9), (17, 40, 5), (2, 136, 64),  # N % 8 == 0: q4_0's repacked order
+          # the AVX-512 VNNI prefill GEMM (M >= 16, linear/q32_gemm_body.h): 16-column groups with 8- and odd
+          # tails, panels of 32 blocks and their tails (33, 65 blocks: accumulators parked between panels),
+          # the 64-row super-tile of a several-panel K crossed (M = 70, 131), both q4_0 orders
+          (16, 32, 20), (21, 40, 32), (19, 37, 33), (16, 48, 65), (70, 19, 65), (70, 24, 40), (131, 21, 34),
+          (64, 5, 1)]
 _run = runner(w_offset=2, x_offset=38)
 
 
@@ -88,6 +93,16 @@ def libs():
     return {fmt: load_map_library(MAP_IDS[fmt]) for fmt in FORMATS}
 
 
+def _with_quants(x: np.ndarray, qs: np.ndarray, act: str) -> np.ndarray:
+    """A copy of activation blocks x (of type act) whose every block's 32 quants are qs (scales kept)."""
+    out = x.copy()
+    if act == "q8_1":
+        out.reshape(x.shape[0], -1, 36)[:, :, 4:] = qs.view(np.uint8)
+    else:
+        out["qs"] = qs
+    return out
+
+
 def _edge_cases(fmt: str, rng: np.random.Generator):
     m, n, nb = 17, 6, 11  # 17 rows: a 16-row prefill tile (AMX's tile path) and a 1-row tail
     k = nb * 32
@@ -101,16 +116,21 @@ def _edge_cases(fmt: str, rng: np.random.Generator):
         top[:, :, 2:4] = np.array([0x3C00], np.uint16).view(np.uint8)
     low = top.copy()
     low[:, :, 4 if act == "q8_1" else 2:] = 0x80 if fmt == "q8_0" else 0x00  # code 0; q8_0: every weight -128
-    xs = x.copy()
-    xqs = np.where(np.arange(32) % 2 == 0, 127, -127).astype(np.int8)
-    if act == "q8_1":
-        xs.reshape(m, -1, 36)[:, :, 4:] = xqs.view(np.uint8)
-    else:
-        xs["qs"] = xqs
+    xs = _with_quants(x, np.where(np.arange(32) % 2 == 0, 127, -127).astype(np.int8), act)
     yield "extreme_codes_high", m, n, k, top.reshape(n, -1), xs
     yield "extreme_codes_low", m, n, k, low.reshape(n, -1), xs
     yield "large_magnitudes", m, n, k, random_weights(fmt, n, nb, rng, scale=6e4), activations(m, k, rng, 1e4, act)[1]
     yield "tiny_magnitudes", m, n, k, random_weights(fmt, n, nb, rng, scale=1e-7), activations(m, k, rng, 1e-6, act)[1]
+    # extreme codes against all-(-127) quants and huge scales through the prefill GEMM with N % 8 == 0 (q4_0's
+    # repacked order), two panels and a 16-column group with an 8-column tail
+    mg, ng, nbg = 20, 24, 40
+    kg = nbg * 32
+    xg = _with_quants(activations(mg, kg, rng, act=act)[1], np.full(32, -127, np.int8), act)  # largest lane sums
+    topg = np.resize(top[:1, :1], (ng, nbg, BLOCK[fmt]))
+    lowg = np.resize(low[:1, :1], (ng, nbg, BLOCK[fmt]))
+    yield "extreme_codes_high_gemm", mg, ng, kg, topg.reshape(ng, -1), xg
+    yield "extreme_codes_low_gemm", mg, ng, kg, lowg.reshape(ng, -1), xg
+    yield "large_magnitudes_gemm", mg, ng, kg, random_weights(fmt, ng, nbg, rng, scale=6e4), activations(mg, kg, rng, 1e4, act)[1]
 
 
 @pytest.mark.parametrize("fmt,variant", SIMD, ids=[f"{f}-{v}" for f, v in SIMD])

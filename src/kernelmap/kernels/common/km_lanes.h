@@ -279,4 +279,20 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *   kl_fv_load(p) kl_fv_store(p, v)   KL_FV_LANES floats at p, aligned to the vector's size
  */
 
+/* w6-q32gemm additions (column-lane int32 for the 32-element prefill GEMM, linear/q32_gemm_body.h; implemented in
+ * km_lanes_avx512.h next to the w6-gemm names, defined when KL_IV is):
+ *   kl_iv_set1(s)                  every lane = the int32 s
+ *   kl_iv_xor(a, b)                bitwise exclusive or
+ *   kl_iv_bitbytes(h, s, v)        byte j (j < 4) of lane c = v if bit s + j of lane c of h is set, else 0
+ *                                  (s a multiple of 4, 0 <= s <= 28; v a byte)
+ *   kl_fv_unmagic(v)               (float)(lane - KL_MAGIC_I) for lanes seeded with KL_MAGIC_I whose offset is
+ *                                  below 2^22 in magnitude: bits(lane) - KL_MAGIC_F, exact
+ *   kl_f32_f16(p)                  the IEEE half at p as f32 (exact)
+ *   kl_fv_f16s(p, stride, n)       lane c < n = the IEEE half at p + c * stride as f32 (exact; reads the 4 bytes
+ *                                  there, stride * KL_FV_LANES < 2^31); lanes >= n = +0 and not read
+ *   kl_q32_seeds(out, qs, off)     the 8 int32 out[l] = KL_MAGIC_I - off * (qs[4l] + ... + qs[4l + 3]) of 32
+ *                                  int8 quants qs (off 0 or a power of two <= 128; out aligned to 32 bytes)
+ *   kl_q32_xsum(qs)                the int32 sum of the 32 int8 quants at qs
+ */
+
 #endif /* KM_LANES_H */

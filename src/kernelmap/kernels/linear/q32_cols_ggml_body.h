@@ -65,6 +65,12 @@ static inline void kqc_linear(float *y, const void *w, const void *x, int64_t M,
     const int64_t wrow = nb * wblk;
     const uint8_t *wb = (const uint8_t *)w;
     const uint8_t *xb = (const uint8_t *)x;
+#ifdef KQ32G_NG
+    if (M >= KQ32G_MIN_M) { /* the prefill GEMM of linear/q32_gemm_body.h, this order */
+        kq32g_linear(y, wb, xb, M, N, nb, lo, hi, fmt, 1);
+        return;
+    }
+#endif
     kq32_xrow xr[KQ32_TT];
     float park[KQ32_NC * KQ32_TT] __attribute__((aligned(64)));
     for (int64_t c0 = lo; c0 < hi; c0 += KQ32_NC) {

@@ -20,6 +20,8 @@
  *   KQ32_PFT  prefill: prefetch distance in weight rows (to L1)
  *   KQ32_KS   blocks per K slice (accumulators are parked between slices)
  *   KQ32_NC   columns per chunk (a chunk's weights stay in L2 across activation tiles)
+ *   KQ32G_NG, KQ32G_MT1, KQ32G_KB, KQ32G_MS, KQ32G_MIN_M  optional (lanes with KL_IV): batches of M >= KQ32G_MIN_M
+ *             rows go to the register-blocked GEMM of linear/q32_gemm_body.h (same numerics)
  * Partition: output columns n (km_part over N); no output depends on M, tiling or (ith, nth).
  * The instantiating file defines the entry point (linear.token_major.v1 ABI) as a call of kq32_linear.
  * q4_0 has a second order (N % 8 == 0): linear/q32_cols_ggml_body.h.
@@ -28,6 +30,9 @@
 #define KM_Q32_GGML_BODY_H
 
 #include "km_lanes.h"
+#ifdef KQ32G_NG /* the instantiation also sets the prefill GEMM's schedule */
+#include "q32_gemm_body.h"
+#endif
 
 #define KQ32_NACC (KQ32_RP * KQ32_TT)
 
@@ -233,6 +238,12 @@ static inline void kq32_linear(float *y, const void *w, const void *x, int64_t M
     const int64_t wrow = nb * wblk;
     const uint8_t *wb = (const uint8_t *)w;
     const uint8_t *xb = (const uint8_t *)x;
+#ifdef KQ32G_NG
+    if (M >= KQ32G_MIN_M) {
+        kq32g_linear(y, wb, xb, M, N, nb, lo, hi, fmt, 0);
+        return;
+    }
+#endif
     kq32_xrow xr[KQ32_TT];
     float park[16 * KQ32_NC / 2 * KQ32_TT] __attribute__((aligned(64))); /* used when nb > KQ32_KS */
     float mpark[KQ32_NC * KQ32_TT] __attribute__((aligned(64)));          /* the min formats' chains */

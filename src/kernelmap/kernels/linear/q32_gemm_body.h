@@ -1,0 +1,275 @@
+/* linear/q32_gemm_body.h — the prefill schedule of the 32-element ggml-order linears (linear.<w>.<a>.ggml.v1,
+ * w = q4_0, q5_0, q8_0 against q8_0, w = q4_1, q5_1 against q8_1): a register-blocked GEMM over column lanes,
+ * written once against the lanes interface (common/km_lanes.h, the w6-gemm and w6-q32gemm names).
+ * linear/q32_ggml_body.h (and, for q4_0 with N % 8 == 0, linear/q32_cols_ggml_body.h) call it for
+ * M >= KQ32G_MIN_M when the instantiating file sets the schedule below; decode and short batches keep
+ * those bodies' loops.
+ *
+ * Numerics: exactly the contracts of those bodies (and linear/<w>_<a>_ggml_ref.c). Per output (m, n):
+ *   - the vec_dot order (every format; q4_0 when N % 8 != 0): eight f32 lanes acc[l] from +0; for the
+ *     blocks b in increasing order lane[l] = the exact int32 sum of the four products at 4l..4l+3,
+ *     t = f32(fp16(w.d) * fp16(x.d)), acc[l] = fma(t, (float)lane[l], acc[l]); y = ((acc0 + acc4) +
+ *     (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)); q4_1 / q5_1 add the chain summs = fma(fp16(w.m),
+ *     fp16(x.s), summs) (from +0, blocks in order) after the fold;
+ *   - the repacked order (q4_0 when N % 8 == 0, one = 1): one chain acc = fma((float)isum, t, acc) with
+ *     isum the exact int32 sum of the block's 32 products; y = acc.
+ * Only the way the exact integers are formed differs from those bodies: vector lane c is output column c
+ * (KL_FV_LANES columns per group), so no float operation crosses columns and every (m, n) sees its
+ * contract's float steps whatever the group width, M or (ith, nth). The weight's integer is its stored
+ * code minus the format's offset (q4_0 8, q5_0 16, q8_0 128 after flipping the int8's sign bit, q4_1 / q5_1
+ * 0); the codes are unsigned bytes, so one kl_iv_dp4 per 4 values of 16 columns sums code * quant exactly,
+ * on top of the seed KL_MAGIC_I - offset * (the 4 or 32 quants' sum); |lane| <= 4 * 128 * 128 and
+ * |isum| <= 32 * 8 * 128 are far below 2^22, so kl_fv_unmagic gives (float)lane exactly. q8_0's bytes reach
+ * 255, so q8_0 needs a kl_iv_dp4 exact for every unsigned byte (VNNI; the fallback's int16 pair sums are
+ * exact only for codes <= 127): instantiate it on VNNI lanes only.
+ *
+ * Schedule: the thread's columns in panels of KQ32G_NG groups of KL_FV_LANES columns; per panel and chunk of up to KQ32G_KB blocks the weights are unpacked once (per block and
+ * contract lane l the 4 codes of each column, the f32 d (and m) per column), then every activation row
+ * reads it: the vec_dot order one row at a time, its 8 (+1) float accumulators per group in registers for
+ * the chunk and its seeds, scale and quant broadcasts shared by the groups; the repacked order in tiles
+ * of KQ32G_MT1 rows, one chain per (row, group) in registers. The seeds of a tile's chunk are computed
+ * before its dot loop, which broadcasts them from memory. With more than one chunk (nb > KQ32G_KB) rows go in super-tiles of KQ32G_MS and the
+ * accumulators are parked between chunks.
+ *   KQ32G_NG     column groups per panel (1 or 2)
+ *   KQ32G_MT1    row tile of the repacked order (1 accumulator per row)
+ *   KQ32G_KB     blocks per panel chunk
+ *   KQ32G_MS     rows per super-tile when K has several chunks
+ *   KQ32G_MIN_M  smallest M this schedule takes
+ */
+#ifndef KM_Q32_GEMM_BODY_H
+#define KM_Q32_GEMM_BODY_H
+
+#include "km_lanes.h"
+
+#ifndef KL_IV
+#error "linear/q32_gemm_body.h needs the column-lane int32 operations (KL_IV) of the lanes header"
+#endif
+
+#define KQ32G_L KL_FV_LANES
+#define KQ32G_PARK 9 /* parked vectors per row: 8 lanes and the min chain */
+
+/* One block of a column group, unpacked. */
+typedef struct {
+    kl_iv q[8];       /* contract lane l: lane c = column c's codes 4l..4l+3 as unsigned bytes */
+    float d[KQ32G_L]; /* f32 of the column's f16 d (+0 past the group) */
+    float m[KQ32G_L]; /* the min formats: f32 of the column's f16 m */
+} __attribute__((aligned(64))) kq32g_blk;
+
+/* The offset of a format's stored byte (q8_0: the int8 with its sign bit flipped). */
+#define KQ32G_OFF(fmt) ((fmt) == KL_Q32_Q8_0 ? 128 : KL_Q32_OFF(fmt))
+
+/* Unpack blocks [b0, b0 + bc) of the nc (<= KQ32G_L) columns starting at w (row stride wrow). */
+KL_INLINE void kq32g_pack(kq32g_blk *P, const uint8_t *w, int64_t wrow, int64_t b0, int bc, int nc, const int fmt) {
+    const int64_t wblk = KL_Q32_WBLK(fmt);
+    for (int bb = 0; bb < bc; bb++) {
+        kq32g_blk *p = &P[bb];
+        const uint8_t *blk = w + (b0 + bb) * wblk;
+        if (fmt == KL_Q32_Q8_0) { /* int8 weight w as the byte w + 128 (offset 128) */
+            for (int l = 0; l < 8; l++)
+                p->q[l] = kl_iv_xor(kl_iv_gather32(blk + KL_Q32_QS(fmt) + 4 * l, wrow, nc), kl_iv_set1((int32_t)0x80808080u));
+        } else { /* element i < 16: low nibble of qs[i], 16 + i: its high nibble; qh bit i: element i's bit 4 */
+            kl_iv h = kl_iv_zero();
+            if (KL_Q32_QH(fmt) >= 0) h = kl_iv_gather32(blk + KL_Q32_QH(fmt), wrow, nc);
+            for (int t = 0; t < 4; t++) {
+                const kl_iv g = kl_iv_gather32(blk + KL_Q32_QS(fmt) + 4 * t, wrow, nc);
+                kl_iv lo = kl_iv_nib_lo(g), hi = kl_iv_nib_hi(g);
+                if (KL_Q32_QH(fmt) >= 0) {
+                    lo = kl_iv_add(lo, kl_iv_bitbytes(h, 4 * t, 16));
+                    hi = kl_iv_add(hi, kl_iv_bitbytes(h, 16 + 4 * t, 16));
+                }
+                p->q[t] = lo;
+                p->q[t + 4] = hi;
+            }
+        }
+        kl_fv_store(p->d, kl_fv_f16s(blk, wrow, nc));
+        if (KL_Q32_HASMIN(fmt)) kl_fv_store(p->m, kl_fv_f16s(blk + 2, wrow, nc));
+    }
+}
+
+/* The vec_dot order: one activation row (x: its block at the chunk start) against G (<= KQ32G_NG) column
+ * groups' panels (group g's at P + g * KQ32G_KB; bc blocks), which share the row's seeds, scales and quant
+ * broadcasts; nc: the last group's columns. first: accumulators from +0, else from park (KQ32G_PARK
+ * vectors per group); last: fold and store y (group g at y + g * KQ32G_L), else park. */
+KL_INLINE void kq32g_tile(float *y, int nc, const kq32g_blk *P, int bc, const uint8_t *x, float *park, int first,
+                          int last, const int fmt, const int G) {
+    const int64_t xblk = KL_Q32_XBLK(fmt), xq = KL_Q32_XQS(fmt);
+    const int off = KQ32G_OFF(fmt), hasmin = KL_Q32_HASMIN(fmt);
+    kl_fv acc[KQ32G_NG][8], sm[KQ32G_NG];
+    for (int g = 0; g < G; g++) {
+        for (int l = 0; l < 8; l++) acc[g][l] = first ? kl_fv_zero() : kl_fv_load(park + (g * KQ32G_PARK + l) * KQ32G_L);
+        if (hasmin) sm[g] = first ? kl_fv_zero() : kl_fv_load(park + (g * KQ32G_PARK + 8) * KQ32G_L);
+    }
+    /* the seeds of the whole chunk first: the dot loop below broadcasts them from memory (computed next
+     * to their use, the compiler extracts them from registers, an extra shuffle per dot) */
+    int32_t sd[KQ32G_KB][8] __attribute__((aligned(32)));
+    if (off)
+        for (int bb = 0; bb < bc; bb++) kl_q32_seeds(sd[bb], (const int8_t *)(x + bb * xblk + xq), off);
+    for (int bb = 0; bb < bc; bb++) {
+        const uint8_t *xb = x + bb * xblk;
+        const int8_t *xs = (const int8_t *)(xb + xq);
+        const kl_fv dx = kl_fv_set1(kl_f32_f16(xb));
+        kl_fv t[KQ32G_NG];
+        for (int g = 0; g < G; g++) {
+            const kq32g_blk *p = &P[g * KQ32G_KB + bb];
+            t[g] = kl_fv_mul(kl_fv_load(p->d), dx);
+            if (hasmin) sm[g] = kl_fv_fma(kl_fv_load(p->m), kl_fv_set1(kl_f32_f16(xb + 2)), sm[g]);
+        }
+        for (int l = 0; l < 8; l++) {
+            for (int g = 0; g < G; g++) {
+                const kl_iv iv = kl_iv_dp4(kl_iv_set1(off ? sd[bb][l] : KL_MAGIC_I), P[g * KQ32G_KB + bb].q[l], xs + 4 * l);
+                acc[g][l] = kl_fv_fma(t[g], kl_fv_unmagic(iv), acc[g][l]);
+            }
+        }
+    }
+    for (int g = 0; g < G; g++) {
+        if (!last) {
+            for (int l = 0; l < 8; l++) kl_fv_store(park + (g * KQ32G_PARK + l) * KQ32G_L, acc[g][l]);
+            if (hasmin) kl_fv_store(park + (g * KQ32G_PARK + 8) * KQ32G_L, sm[g]);
+            continue;
+        }
+        const kl_fv g0 = kl_fv_add(kl_fv_add(acc[g][0], acc[g][4]), kl_fv_add(acc[g][2], acc[g][6]));
+        const kl_fv g1 = kl_fv_add(kl_fv_add(acc[g][1], acc[g][5]), kl_fv_add(acc[g][3], acc[g][7]));
+        kl_fv f = kl_fv_add(g0, g1);
+        if (hasmin) f = kl_fv_add(f, sm[g]);
+        kl_fv_storen(y + g * KQ32G_L, f, g == G - 1 ? nc : KQ32G_L);
+    }
+}
+
+/* The repacked order (q4_0, N % 8 == 0): MT activation rows (x: the first row's block at the chunk start,
+ * row stride xrow bytes) against G groups' panels, one chain per (row, group); park: KQ32G_NG * KQ32G_PARK
+ * vectors per row (the first G used); y: the first row's first column (row stride N). */
+KL_INLINE void kq32g_tile1(float *y, int64_t N, int nc, const kq32g_blk *P, int bc, const uint8_t *x, int64_t xrow,
+                           float *park, int first, int last, const int fmt, const int MT, const int G) {
+    const int64_t xblk = KL_Q32_XBLK(fmt), xq = KL_Q32_XQS(fmt);
+    const int off = KQ32G_OFF(fmt);
+    const int64_t pstride = KQ32G_NG * KQ32G_PARK * KQ32G_L;
+    kl_fv acc[KQ32G_MT1][KQ32G_NG];
+    for (int r = 0; r < MT; r++)
+        for (int g = 0; g < G; g++) acc[r][g] = first ? kl_fv_zero() : kl_fv_load(park + r * pstride + g * KQ32G_L);
+    int32_t sd[KQ32G_KB][KQ32G_MT1]; /* the seeds first (broadcast from memory below, as in kq32g_tile) */
+    for (int bb = 0; bb < bc; bb++)
+        for (int r = 0; r < MT; r++)
+            sd[bb][r] = (int32_t)((uint32_t)KL_MAGIC_I -
+                                  (uint32_t)off * (uint32_t)kl_q32_xsum((const int8_t *)(x + r * xrow + bb * xblk + xq)));
+    for (int bb = 0; bb < bc; bb++) {
+        kl_iv iv[KQ32G_MT1][KQ32G_NG];
+        for (int r = 0; r < MT; r++)
+            for (int g = 0; g < G; g++) iv[r][g] = kl_iv_set1(sd[bb][r]);
+        for (int l = 0; l < 8; l++)
+            for (int g = 0; g < G; g++) {
+                const kl_iv wq = P[g * KQ32G_KB + bb].q[l];
+                for (int r = 0; r < MT; r++)
+                    iv[r][g] = kl_iv_dp4(iv[r][g], wq, (const int8_t *)(x + r * xrow + bb * xblk + xq) + 4 * l);
+            }
+        for (int r = 0; r < MT; r++) {
+            const kl_fv dx = kl_fv_set1(kl_f32_f16(x + r * xrow + bb * xblk));
+            for (int g = 0; g < G; g++)
+                acc[r][g] = kl_fv_fma(kl_fv_unmagic(iv[r][g]), kl_fv_mul(kl_fv_load(P[g * KQ32G_KB + bb].d), dx), acc[r][g]);
+        }
+    }
+    for (int r = 0; r < MT; r++)
+        for (int g = 0; g < G; g++) {
+            if (last) kl_fv_storen(y + r * N + g * KQ32G_L, acc[r][g], g == G - 1 ? nc : KQ32G_L);
+            else kl_fv_store(park + r * pstride + g * KQ32G_L, acc[r][g]);
+        }
+}
+
+/* The weights the next panel chunk will unpack, prefetched (to L2) a few lines per row tile while the
+ * current one is read: the unpacking gathers walk 16 rows at once, which the hardware prefetchers follow
+ * poorly from DRAM. */
+typedef struct {
+    const uint8_t *w; /* the first row's first byte */
+    int64_t wrow, lines, total, next;
+} kq32g_pf;
+
+KL_INLINE void kq32g_pf_set(kq32g_pf *pf, const uint8_t *w, int64_t wrow, int64_t rows, int64_t bytes) {
+    pf->w = w;
+    pf->wrow = wrow;
+    pf->lines = (bytes + 63) / 64;
+    pf->total = rows > 0 ? rows * pf->lines : 0;
+    pf->next = 0;
+}
+
+KL_INLINE void kq32g_pf_step(kq32g_pf *pf, int64_t count) {
+    for (int64_t e = pf->next + count < pf->total ? pf->next + count : pf->total; pf->next < e; pf->next++)
+        kl_prefetch_l2(pf->w + (pf->next / pf->lines) * pf->wrow + 64 * (pf->next % pf->lines));
+}
+
+/* Columns [n0, n1) of y (row stride N) for all M rows (activation rows of nb blocks of format fmt's
+ * activation type at x); one: the repacked order, else the vec_dot order. */
+static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M, int64_t N, int64_t nb, int64_t n0,
+                         int64_t n1, const int fmt, const int one) {
+    const int64_t wblk = KL_Q32_WBLK(fmt), xblk = KL_Q32_XBLK(fmt);
+    const int64_t wrow = nb * wblk, xrow = nb * xblk;
+    const int NG = KQ32G_NG; /* column groups per panel */
+    kq32g_blk P[KQ32G_NG * KQ32G_KB];
+    float park[KQ32G_MS * KQ32G_NG * KQ32G_PARK * KQ32G_L] __attribute__((aligned(64)));
+    const int chunked = nb > KQ32G_KB;
+    const int64_t MS = chunked ? KQ32G_MS : M; /* one chunk: nothing is parked, so no super-tiles */
+    for (int64_t m0 = 0; m0 < M; m0 += MS) {
+        const int64_t ms = M - m0 < MS ? M - m0 : MS;
+        for (int64_t n = n0; n < n1; n += NG * KQ32G_L) {
+            const int64_t left = n1 - n;
+            const int G = left > KQ32G_L && NG > 1 ? 2 : 1;
+            const int nc = left - (G - 1) * KQ32G_L < KQ32G_L ? (int)(left - (G - 1) * KQ32G_L) : KQ32G_L;
+            for (int64_t b0 = 0; b0 < nb; b0 += KQ32G_KB) {
+                const int bc = nb - b0 < KQ32G_KB ? (int)(nb - b0) : KQ32G_KB;
+                const int first = b0 == 0, last = b0 + bc == nb;
+                for (int g = 0; g < G; g++)
+                    kq32g_pack(P + g * KQ32G_KB, w + (n + g * KQ32G_L) * wrow, wrow, b0, bc, g == G - 1 ? nc : KQ32G_L, fmt);
+                kq32g_pf pf; /* the next chunk of this panel, else the next panel's first */
+                if (!last) {
+                    const int64_t bn = nb - b0 - bc < KQ32G_KB ? nb - b0 - bc : KQ32G_KB;
+                    kq32g_pf_set(&pf, w + n * wrow + (b0 + bc) * wblk, wrow, n1 - n < NG * KQ32G_L ? n1 - n : NG * KQ32G_L,
+                                 bn * wblk);
+                } else {
+                    const int64_t nn = n + NG * KQ32G_L, rn = n1 - nn < NG * KQ32G_L ? n1 - nn : NG * KQ32G_L;
+                    kq32g_pf_set(&pf, w + nn * wrow, wrow, rn, (nb < KQ32G_KB ? nb : KQ32G_KB) * wblk);
+                }
+                const int64_t pfs = (pf.total + ms - 1) / ms; /* lines per activation row */
+                float *yb = y + m0 * N + n;
+                const uint8_t *xb = x + m0 * xrow + b0 * xblk;
+                int64_t m = 0;
+                if (one) {
+                    const int64_t ps = KQ32G_NG * KQ32G_PARK * KQ32G_L;
+                    for (; m + KQ32G_MT1 <= ms; m += KQ32G_MT1) {
+                        float *pk = chunked ? park + m * ps : park;
+                        kq32g_pf_step(&pf, KQ32G_MT1 * pfs);
+#if KQ32G_NG > 1
+                        if (G == 2) {
+                            kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, pk, first, last, fmt, KQ32G_MT1, 2);
+                            continue;
+                        }
+#endif
+                        kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, pk, first, last, fmt, KQ32G_MT1, 1);
+                    }
+                    for (; m < ms; m++) {
+                        float *pk = chunked ? park + m * ps : park;
+                        kq32g_pf_step(&pf, pfs);
+#if KQ32G_NG > 1
+                        if (G == 2) {
+                            kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, pk, first, last, fmt, 1, 2);
+                            continue;
+                        }
+#endif
+                        kq32g_tile1(yb + m * N, N, nc, P, bc, xb + m * xrow, xrow, pk, first, last, fmt, 1, 1);
+                    }
+                } else {
+                    float *pk = park;
+                    for (; m < ms; m++, pk += chunked ? KQ32G_NG * KQ32G_PARK * KQ32G_L : 0) {
+                        kq32g_pf_step(&pf, pfs);
+#if KQ32G_NG > 1
+                        if (G == 2) {
+                            kq32g_tile(yb + m * N, nc, P, bc, xb + m * xrow, pk, first, last, fmt, 2);
+                            continue;
+                        }
+#endif
+                        kq32g_tile(yb + m * N, nc, P, bc, xb + m * xrow, pk, first, last, fmt, 1);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#endif /* KM_Q32_GEMM_BODY_H */
