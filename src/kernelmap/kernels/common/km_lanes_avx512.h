@@ -666,4 +666,60 @@ KL_INLINE kl_fv kl_fv_cvt_iv(kl_iv v) { return _mm512_cvtepi32_ps(v); }
 KL_INLINE kl_fv kl_fv_load(const float *p) { return _mm512_load_ps(p); }
 KL_INLINE void kl_fv_store(float *p, kl_fv v) { _mm512_store_ps(p, v); }
 
+/* ---- w6-q32gemv additions (decode row pairs on 256-bit halves; linear/q32_ggml_body.h's kq32_row1) ---- */
+#define KL_Q32P 1
+
+typedef __m512 kl_f8p;   /* lanes 0-7: row A's eight contract lanes, lanes 8-15: row B's (not kl_f8x2's interleave) */
+typedef __m512i kl_q32p; /* a block of rows A and B: single-row layout (kl_q32w) in each 256-bit half */
+
+KL_INLINE kl_f8p kl_f8p_zero(void) { return _mm512_setzero_ps(); }
+KL_INLINE kl_f8p kl_f8p_join(kl_f8 a, kl_f8 b) { return _mm512_insertf32x8(_mm512_castps256_ps512(a), b, 1); }
+KL_INLINE kl_f8 kl_f8p_lo(kl_f8p v) { return _mm512_castps512_ps256(v); }
+KL_INLINE kl_f8 kl_f8p_hi(kl_f8p v) { return _mm512_extractf32x8_ps(v, 1); }
+KL_INLINE kl_f8p kl_f8p_fma(kl_f8p a, kl_f8p b, kl_f8p c) { return _mm512_fmadd_ps(a, b, c); }
+KL_INLINE kl_f8p kl_f8p_fma_s(kl_f8p a, const float *s, kl_f8p c) { return _mm512_fmadd_ps(a, _mm512_set1_ps(*s), c); }
+KL_INLINE kl_f8p kl_f8p_bcast(kl_f8p v, int j) {
+    return _mm512_permutexvar_ps(_mm512_add_epi32(_mm512_set1_epi32(j), _mm512_set_epi32(8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0)), v);
+}
+KL_INLINE float kl_f8p_first_lo(kl_f8p v) { return _mm512_cvtss_f32(v); }
+KL_INLINE float kl_f8p_first_hi(kl_f8p v) { return _mm_cvtss_f32(_mm512_extractf32x4_ps(v, 2)); }
+
+KL_INLINE kl_q32p kl_q32p_load(const uint8_t *a, const uint8_t *b, const int fmt) {
+    if (fmt == KL_Q32_Q8_0) {
+        const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a + 2))),
+                                             _mm256_loadu_si256((const __m256i *)(b + 2)), 1);
+        return KL_VNNI ? _mm512_xor_si512(w, _mm512_set1_epi8((char)0x80)) : w;
+    }
+    /* the 16 quant bytes of A in 128-bit chunks 0-1 and of B in 2-3 (broadcast loads), odd chunks shifted to
+     * their high nibbles: the codes in element order per half */
+    __m512i z = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(a + KL_Q32_QS(fmt))));
+    z = _mm512_mask_broadcast_i32x4(z, (__mmask16)0xFF00, _mm_loadu_si128((const __m128i *)(b + KL_Q32_QS(fmt))));
+    z = _mm512_and_si512(_mm512_srlv_epi64(z, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0)), _mm512_set1_epi8(0x0F));
+    if (KL_Q32_QH(fmt) >= 0) {
+        uint32_t ha, hb;
+        memcpy(&ha, a + KL_Q32_QH(fmt), 4);
+        memcpy(&hb, b + KL_Q32_QH(fmt), 4);
+        const __mmask64 m = _mm512_kunpackd(_cvtu64_mask64(hb), _cvtu64_mask64(ha));
+        z = _mm512_mask_add_epi8(z, m, z, _mm512_set1_epi8(16));
+    }
+    return z;
+}
+
+KL_INLINE kl_f8p kl_q32p_dot(kl_q32p w, const kl_q32xb *p, const int fmt) {
+    const __m512 magic = _mm512_set1_ps(KL_MAGIC_F);
+    const __m512i q = _mm512_broadcast_i64x4(p->q);
+#if defined(__AVX512VNNI__)
+    (void)fmt;
+    return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_dpbusd_epi32(_mm512_broadcast_i64x4(p->seed), w, q)), magic);
+#else
+    const __m512i one = _mm512_set1_epi16(1);
+    if (fmt == KL_Q32_Q8_0) {
+        const __m512i xs = _mm512_mask_sub_epi8(q, _mm512_movepi8_mask(w), _mm512_setzero_si512(), q);
+        return _mm512_cvtepi32_ps(_mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(w), xs), one));
+    }
+    const __m512i s = _mm512_madd_epi16(_mm512_maddubs_epi16(w, q), one);
+    return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_add_epi32(s, _mm512_broadcast_i64x4(p->seed))), magic);
+#endif
+}
+
 #endif /* KM_LANES_AVX512_H */
