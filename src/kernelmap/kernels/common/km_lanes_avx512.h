@@ -684,6 +684,27 @@ KL_INLINE kl_f8p kl_f8p_bcast(kl_f8p v, int j) {
 KL_INLINE float kl_f8p_first_lo(kl_f8p v) { return _mm512_cvtss_f32(v); }
 KL_INLINE float kl_f8p_first_hi(kl_f8p v) { return _mm_cvtss_f32(_mm512_extractf32x4_ps(v, 2)); }
 
+/* The 4 bytes at a + j * stride (lanes j < n) and b + j * stride (lanes 8 + j), one gather; other lanes 0. */
+KL_INLINE __m512i kl_avx512_gather_p(const uint8_t *a, const uint8_t *b, int64_t stride, int n) {
+    const __m512i j = _mm512_set_epi32(7, 6, 5, 4, 3, 2, 1, 0, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i hi = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i idx = _mm512_add_epi32(_mm512_mullo_epi32(j, _mm512_set1_epi32((int32_t)stride)),
+                                         _mm512_mullo_epi32(hi, _mm512_set1_epi32((int32_t)(b - a))));
+    const __mmask16 m = (__mmask16)(((1u << n) - 1u) * 0x101u);
+    return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, (const void *)a, 1);
+}
+/* The f16 at a + j * stride as f32 in lane j < n, at b + j * stride in lane 8 + j (others +0). */
+KL_INLINE kl_f8p kl_f8p_f16s(const uint8_t *a, const uint8_t *b, int64_t stride, int n) {
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(kl_avx512_gather_p(a, b, stride, n)));
+}
+/* kl_f8p_f16s at a, b (*d) and at a + 2, b + 2 (*m) from one read. */
+KL_INLINE void kl_f8p_f16s2(const uint8_t *a, const uint8_t *b, int64_t stride, int n, kl_f8p *d, kl_f8p *m) {
+    const __m512i v = kl_avx512_gather_p(a, b, stride, n);
+    *d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+    *m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+}
+KL_INLINE kl_f8p kl_f8p_mul_f8(kl_f8p a, kl_f8 x) { return _mm512_mul_ps(a, _mm512_broadcast_f32x8(x)); }
+
 KL_INLINE kl_q32p kl_q32p_load(const uint8_t *a, const uint8_t *b, const int fmt) {
     if (fmt == KL_Q32_Q8_0) {
         const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a + 2))),
@@ -699,8 +720,7 @@ KL_INLINE kl_q32p kl_q32p_load(const uint8_t *a, const uint8_t *b, const int fmt
         uint32_t ha, hb;
         memcpy(&ha, a + KL_Q32_QH(fmt), 4);
         memcpy(&hb, b + KL_Q32_QH(fmt), 4);
-        const __mmask64 m = _mm512_kunpackd(_cvtu64_mask64(hb), _cvtu64_mask64(ha));
-        z = _mm512_mask_add_epi8(z, m, z, _mm512_set1_epi8(16));
+        z = _mm512_mask_add_epi8(z, _cvtu64_mask64((uint64_t)hb << 32 | ha), z, _mm512_set1_epi8(16));
     }
     return z;
 }

@@ -189,8 +189,10 @@ KL_INLINE void kq32_group1p(kl_f8p *acc, kl_f8p *mins, const uint8_t *const *ra,
     const kl_f8 dx = kl_f8_loadu(xr->dx + g);
     for (int p = 0; p < P; p++) {
         const uint8_t *a = ra[p] + g * wblk, *b = rb[p] + g * wblk;
-        tv[p] = kl_f8p_join(kl_f8_mul(kl_f8_f16s(a, wblk, n), dx), kl_f8_mul(kl_f8_f16s(b, wblk, n), dx));
-        if (KL_Q32_HASMIN(fmt)) mv[p] = kl_f8p_join(kl_f8_f16s(a + 2, wblk, n), kl_f8_f16s(b + 2, wblk, n));
+        kl_f8p dw;
+        if (KL_Q32_HASMIN(fmt)) kl_f8p_f16s2(a, b, wblk, n, &dw, &mv[p]);
+        else dw = kl_f8p_f16s(a, b, wblk, n);
+        tv[p] = kl_f8p_mul_f8(dw, dx);
         for (int64_t o = 0; o < n * wblk; o += 64) {
             kl_prefetch_l2(a + KQ32_PF + o);
             kl_prefetch_l2(b + KQ32_PF + o);
