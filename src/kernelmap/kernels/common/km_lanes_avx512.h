@@ -742,4 +742,44 @@ KL_INLINE kl_f8p kl_q32p_dot(kl_q32p w, const kl_q32xb *p, const int fmt) {
 #endif
 }
 
+/* The 16 columns' whole-block dots of a nibble format without fifth bits (the repacked order's decode, lanes =
+ * columns; linear/q32_cols_ggml_body.h): lane c < n (<= 16) = (float) the exact int32 sum of the 32 products
+ * (code - off) * x of the block at w + c * wrow + off_qs (columns >= n repeat column n - 1). Column c sits in
+ * 128-bit chunk c / 4 of vector c % 4: low nibbles against quants 0-15 and high nibbles against 16-31 add into
+ * the chunk's four int32 lanes, two unpack levels fold them into lane c (exact). */
+#define KL_Q32C 1
+KL_INLINE kl_fv kl_q32c_dot16(const uint8_t *w, int64_t wrow, int n, const kl_q32xb *p, const int fmt) {
+    const __m512i xlo = _mm512_broadcast_i32x4(_mm256_castsi256_si128(p->lo2));
+    const __m512i xhi = _mm512_broadcast_i32x4(_mm256_castsi256_si128(p->hi2));
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i s[4];
+    for (int i = 0; i < 4; i++) {
+        const uint8_t *r[4];
+        for (int k = 0; k < 4; k++) r[k] = w + (4 * k + i < n ? 4 * k + i : n - 1) * wrow + KL_Q32_QS(fmt);
+        __m512i z = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)r[0]));
+        z = _mm512_mask_broadcast_i32x4(z, (__mmask16)0x00F0, _mm_loadu_si128((const __m128i *)r[1]));
+        z = _mm512_mask_broadcast_i32x4(z, (__mmask16)0x0F00, _mm_loadu_si128((const __m128i *)r[2]));
+        z = _mm512_mask_broadcast_i32x4(z, (__mmask16)0xF000, _mm_loadu_si128((const __m128i *)r[3]));
+        const __m512i lo = _mm512_and_si512(z, m4), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), m4);
+#if defined(__AVX512VNNI__)
+        s[i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
+#else
+        s[i] = _mm512_madd_epi16(_mm512_add_epi16(_mm512_maddubs_epi16(lo, xlo), _mm512_maddubs_epi16(hi, xhi)),
+                                 _mm512_set1_epi16(1));
+#endif
+    }
+    const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(s[0], s[1]), _mm512_unpackhi_epi32(s[0], s[1]));
+    const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(s[2], s[3]), _mm512_unpackhi_epi32(s[2], s[3]));
+    __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+    if (KL_Q32_OFF(fmt)) t = _mm512_sub_epi32(t, _mm512_set1_epi32(KL_Q32_OFF(fmt) * p->xsum));
+    return _mm512_cvtepi32_ps(t);
+}
+/* lane c < n (<= 16) = the f16 at p + c * stride as f32 (others +0; stride * 16 < 2^31) */
+KL_INLINE kl_fv kl_fv_f16s(const uint8_t *p, int64_t stride, int n) {
+    const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                           _mm512_set1_epi32((int32_t)stride));
+    const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), kl_avx512_first(n), idx, (const void *)p, 1);
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+}
+
 #endif /* KM_LANES_AVX512_H */
