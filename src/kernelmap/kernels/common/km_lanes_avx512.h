@@ -705,6 +705,8 @@ KL_INLINE void kl_f8p_f16s2(const uint8_t *a, const uint8_t *b, int64_t stride, 
 }
 KL_INLINE kl_f8p kl_f8p_mul_f8(kl_f8p a, kl_f8 x) { return _mm512_mul_ps(a, _mm512_broadcast_f32x8(x)); }
 
+#define KL_0F 0x0F0F0F0F0F0F0F0FLL
+#define KL_F0 (long long)0xF0F0F0F0F0F0F0F0ULL
 KL_INLINE kl_q32p kl_q32p_load(const uint8_t *a, const uint8_t *b, const int fmt) {
     if (fmt == KL_Q32_Q8_0) {
         const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a + 2))),
@@ -715,6 +717,8 @@ KL_INLINE kl_q32p kl_q32p_load(const uint8_t *a, const uint8_t *b, const int fmt
      * their high nibbles: the codes in element order per half */
     __m512i z = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(a + KL_Q32_QS(fmt))));
     z = _mm512_mask_broadcast_i32x4(z, (__mmask16)0xFF00, _mm_loadu_si128((const __m128i *)(b + KL_Q32_QS(fmt))));
+    if (KL_VNNI && fmt == KL_Q32_Q4_1) /* lanes 4-7 of each half: 16 * code (kl_q32p_dot scales them back) */
+        return _mm512_and_si512(z, _mm512_set_epi64(KL_F0, KL_F0, KL_0F, KL_0F, KL_F0, KL_F0, KL_0F, KL_0F));
     z = _mm512_and_si512(_mm512_srlv_epi64(z, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0)), _mm512_set1_epi8(0x0F));
     if (KL_Q32_QH(fmt) >= 0) {
         uint32_t ha, hb;
@@ -729,7 +733,15 @@ KL_INLINE kl_f8p kl_q32p_dot(kl_q32p w, const kl_q32xb *p, const int fmt) {
     const __m512 magic = _mm512_set1_ps(KL_MAGIC_F);
     const __m512i q = _mm512_broadcast_i64x4(p->q);
 #if defined(__AVX512VNNI__)
-    (void)fmt;
+    if (fmt == KL_Q32_Q4_1) { /* lanes 4-7 hold 16 * S: the magic 1.5 * 2^19 has ulp 1/16 there, so f = S exactly */
+        const __m512i seed = _mm512_set_epi32(0x49400000, 0x49400000, 0x49400000, 0x49400000, KL_MAGIC_I, KL_MAGIC_I,
+                                              KL_MAGIC_I, KL_MAGIC_I, 0x49400000, 0x49400000, 0x49400000, 0x49400000,
+                                              KL_MAGIC_I, KL_MAGIC_I, KL_MAGIC_I, KL_MAGIC_I);
+        const __m512 mg = _mm512_set_ps(0x1.8p19f, 0x1.8p19f, 0x1.8p19f, 0x1.8p19f, KL_MAGIC_F, KL_MAGIC_F, KL_MAGIC_F,
+                                        KL_MAGIC_F, 0x1.8p19f, 0x1.8p19f, 0x1.8p19f, 0x1.8p19f, KL_MAGIC_F, KL_MAGIC_F,
+                                        KL_MAGIC_F, KL_MAGIC_F);
+        return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_dpbusd_epi32(seed, w, q)), mg);
+    }
     return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_dpbusd_epi32(_mm512_broadcast_i64x4(p->seed), w, q)), magic);
 #else
     const __m512i one = _mm512_set1_epi16(1);
