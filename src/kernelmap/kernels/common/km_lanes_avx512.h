@@ -696,4 +696,125 @@ KL_INLINE int32_t kl_q32_xsum(const int8_t *qs) {
     return _mm_cvtsi128_si32(_mm_add_epi32(q, _mm_shuffle_epi32(q, 1)));
 }
 
+/* ---- w6-q32gemv additions (decode row pairs on 256-bit halves; linear/q32_ggml_body.h's kq32_row1) ---- */
+#define KL_Q32P 1
+
+typedef __m512 kl_f8p;   /* lanes 0-7: row A's eight contract lanes, lanes 8-15: row B's (not kl_f8x2's interleave) */
+typedef __m512i kl_q32p; /* a block of rows A and B: single-row layout (kl_q32w) in each 256-bit half */
+
+KL_INLINE kl_f8p kl_f8p_zero(void) { return _mm512_setzero_ps(); }
+KL_INLINE kl_f8p kl_f8p_join(kl_f8 a, kl_f8 b) { return _mm512_insertf32x8(_mm512_castps256_ps512(a), b, 1); }
+KL_INLINE kl_f8 kl_f8p_lo(kl_f8p v) { return _mm512_castps512_ps256(v); }
+KL_INLINE kl_f8 kl_f8p_hi(kl_f8p v) { return _mm512_extractf32x8_ps(v, 1); }
+KL_INLINE kl_f8p kl_f8p_fma(kl_f8p a, kl_f8p b, kl_f8p c) { return _mm512_fmadd_ps(a, b, c); }
+KL_INLINE kl_f8p kl_f8p_fma_s(kl_f8p a, const float *s, kl_f8p c) { return _mm512_fmadd_ps(a, _mm512_set1_ps(*s), c); }
+KL_INLINE kl_f8p kl_f8p_bcast(kl_f8p v, int j) {
+    return _mm512_permutexvar_ps(_mm512_add_epi32(_mm512_set1_epi32(j), _mm512_set_epi32(8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0)), v);
+}
+KL_INLINE float kl_f8p_first_lo(kl_f8p v) { return _mm512_cvtss_f32(v); }
+KL_INLINE float kl_f8p_first_hi(kl_f8p v) { return _mm_cvtss_f32(_mm512_extractf32x4_ps(v, 2)); }
+
+/* The 4 bytes at a + j * stride (lanes j < n) and b + j * stride (lanes 8 + j), one gather; other lanes 0. */
+KL_INLINE __m512i kl_avx512_gather_p(const uint8_t *a, const uint8_t *b, int64_t stride, int n) {
+    const __m512i j = _mm512_set_epi32(7, 6, 5, 4, 3, 2, 1, 0, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i hi = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i idx = _mm512_add_epi32(_mm512_mullo_epi32(j, _mm512_set1_epi32((int32_t)stride)),
+                                         _mm512_mullo_epi32(hi, _mm512_set1_epi32((int32_t)(b - a))));
+    const __mmask16 m = (__mmask16)(((1u << n) - 1u) * 0x101u);
+    return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, (const void *)a, 1);
+}
+/* The f16 at a + j * stride as f32 in lane j < n, at b + j * stride in lane 8 + j (others +0). */
+KL_INLINE kl_f8p kl_f8p_f16s(const uint8_t *a, const uint8_t *b, int64_t stride, int n) {
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(kl_avx512_gather_p(a, b, stride, n)));
+}
+/* kl_f8p_f16s at a, b (*d) and at a + 2, b + 2 (*m) from one read. */
+KL_INLINE void kl_f8p_f16s2(const uint8_t *a, const uint8_t *b, int64_t stride, int n, kl_f8p *d, kl_f8p *m) {
+    const __m512i v = kl_avx512_gather_p(a, b, stride, n);
+    *d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+    *m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+}
+KL_INLINE kl_f8p kl_f8p_mul_f8(kl_f8p a, kl_f8 x) { return _mm512_mul_ps(a, _mm512_broadcast_f32x8(x)); }
+
+#define KL_0F 0x0F0F0F0F0F0F0F0FLL
+#define KL_F0 (long long)0xF0F0F0F0F0F0F0F0ULL
+KL_INLINE kl_q32p kl_q32p_load(const uint8_t *a, const uint8_t *b, const int fmt) {
+    if (fmt == KL_Q32_Q8_0) {
+        const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a + 2))),
+                                             _mm256_loadu_si256((const __m256i *)(b + 2)), 1);
+        return KL_VNNI ? _mm512_xor_si512(w, _mm512_set1_epi8((char)0x80)) : w;
+    }
+    /* the 16 quant bytes of A in 128-bit chunks 0-1 and of B in 2-3 (broadcast loads), odd chunks shifted to
+     * their high nibbles: the codes in element order per half */
+    __m512i z = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(a + KL_Q32_QS(fmt))));
+    z = _mm512_mask_broadcast_i32x4(z, (__mmask16)0xFF00, _mm_loadu_si128((const __m128i *)(b + KL_Q32_QS(fmt))));
+    if (KL_VNNI && fmt == KL_Q32_Q4_1) /* lanes 4-7 of each half: 16 * code (kl_q32p_dot scales them back) */
+        return _mm512_and_si512(z, _mm512_set_epi64(KL_F0, KL_F0, KL_0F, KL_0F, KL_F0, KL_F0, KL_0F, KL_0F));
+    z = _mm512_and_si512(_mm512_srlv_epi64(z, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0)), _mm512_set1_epi8(0x0F));
+    if (KL_Q32_QH(fmt) >= 0) {
+        uint32_t ha, hb;
+        memcpy(&ha, a + KL_Q32_QH(fmt), 4);
+        memcpy(&hb, b + KL_Q32_QH(fmt), 4);
+        z = _mm512_mask_add_epi8(z, _cvtu64_mask64((uint64_t)hb << 32 | ha), z, _mm512_set1_epi8(16));
+    }
+    return z;
+}
+
+KL_INLINE kl_f8p kl_q32p_dot(kl_q32p w, const kl_q32xb *p, const int fmt) {
+    const __m512 magic = _mm512_set1_ps(KL_MAGIC_F);
+    const __m512i q = _mm512_broadcast_i64x4(p->q);
+#if defined(__AVX512VNNI__)
+    if (fmt == KL_Q32_Q4_1) { /* lanes 4-7 hold 16 * S: the magic 1.5 * 2^19 has ulp 1/16 there, so f = S exactly */
+        const __m512i seed = _mm512_set_epi32(0x49400000, 0x49400000, 0x49400000, 0x49400000, KL_MAGIC_I, KL_MAGIC_I,
+                                              KL_MAGIC_I, KL_MAGIC_I, 0x49400000, 0x49400000, 0x49400000, 0x49400000,
+                                              KL_MAGIC_I, KL_MAGIC_I, KL_MAGIC_I, KL_MAGIC_I);
+        const __m512 mg = _mm512_set_ps(0x1.8p19f, 0x1.8p19f, 0x1.8p19f, 0x1.8p19f, KL_MAGIC_F, KL_MAGIC_F, KL_MAGIC_F,
+                                        KL_MAGIC_F, 0x1.8p19f, 0x1.8p19f, 0x1.8p19f, 0x1.8p19f, KL_MAGIC_F, KL_MAGIC_F,
+                                        KL_MAGIC_F, KL_MAGIC_F);
+        return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_dpbusd_epi32(seed, w, q)), mg);
+    }
+    return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_dpbusd_epi32(_mm512_broadcast_i64x4(p->seed), w, q)), magic);
+#else
+    const __m512i one = _mm512_set1_epi16(1);
+    if (fmt == KL_Q32_Q8_0) {
+        const __m512i xs = _mm512_mask_sub_epi8(q, _mm512_movepi8_mask(w), _mm512_setzero_si512(), q);
+        return _mm512_cvtepi32_ps(_mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(w), xs), one));
+    }
+    const __m512i s = _mm512_madd_epi16(_mm512_maddubs_epi16(w, q), one);
+    return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_add_epi32(s, _mm512_broadcast_i64x4(p->seed))), magic);
+#endif
+}
+
+/* The 16 columns' whole-block dots of a nibble format without fifth bits (the repacked order's decode, lanes =
+ * columns; linear/q32_cols_ggml_body.h): lane c < n (<= 16) = (float) the exact int32 sum of the 32 products
+ * (code - off) * x of the block at w + c * wrow + off_qs (columns >= n repeat column n - 1). Column c sits in
+ * 128-bit chunk c / 4 of vector c % 4: low nibbles against quants 0-15 and high nibbles against 16-31 add into
+ * the chunk's four int32 lanes, two unpack levels fold them into lane c (exact). */
+#define KL_Q32C 1
+KL_INLINE kl_fv kl_q32c_dot16(const uint8_t *w, int64_t wrow, int n, const kl_q32xb *p, const int fmt) {
+    const __m512i xlo = _mm512_broadcast_i32x4(_mm256_castsi256_si128(p->lo2));
+    const __m512i xhi = _mm512_broadcast_i32x4(_mm256_castsi256_si128(p->hi2));
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i s[4];
+    for (int i = 0; i < 4; i++) {
+        const uint8_t *r[4];
+        for (int k = 0; k < 4; k++) r[k] = w + (4 * k + i < n ? 4 * k + i : n - 1) * wrow + KL_Q32_QS(fmt);
+        __m512i z = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)r[0]));
+        z = _mm512_mask_broadcast_i32x4(z, (__mmask16)0x00F0, _mm_loadu_si128((const __m128i *)r[1]));
+        z = _mm512_mask_broadcast_i32x4(z, (__mmask16)0x0F00, _mm_loadu_si128((const __m128i *)r[2]));
+        z = _mm512_mask_broadcast_i32x4(z, (__mmask16)0xF000, _mm_loadu_si128((const __m128i *)r[3]));
+        const __m512i lo = _mm512_and_si512(z, m4), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), m4);
+#if defined(__AVX512VNNI__)
+        s[i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
+#else
+        s[i] = _mm512_madd_epi16(_mm512_add_epi16(_mm512_maddubs_epi16(lo, xlo), _mm512_maddubs_epi16(hi, xhi)),
+                                 _mm512_set1_epi16(1));
+#endif
+    }
+    const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(s[0], s[1]), _mm512_unpackhi_epi32(s[0], s[1]));
+    const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(s[2], s[3]), _mm512_unpackhi_epi32(s[2], s[3]));
+    __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+    if (KL_Q32_OFF(fmt)) t = _mm512_sub_epi32(t, _mm512_set1_epi32(KL_Q32_OFF(fmt) * p->xsum));
+    return _mm512_cvtepi32_ps(t);
+}
+
 #endif /* KM_LANES_AVX512_H */

@@ -45,9 +45,36 @@ KL_INLINE void kqc_group(float *y, int64_t ystride, const uint8_t *w, int64_t wr
     }
 }
 
+#if defined(KL_Q32C)
+/* Decode (T = 1) on KL_FV_LANES (16) columns per step (lanes headers with kl_q32c_dot16): the same chains,
+ * 16 at a time. Columns [0, n) (n <= 16; missing columns repeat the last and are not written); park: 16
+ * floats between slices. */
+KL_INLINE void kqc_group16(float *y, const uint8_t *w, int64_t wrow, int64_t wblk, int n, const int fmt,
+                           const kq32_xrow *xr, int64_t ks, int first, int last, float *park) {
+    kl_fv acc = first ? kl_fv_zero() : kl_fv_loadu(park);
+    for (int64_t b = 0; b < ks; b++) {
+        if ((b & 3) == 0)
+            for (int c = 0; c < n; c++) kl_prefetch_l2(w + c * wrow + b * wblk + KQ32_PF);
+        const kl_fv t = kl_fv_mul(kl_fv_f16s(w + b * wblk, wrow, n), kl_fv_set1(xr->dx[b]));
+        acc = kl_fv_fma(kl_q32c_dot16(w + b * wblk, wrow, n, &xr->xb[b], fmt), t, acc);
+    }
+    if (last) kl_fv_storen(y, acc, n);
+    else kl_fv_storeu(park, acc);
+}
+#endif
+
 KL_INLINE void kqc_cols(float *y, int64_t N, const uint8_t *w, int64_t wrow, int64_t wblk, const int fmt,
                         const kq32_xrow *xr, int64_t ks, int first, int last, float *park, int64_t c0, int64_t c1,
                         const int T) {
+#if defined(KL_Q32C)
+    if (T == 1) {
+        for (int64_t g = c0; g < c1; g += 16) {
+            const int n = c1 - g >= 16 ? 16 : (int)(c1 - g);
+            kqc_group16(y + g, w + g * wrow, wrow, wblk, n, fmt, xr, ks, first, last, park + (g - c0));
+        }
+        return;
+    }
+#endif
     for (int64_t g = c0; g < c1; g += 8) {
         const int n = c1 - g >= 8 ? 8 : (int)(c1 - g);
         kqc_group(y + g, N, w + g * wrow, wrow, wblk, n, fmt, xr, ks, first, last, park + (g - c0) * T, T);

@@ -182,6 +182,86 @@ KL_INLINE void kq32_row1(float *y, const uint8_t *wr, int64_t wrow, int64_t wblk
     }
 }
 
+#if defined(KL_Q32P)
+/* Decode on row pairs (lanes headers with the kl_f8p ops): rows A = 2p and B = 2p + 1 of a step share one
+ * vector per block (row A's eight lanes, then B's), so each 512-bit dot and fma serves two rows; every lane
+ * still runs its own chain in block order. The min formats run their chain summs the same way: lane 0 of each
+ * half (the other lanes repeat it) = fma(w.m, x.s, summs) per block in order. One group of n (<= 8) blocks
+ * at block g for P (compile-time) pairs; ra / rb the pairs' rows at the slice's first block. */
+KL_INLINE void kq32_group1p(kl_f8p *acc, kl_f8p *mins, const uint8_t *const *ra, const uint8_t *const *rb, int64_t g,
+                            int64_t wblk, const int fmt, const kq32_xrow *xr, const int n, const int P) {
+    kl_f8p tv[(KQ32_R1 + 1) / 2], mv[(KQ32_R1 + 1) / 2];
+    const kl_f8 dx = kl_f8_loadu(xr->dx + g);
+    for (int p = 0; p < P; p++) {
+        const uint8_t *a = ra[p] + g * wblk, *b = rb[p] + g * wblk;
+        kl_f8p dw;
+        if (KL_Q32_HASMIN(fmt)) kl_f8p_f16s2(a, b, wblk, n, &dw, &mv[p]);
+        else dw = kl_f8p_f16s(a, b, wblk, n);
+        tv[p] = kl_f8p_mul_f8(dw, dx);
+        for (int64_t o = 0; o < n * wblk; o += 64) {
+            kl_prefetch_l2(a + KQ32_PF + o);
+            kl_prefetch_l2(b + KQ32_PF + o);
+        }
+    }
+    for (int j = 0; j < n; j++) {
+        const int64_t b = g + j;
+        for (int p = 0; p < P; p++) {
+            const kl_f8p f = kl_q32p_dot(kl_q32p_load(ra[p] + b * wblk, rb[p] + b * wblk, fmt), &xr->xb[b], fmt);
+            acc[p] = kl_f8p_fma(kl_f8p_bcast(tv[p], j), f, acc[p]);
+            if (KL_Q32_HASMIN(fmt)) mins[p] = kl_f8p_fma_s(kl_f8p_bcast(mv[p], j), &xr->sx[b], mins[p]);
+        }
+    }
+}
+
+/* Decode: R (<= KQ32_R1) consecutive weight rows at wr, one K slice, in (R + 1) / 2 pairs (an odd last row
+ * pairs with itself; the copy is not written). park: 8 floats per row, mpark: the min chain, 1 per row. */
+KL_INLINE void kq32_row1p(float *y, const uint8_t *wr, int64_t wrow, int64_t wblk, const int fmt, const kq32_xrow *xr,
+                          int64_t ks, int first, int last, float *park, float *mpark, const int R) {
+    const int P = (R + 1) / 2;
+    kl_f8p acc[(KQ32_R1 + 1) / 2], mins[(KQ32_R1 + 1) / 2];
+    const uint8_t *ra[(KQ32_R1 + 1) / 2], *rb[(KQ32_R1 + 1) / 2];
+    for (int p = 0; p < P; p++) {
+        const int ib = 2 * p + 1 < R ? 2 * p + 1 : 2 * p;
+        ra[p] = wr + 2 * p * wrow;
+        rb[p] = wr + ib * wrow;
+        acc[p] = first ? kl_f8p_zero() : kl_f8p_join(kl_f8_loadu(park + 16 * p), kl_f8_loadu(park + 8 * ib));
+        if (KL_Q32_HASMIN(fmt))
+            mins[p] = first ? kl_f8p_zero()
+                            : kl_f8p_join(kl_f8_set1(mpark[2 * p]), kl_f8_set1(mpark[ib]));
+    }
+    int64_t g = 0;
+    for (; g + 8 <= ks; g += 8) kq32_group1p(acc, mins, ra, rb, g, wblk, fmt, xr, 8, P);
+    switch (ks - g) {
+    case 0: break;
+    case 1: kq32_group1p(acc, mins, ra, rb, g, wblk, fmt, xr, 1, P); break;
+    case 2: kq32_group1p(acc, mins, ra, rb, g, wblk, fmt, xr, 2, P); break;
+    case 3: kq32_group1p(acc, mins, ra, rb, g, wblk, fmt, xr, 3, P); break;
+    case 4: kq32_group1p(acc, mins, ra, rb, g, wblk, fmt, xr, 4, P); break;
+    case 5: kq32_group1p(acc, mins, ra, rb, g, wblk, fmt, xr, 5, P); break;
+    case 6: kq32_group1p(acc, mins, ra, rb, g, wblk, fmt, xr, 6, P); break;
+    default: kq32_group1p(acc, mins, ra, rb, g, wblk, fmt, xr, 7, P); break;
+    }
+    for (int p = 0; p < P; p++) {
+        const int two = 2 * p + 1 < R;
+        if (last) {
+            y[2 * p] = kl_f8_fold(kl_f8p_lo(acc[p]));
+            if (two) y[2 * p + 1] = kl_f8_fold(kl_f8p_hi(acc[p]));
+            if (KL_Q32_HASMIN(fmt)) {
+                y[2 * p] = y[2 * p] + kl_f8p_first_lo(mins[p]);
+                if (two) y[2 * p + 1] = y[2 * p + 1] + kl_f8p_first_hi(mins[p]);
+            }
+        } else {
+            kl_f8_storeu(park + 16 * p, kl_f8p_lo(acc[p]));
+            if (two) kl_f8_storeu(park + 16 * p + 8, kl_f8p_hi(acc[p]));
+            if (KL_Q32_HASMIN(fmt)) {
+                mpark[2 * p] = kl_f8p_first_lo(mins[p]);
+                if (two) mpark[2 * p + 1] = kl_f8p_first_hi(mins[p]);
+            }
+        }
+    }
+}
+#endif
+
 /* The min formats: the chains summs = fma(w.m, x.s, summs) of columns [0, nc) (w at the first column's
  * slice) for T activation rows, one K slice, vectorized across 8 columns (lanes = columns: each lane
  * one chain, blocks in order). mpark holds 8 floats per (8-column group, row) between slices; the last
@@ -213,9 +293,17 @@ KL_INLINE void kq32_cols(float *y, int64_t N, const uint8_t *w, int64_t wrow, in
     int64_t n = c0;
     float *pk = park;
     if (T == 1) {
+#if defined(KL_Q32P)
+        for (; n + KQ32_R1 <= c1; n += KQ32_R1, pk += 8 * KQ32_R1)
+            kq32_row1p(y + n, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, mpark + (n - c0), KQ32_R1);
+        for (; n < c1; n++, pk += 8)
+            kq32_row1p(y + n, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, mpark + (n - c0), 1);
+        return; /* the min chains ran with the rows */
+#else
         for (; n + KQ32_R1 <= c1; n += KQ32_R1, pk += 8 * KQ32_R1)
             kq32_row1(y + n, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, KQ32_R1);
         for (; n < c1; n++, pk += 8) kq32_row1(y + n, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, 1);
+#endif
     } else {
         for (; n + 2 * KQ32_RP <= c1; n += 2 * KQ32_RP, pk += 16 * KQ32_RP * T)
             kq32_tile(y + n, N, w + n * wrow, wrow, wblk, fmt, xr, ks, first, last, pk, KQ32_RP, T, 2 * KQ32_RP);
