@@ -4,7 +4,9 @@ The default maps declare `ring` on the ggml flash-attention and f16 kv_append ke
 windowed layer a ring of window + rows - 1 = 15 cells; the same model built from the same maps with the
 `ring` declarations removed keeps the full context. Both must give bit-identical logits at every position,
 through prefill chunks and decode steps that wrap the ring several times; a rewind the ring cannot serve is
-refused, one it can serve matches the full-length build.
+refused, one it can serve matches the full-length build. The batch phase (serve's one step of several
+sequences, each in its own KV slot) declares `ring` too: every slot is a ring of window + rows - 1 cells, its
+rows match the full-length build's, and each slot keeps its own rewind guard.
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ from kernelmap.runtime.model import Model
 
 N_CTX = 64
 TOKENS = [2] + [270 + (i * 7) % 40 for i in range(58)]  # positions 0 .. 58: the 15-cell ring wraps 3 times
+BATCH = 3  # rows of the batch phase: the ring is window + max(prefill rows, batch rows) - 1 = 15 cells
+OPTIONS = CompileOptions(max_rows=8, batch_rows=BATCH)
 
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("ring")
     gguf = write_synth_model(d / "w8.gguf", window=8)
-    ring = Model(compile_model(gguf, CompileOptions(max_rows=8)), n_ctx=N_CTX, threads=2)
+    ring = Model(compile_model(gguf, OPTIONS), n_ctx=N_CTX, threads=2)
     plain = d / "maps"
     plain.mkdir()
     for f in MAPS_DIR.glob("*.json"):
@@ -44,7 +48,7 @@ def models(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setattr(compiler_mod, "load_registry", lambda extra=(): load_registry((plain, *extra), builtin=False))
     try:
-        full = Model(compile_model(gguf, CompileOptions(max_rows=8)), n_ctx=N_CTX, threads=2)
+        full = Model(compile_model(gguf, OPTIONS), n_ctx=N_CTX, threads=2)
     finally:
         mp.undo()
     yield ring, full
@@ -91,3 +95,41 @@ def test_ring_rewind_within_the_ring_matches_full_and_deeper_rewind_is_refused(m
         ring.prefill(TOKENS[20:22])
     ring.reset()  # a new sequence from position 0 is always served
     assert np.isfinite(ring.prefill(TOKENS[:3])).all()
+
+
+def _batch_run(model, starts: list[int], steps: int) -> list[np.ndarray]:
+    """Three sequences (slots 2, 0, 1) prefilled to different lengths, then `steps` batched decode steps
+    feeding TOKENS; the logits rows of every step."""
+    model.set_slots(BATCH)
+    slots = [2, 0, 1]
+    for slot, n in zip(slots, starts, strict=True):
+        model.prefill_slot(slot, TOKENS[:n], 0)
+    out = []
+    for step in range(steps):
+        pos = [n + step for n in starts]
+        out.append(model.decode_batch([TOKENS[p] for p in pos], slots, pos).copy())
+    return out
+
+
+def test_batch_phase_slots_are_rings_and_rows_equal_full_length_past_the_wrap(models):
+    ring, full = models
+    assert ring.max_batch == BATCH
+    starts = [5, 17, 11]  # every slot wraps its 15-cell ring at least twice below
+    steps = len(TOKENS) - max(starts)
+    a, b = _batch_run(ring, starts, steps), _batch_run(full, starts, steps)
+    assert ring.kv_bytes * N_CTX == full.kv_bytes * 15  # per slot: ring cells, not the context
+    bad = [(s, r) for s in range(steps) for r in range(BATCH) if a[s][r].tobytes() != b[s][r].tobytes()]
+    assert not bad, f"batched ring rows differ from the full-length build at (step, row) {bad[:8]}"
+
+
+def test_batch_phase_rewind_guard_is_per_slot(models):
+    ring, _ = models
+    _batch_run(ring, [5, 17, 11], 30)  # slots 2, 0, 1 now hold positions up to 34, 46, 40
+    with pytest.raises(ModelError, match="sliding-window ring"):
+        ring.decode_batch([TOKENS[20]], [0], [20])  # slot 0's keys 13 .. 19 were overwritten
+    # slot 2 continues where it stopped, slot 1 re-runs its last position (its window is still there)
+    rows = ring.decode_batch([TOKENS[35], TOKENS[40]], [2, 1], [35, 40])
+    assert np.isfinite(rows).all()
+    ring.prefill_slot(0, TOKENS[:3], 0)  # a new sequence at position 0 is always served
+    with pytest.raises(ModelError, match="sliding-window ring"):
+        ring.prefill_slot(1, TOKENS[10:12], 10)  # slot 1's own guard, through the prefill entry

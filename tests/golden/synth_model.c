@@ -2,7 +2,7 @@
  * circuit: 2a97d955851944008c170e7a955c18d034cd0ddc0c355e4bb509370d09b49a86
  * gguf: 16e9314102f36d63db8a89b0e06720e7b0c72b4bdb9462baadcce515b3e41ed2
  * interfaces: 0e622828490ee8d3a17c74e919d3d323eec9695bea73d6adbabe2d79c05f3d1e
- * maps: 79632fb85d3d711f0444c32aa1faf1c94ab58b62889a6d9fbd7857153fbd7d01
+ * maps: 5ffbea80ea8e7347f64d6632fa7fbb786e3d31a2c1019945b18b816278db6412
  * policy: b33d652bfc5eec898747104c3d7bd5127145956f9357d8bb050df30f4c9bca5a
   */
 #define _GNU_SOURCE
@@ -53,7 +53,7 @@ struct km_model {
     size_t gguf_len;
     void *state[KM_N_STATE > 0 ? KM_N_STATE : 1];
     int64_t state_cells[KM_N_STATE > 0 ? KM_N_STATE : 1]; /* cells per head: n_ctx, or a ring's (fewer) */
-    int64_t hw; /* 1 + the highest position written since the last call at position 0 (the ring guard) */
+    int64_t hw; /* the selected slot's ring guard: 1 + the highest position written since its last call at 0 */
     int64_t n_ctx;
     int64_t n_tokens;
     int64_t pos;
@@ -70,6 +70,7 @@ struct km_model {
     int64_t slot;
     int64_t positions[KM_MAX_BATCH > 0 ? KM_MAX_BATCH : 1];
     int64_t slots[KM_MAX_BATCH > 0 ? KM_MAX_BATCH : 1];
+    int64_t hw_slot[KM_MAX_BATCH > 0 ? KM_MAX_BATCH : 1]; /* each slot's ring guard (hw of the selected one) */
     double prof_batch[KM_N_BATCH_OPS > 0 ? KM_N_BATCH_OPS : 1];
     atomic_int claims[KM_N_CLAIMS > 0 ? KM_N_CLAIMS : 1];
 };
@@ -196,17 +197,21 @@ static const int64_t km_state_window[KM_N_STATE > 0 ? KM_N_STATE : 1] = {8, 8, 8
 /* 0 when a call at `pos` finds every key its rows read still in its cell: always moving forward; a rewind to
  * pos after positions up to hw - 1 were written only while no later position took the cell of a key
  * pos - window + 1 .. pos - 1 (hw <= pos - window + 1 + cells). */
-static int km_ring_check(const km_model *m, int64_t pos) {
-    if (pos == 0 || pos >= m->hw) return 0;
+static int km_ring_check_hw(const km_model *m, int64_t hw, int64_t pos) {
+    if (pos == 0 || pos >= hw) return 0;
     for (int i = 0; i < KM_N_STATE; i++) {
-        if (m->state_cells[i] < m->n_ctx && m->hw > pos - km_state_window[i] + 1 + m->state_cells[i]) return KM_ERR_RING;
+        if (m->state_cells[i] < m->n_ctx && hw > pos - km_state_window[i] + 1 + m->state_cells[i]) return KM_ERR_RING;
     }
     return 0;
 }
 
-static void km_ring_note(km_model *m, int64_t pos, int64_t n) {
-    if (pos == 0 || pos + n > m->hw) m->hw = pos + n;
+static int km_ring_check(const km_model *m, int64_t pos) { return km_ring_check_hw(m, m->hw, pos); }
+
+static void km_ring_note_hw(int64_t *hw, int64_t pos, int64_t n) {
+    if (pos == 0 || pos + n > *hw) *hw = pos + n;
 }
+
+static void km_ring_note(km_model *m, int64_t pos, int64_t n) { km_ring_note_hw(&m->hw, pos, n); }
 
 static void km_prefill_body(void *arg, int ith, int nth) {
     km_model *m = (km_model *)arg;
@@ -1402,6 +1407,8 @@ int km_model_set_slots(km_model *m, int64_t n_slots) {
             m->state_base[i] = fresh[i];
         }
         m->n_slots = n_slots;
+        m->hw = 0; /* every slot's cache is fresh */
+        memset(m->hw_slot, 0, sizeof m->hw_slot);
     }
     return km_model_select_slot(m, 0);
 }
@@ -1409,7 +1416,9 @@ int km_model_set_slots(km_model *m, int64_t n_slots) {
 int km_model_select_slot(km_model *m, int64_t slot) {
     if (slot < 0 || slot >= (m->n_slots > 0 ? m->n_slots : 1)) return KM_ERR_SLOT;
     if (m->n_slots == 0) return 0;
+    m->hw_slot[m->slot] = m->hw;
     m->slot = slot;
+    m->hw = m->hw_slot[slot];
     for (int i = 0; i < KM_N_STATE; i++)
         m->state[i] = (uint8_t *)m->state_base[i] + (size_t)slot * m->state_slot_bytes[i];
     return 0;
@@ -1426,6 +1435,11 @@ int km_model_decode_batch(km_model *m, const int32_t *tokens, const int64_t *slo
         if (positions[r] < 0 || positions[r] + 1 > m->n_ctx) return KM_ERR_CONTEXT;
         if (tokens[r] < 0 || tokens[r] >= KM_N_VOCAB) return KM_ERR_TOKEN;
     }
+    m->hw_slot[m->slot] = m->hw; /* slot 0 before km_model_set_slots */
+    for (int64_t r = 0; r < n; r++)
+        if (km_ring_check_hw(m, m->hw_slot[slots[r]], positions[r]) != 0) return KM_ERR_RING;
+    for (int64_t r = 0; r < n; r++) km_ring_note_hw(&m->hw_slot[slots[r]], positions[r], 1);
+    m->hw = m->hw_slot[m->slot];
     memcpy(m->arena + 0u, tokens, (size_t)n * sizeof(int32_t));
     memcpy(m->positions, positions, (size_t)n * sizeof(int64_t));
     memcpy(m->slots, slots, (size_t)n * sizeof(int64_t));

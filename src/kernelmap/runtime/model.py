@@ -280,7 +280,8 @@ class Model:
         return int(self._lib.km_model_max_batch())
 
     def set_slots(self, n: int) -> None:
-        """Give the model `n` KV caches (slots) of the full context each; every slot starts empty."""
+        """Give the model `n` KV caches (slots), each of its buffers' cells (the context, or a sliding-window
+        layer's ring); every slot starts empty."""
         top = max(self.max_batch, 1)
         if not 1 <= n <= top:
             raise ModelError("KV slot count out of range", pointer="--parallel", value=n,
