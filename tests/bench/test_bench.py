@@ -6,6 +6,7 @@ Times are never asserted; only that the bench runs, skips what it must and write
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,14 @@ import pytest
 
 from kernelmap.bench import providers as prov
 from kernelmap.bench.record import measurement_rows, write_measurements
-from kernelmap.bench.runner import BenchReport, BenchResult, measure_bandwidth, run_bench, trampoline_source
+from kernelmap.bench.runner import (
+    BenchReport,
+    BenchResult,
+    measure_bandwidth,
+    rebase_bandwidth,
+    run_bench,
+    trampoline_source,
+)
 from kernelmap.bench.workload import bench_cases, elsize, evaluate, make_workload
 from kernelmap.cli import main
 
@@ -124,6 +132,22 @@ def test_run_bench_build_failure_is_recorded_not_raised(toy_provider, tmp_path):
 def test_measure_bandwidth_small_buffer_returns_positive_gbps():
     bw = measure_bandwidth(threads=(1, 2), size_bytes=4 << 20, min_time=0.005)
     assert set(bw) == {1, 2} and all(v > 0 for v in bw.values())
+
+
+def test_measure_bandwidth_repeats_report_the_median_and_keep_every_sample():
+    samples: dict[int, list[float]] = {1: [1.0]}
+    bw = measure_bandwidth(threads=(1, 2), size_bytes=4 << 20, min_time=0.005, repeats=3, samples=samples)
+    assert len(samples[1]) == 4 and len(samples[2]) == 3  # appended to what was there
+    assert bw[2] == statistics.median(samples[2]) and bw[1] == statistics.median(samples[1][1:])
+
+
+def test_rebase_bandwidth_uses_the_median_of_all_samples_for_every_share():
+    report = _report()
+    r = report.results[0]
+    rebase_bandwidth(report, {r.threads: [10.0, 40.0, 20.0, 30.0, 50.0]})
+    assert report.bandwidth == {r.threads: 30.0}
+    assert report.results[0].frac_bw == pytest.approx(r.gbps / 30.0)
+    assert report.bandwidth_samples[r.threads] == [10.0, 40.0, 20.0, 30.0, 50.0]
 
 
 def _report() -> BenchReport:

@@ -28,7 +28,7 @@ from kernelmap.errors import BuildError, KernelmapError, RequestError
 from kernelmap.target import missing, target_features
 
 __all__ = ["GEMV_FLOOR", "INT8_PEAK_KINDS", "BenchResult", "BenchReport", "gemv_summary", "int8_peak_kind",
-           "llc_bytes", "measure_bandwidth", "measure_int8_peak", "prefill_summary", "resolver_variants", "run_bench",
+           "llc_bytes", "measure_bandwidth", "measure_int8_peak", "prefill_summary", "rebase_bandwidth", "resolver_variants", "run_bench",
            "time_call"]
 
 HARNESS = Path(__file__).resolve().parent / "harness.c"
@@ -75,7 +75,8 @@ class BenchResult:
 class BenchReport:
     """Everything one bench run produced."""
 
-    bandwidth: dict[int, float] = field(default_factory=dict)
+    bandwidth: dict[int, float] = field(default_factory=dict)  # threads -> GB/s (the median of the samples)
+    bandwidth_samples: dict[int, list[float]] = field(default_factory=dict)  # threads -> every measurement
     int8_peak: dict[tuple[str, int], float] = field(default_factory=dict)  # (instruction, threads) -> GMAC/s
     results: list[BenchResult] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
@@ -213,11 +214,14 @@ def time_call(lib: _Library, fn_addr: int, slots: np.ndarray, nth: int, min_time
 
 
 def measure_bandwidth(threads: Sequence[int] = (1, 2), size_bytes: int = 512 << 20,
-                      min_time: float = 0.3) -> dict[int, float]:
+                      min_time: float = 0.3, repeats: int = 1,
+                      samples: dict[int, list[float]] | None = None) -> dict[int, float]:
     """Streaming-read bandwidth in GB/s (1e9 bytes/s) per thread count, over a buffer of `size_bytes`.
 
-    The fastest of several passes is kept: the figure is a ceiling, and on a shared machine the
-    slower passes measure other processes' traffic.
+    One measurement keeps the fastest of several passes: the figure is a ceiling, and on a shared
+    machine the slower passes measure other processes' traffic. Even that ceiling moves by a quarter
+    between runs on a shared VM, so `repeats` measurements (thread counts interleaved) are taken and
+    their median returned; each one is appended to `samples[threads]` when given.
     """
     features = target_features()
     lib = _Library(build_shared([_harness_unit(features)], name="km_bench_stream",
@@ -226,12 +230,26 @@ def measure_bandwidth(threads: Sequence[int] = (1, 2), size_bytes: int = 512 << 
     buf = np.ones(size, dtype=np.uint8)
     sink = np.zeros(8 * 256, dtype=np.uint64)
     slots = np.array([buf.ctypes.data, size, sink.ctypes.data], dtype=np.uint64)
-    out = {}
-    for nth in threads:
-        fastest, _ = time_call(lib, lib.fn("km_bench_stream_call"), slots, int(nth), min_time, max_reps=20,
-                               best=True)
-        out[int(nth)] = size / fastest / 1e9
-    return out
+    got: dict[int, list[float]] = {int(nth): [] for nth in threads}
+    for _ in range(max(1, int(repeats))):
+        for nth in threads:
+            fastest, _ = time_call(lib, lib.fn("km_bench_stream_call"), slots, int(nth), min_time, max_reps=20,
+                                   best=True)
+            got[int(nth)].append(size / fastest / 1e9)
+    if samples is not None:
+        for nth, values in got.items():
+            samples.setdefault(nth, []).extend(values)
+    return {nth: statistics.median(values) for nth, values in got.items()}
+
+
+def rebase_bandwidth(report: BenchReport, samples: dict[int, list[float]]) -> None:
+    """Set the report's bandwidth to the median of `samples` (e.g. measured before and after the kernels, so
+    a drift of the machine during a long run shows) and recompute every point's share of it."""
+    report.bandwidth_samples = {int(k): list(v) for k, v in samples.items() if v}
+    report.bandwidth = {k: statistics.median(v) for k, v in report.bandwidth_samples.items()}
+    for i, r in enumerate(report.results):
+        bw = report.bandwidth.get(r.threads)
+        report.results[i] = replace(r, frac_bw=(r.gbps / bw) if bw else None)
 
 
 def int8_peak_kind(requires: Sequence[str]) -> tuple[str, int, str, int] | None:

@@ -68,7 +68,8 @@ def _fmt(value: float | None, digits: int = 2) -> str:
                    "ymm, 32) for a fixed count, peak = products / fastest wall time (x86 only; elsewhere '-').")
 @click.option("--min-time", default=0.1, show_default=True, type=float, help="Seconds of timed calls per point.")
 @click.option("--bandwidth-mib", default=512, show_default=True, type=int,
-              help="Buffer size of the streaming-read bandwidth measurement (0 = skip it).")
+              help="Buffer size of the streaming-read bandwidth measurement (0 = skip it); measured 3 times before "
+                   "the kernels and 3 times after, shares are of the median.")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Measurements file to append to [default: $KERNELMAP_MEASUREMENTS or ./measurements.toml].")
 @click.option("--no-record", is_flag=True, help="Do not append to the measurements file.")
@@ -95,6 +96,7 @@ def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: st
         BenchReport,
         gemv_summary,
         prefill_summary,
+        rebase_bandwidth,
         resolver_variants,
     )
     from kernelmap.bench.workload import bench_cases
@@ -125,11 +127,18 @@ def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: st
     elif gemv or prefill:
         providers = resolver_variants(providers, target_features())
     err = Console(stderr=True)
+    samples: dict[int, list[float]] = {}
     with err.status("measuring read bandwidth...") as status:
-        bandwidth = (measure_bandwidth(thread_list, bandwidth_mib << 20) if bandwidth_mib > 0 else {})
+        # 3 measurements before the kernels and 3 after; every share is of their median (the VM drifts)
+        bandwidth = (measure_bandwidth(thread_list, bandwidth_mib << 20, repeats=3, samples=samples)
+                     if bandwidth_mib > 0 else {})
         report: BenchReport = run_bench(providers, rows=row_list, threads=thread_list, min_time=min_time,
                                         bandwidth=bandwidth, cold=not hot, shapes=shapes,
                                         progress=lambda text: status.update(text))
+        if bandwidth_mib > 0:
+            status.update("measuring read bandwidth again...")
+            measure_bandwidth(thread_list, bandwidth_mib << 20, repeats=3, samples=samples)
+            rebase_bandwidth(report, samples)
     peer_times: dict = {}
     if peer is not None:
         from kernelmap.bench.peer import peer_linear_times
@@ -147,6 +156,7 @@ def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: st
     if as_json:
         doc = {"class": cls, "machine": machine,
                "bandwidth_gbps": {str(k): v for k, v in sorted(report.bandwidth.items())},
+               "bandwidth_samples_gbps": {str(k): v for k, v in sorted(report.bandwidth_samples.items())},
                "int8_peak_gmacs": {f"{instr}|{nth}": v for (instr, nth), v in sorted(report.int8_peak.items())},
                "results": [dict(vars(r), llama_cpp_s=peer_times.get((r.provider, r.shape, r.rows, r.threads)))
                            for r in report.results], "gemv": gemv_rows, "prefill": prefill_rows, "skipped": report.skipped,
@@ -173,7 +183,12 @@ def _render(report, cls: str, machine: str, peer_times: dict | None = None) -> N
     from rich.console import Console
     from rich.table import Table
 
-    bw = ", ".join(f"{k} thread{'s' if k > 1 else ''}: {v:.1f} GB/s" for k, v in sorted(report.bandwidth.items()))
+    def _bw(k: int, v: float) -> str:
+        got = report.bandwidth_samples.get(k, [])
+        spread = f" (median of {len(got)}: {min(got):.1f}-{max(got):.1f})" if len(got) > 1 else ""
+        return f"{k} thread{'s' if k > 1 else ''}: {v:.1f} GB/s{spread}"
+
+    bw = ", ".join(_bw(k, v) for k, v in sorted(report.bandwidth.items()))
     table = Table(title=f"kernelmap bench on {machine} ({cls}); read bandwidth {bw or 'not measured'}")
     cols = ["provider", "variant", "shape", "rows", "threads", "median us", "GB/s", "GOP/s", "% bw"]
     if peer_times:
