@@ -10,6 +10,14 @@ reaches: bytes/token x tokens/s / bandwidth. The peer runs in the peer venv
 built for AMX segfaults on batches of 2+ rows on some CPUs) is reported as "peer crashed: signal N" with
 exit 1, checked once with a short batch before anything is timed. Never used as a test: numbers only.
 
+On a VM, N vCPUs are not always N cores: on the 2-vCPU development machine the host sometimes runs both
+vCPUs on one core's two hyperthreads, and a compute-bound kernel then gains nothing from the second
+thread. Next to every timed run with more than one thread, the benchmark measures the compute scaling
+(the N-thread int8 multiply-add peak over N times the 1-thread one, kernelmap bench's probe): ~1.0 when
+the threads had cores of their own, ~1/N when they shared one. The medians are printed, so a ratio can
+be read together with the machine state it was measured in. The read bandwidth is the median of five
+measurements taken after the runs.
+
     .venv/bin/python benchmarks/e2e.py --threads 1,2 --repeats 3
 """
 
@@ -156,6 +164,18 @@ def main() -> None:
     _print(args, results)
 
 
+def _scaling(threads: int) -> float | None:
+    """The N-thread int8 peak / (N x the 1-thread peak), from a short probe; None without an x86 probe."""
+    from kernelmap.bench.runner import INT8_PEAK_KINDS, measure_int8_peak
+
+    got = measure_int8_peak([k[2] for k in INT8_PEAK_KINDS], threads=(1, threads), min_time=0.05)
+    for kind in INT8_PEAK_KINDS:
+        one, many = got.get((kind[2], 1)), got.get((kind[2], threads))
+        if one and many:
+            return many / (threads * one)
+    return None
+
+
 def _measure(args: argparse.Namespace, gguf: str) -> list[dict]:
     from kernelmap.bench import measure_bandwidth
     from kernelmap.compiler import CompileOptions
@@ -173,9 +193,14 @@ def _measure(args: argparse.Namespace, gguf: str) -> list[dict]:
             unfused = load(gguf, threads=threads, n_ctx=args.prompt_tokens + args.decode_tokens + 16,
                            options=replace(base, fusion=False))
         ours, peer, plain = [], [], []
+        scale_ours, scale_peer = [], []
         same = True
         for _ in range(args.repeats):
+            if threads > 1:
+                scale_ours.append(_scaling(threads))
             o = _ours(model, ids, args.decode_tokens)
+            if threads > 1:
+                scale_peer.append(_scaling(threads))
             p = _peer(gguf, ids, args.decode_tokens, threads, args.flash_attn, args.peer_python)
             if unfused is not None:
                 plain.append(_ours(unfused, ids, args.decode_tokens))
@@ -197,7 +222,12 @@ def _measure(args: argparse.Namespace, gguf: str) -> list[dict]:
             row[f"ours_{key}"] = round(a, 2)
             row[f"llama_{key}"] = round(b, 2)
             row[f"ratio_{key.split('_')[0]}"] = round(a / b, 3) if b else None
-        bw = measure_bandwidth((threads,))[threads]  # after the runs: the same machine state, no model threads
+        bw = measure_bandwidth((threads,), repeats=5)[threads]  # after the runs: no model threads
+        for key, got in (("compute_scaling_ours", scale_ours), ("compute_scaling_peer", scale_peer)):
+            vals = [v for v in got if v is not None]
+            if vals:
+                row[key] = round(statistics.median(vals), 2)
+                row[key + "_all"] = [round(v, 2) for v in vals]
         row["decode_bytes_per_token"] = step["total"]
         row["decode_weight_bytes"] = step["weights"]
         row["decode_kv_bytes"] = step["kv"]
@@ -229,6 +259,10 @@ def _print(args: argparse.Namespace, results: list[dict]) -> None:
               f"(weights {r['decode_weight_bytes'] / 1e6:.1f}, KV {r['decode_kv_bytes'] / 1e6:.2f}) x "
               f"{r['ours_decode_tps']:.1f} tok/s = {r['decode_bytes_per_token'] * r['ours_decode_tps'] / 1e9:.2f} GB/s"
               f" of {r['read_bandwidth_gbps']:.2f} GB/s read bandwidth: {100 * r['decode_bandwidth_fraction']:.0f}%")
+    for r in results:
+        if "compute_scaling_ours" in r:
+            print(f"compute scaling at {r['threads']} threads (1.0: a core per thread), next to each run: ours "
+                  f"{r['compute_scaling_ours_all']}, llama.cpp {r['compute_scaling_peer_all']}")
     for r in results:
         if "fusion_ratio_decode" in r:
             print(f"fusion on/off (threads {r['threads']}): prefill {r['fusion_ratio_prefill']:.2f}x, "
