@@ -280,7 +280,8 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  */
 
 /* w6-q32gemm additions (column-lane int32 for the 32-element prefill GEMM, linear/q32_gemm_body.h; implemented in
- * km_lanes_avx512.h next to the w6-gemm names, defined when KL_IV is):
+ * km_lanes_avx2.h, km_lanes_avx512.h (kl_q32_seeds, kl_q32_xsum, kl_f32_f16 shared in km_lanes_x86.h) and
+ * km_lanes_neon.h next to the w6-gemm names, defined when KL_IV is):
  *   kl_iv_set1(s)                  every lane = the int32 s
  *   kl_iv_xor(a, b)                bitwise exclusive or
  *   kl_iv_bitbytes(h, s, v)        byte j (j < 4) of lane c = v if bit s + j of lane c of h is set, else 0

@@ -471,4 +471,23 @@ KL_INLINE kl_fv kl_fv_cvt_iv(kl_iv v) { return _mm256_cvtepi32_ps(v); }
 KL_INLINE kl_fv kl_fv_load(const float *p) { return _mm256_load_ps(p); }
 KL_INLINE void kl_fv_store(float *p, kl_fv v) { _mm256_store_ps(p, v); }
 
+/* w6-q32gemm additions (km_lanes.h; kl_q32_seeds, kl_q32_xsum and kl_f32_f16 are in km_lanes_x86.h) */
+
+KL_INLINE kl_iv kl_iv_set1(int32_t s) { return _mm256_set1_epi32(s); }
+KL_INLINE kl_iv kl_iv_xor(kl_iv a, kl_iv b) { return _mm256_xor_si256(a, b); }
+KL_INLINE kl_iv kl_iv_bitbytes(kl_iv h, int s, uint8_t v) {
+    const __m256i lo = _mm256_srl_epi32(h, _mm_cvtsi32_si128(s)); /* bits s.. of each lane at bit 0 */
+    const __m256i b0 = _mm256_shuffle_epi8(lo, _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0,
+                                                                0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12)); /* byte 0 x 4 */
+    const __m256i bit = _mm256_set1_epi32(0x08040201); /* byte j: bit j */
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(b0, bit), bit);
+    return _mm256_and_si256(set, _mm256_set1_epi8((char)v));
+}
+KL_INLINE kl_fv kl_fv_f16s(const uint8_t *p, int64_t stride, int n) {
+    const __m256i g = _mm256_and_si256(kl_iv_gather32(p, stride, n), _mm256_set1_epi32(0xFFFF));
+    const __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32(g, _mm256_setzero_si256()), 0x08); /* lanes 0-7 */
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(h));
+}
+KL_INLINE kl_fv kl_fv_unmagic(kl_iv v) { return _mm256_sub_ps(_mm256_castsi256_ps(v), _mm256_set1_ps(KL_MAGIC_F)); }
+
 #endif /* KM_LANES_AVX2_H */

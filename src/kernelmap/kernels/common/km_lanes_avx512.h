@@ -676,25 +676,10 @@ KL_INLINE kl_iv kl_iv_bitbytes(kl_iv h, int s, uint8_t v) {
     const __mmask64 k = _mm512_test_epi8_mask(b0, _mm512_set1_epi32(0x08040201));         /* byte j: bit j */
     return _mm512_maskz_mov_epi8(k, _mm512_set1_epi8((char)v));
 }
-KL_INLINE float kl_f32_f16(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return _cvtsh_ss(h);
-}
 KL_INLINE kl_fv kl_fv_f16s(const uint8_t *p, int64_t stride, int n) {
     return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(kl_iv_gather32(p, stride, n)));
 }
 KL_INLINE kl_fv kl_fv_unmagic(kl_iv v) { return _mm512_sub_ps(_mm512_castsi512_ps(v), _mm512_set1_ps(KL_MAGIC_F)); }
-KL_INLINE void kl_q32_seeds(int32_t *out, const int8_t *qs, const int off) {
-    _mm256_store_si256((__m256i *)out, kl_x86_seed8(_mm256_loadu_si256((const __m256i *)qs), off));
-}
-KL_INLINE int32_t kl_q32_xsum(const int8_t *qs) {
-    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)qs)),
-                                        _mm256_set1_epi16(1));
-    const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    const __m128i q = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
-    return _mm_cvtsi128_si32(_mm_add_epi32(q, _mm_shuffle_epi32(q, 1)));
-}
 
 /* ---- w6-q32gemv additions (decode row pairs on 256-bit halves; linear/q32_ggml_body.h's kq32_row1) ---- */
 #define KL_Q32P 1

@@ -745,4 +745,36 @@ KL_INLINE kl_fv kl_fv_cvt_iv(kl_iv v) { return vcvtq_f32_s32(v); }
 KL_INLINE kl_fv kl_fv_load(const float *p) { return vld1q_f32(p); }
 KL_INLINE void kl_fv_store(float *p, kl_fv v) { vst1q_f32(p, v); }
 
+/* w6-q32gemm additions (km_lanes.h) */
+
+KL_INLINE kl_iv kl_iv_set1(int32_t s) { return vdupq_n_s32(s); }
+KL_INLINE kl_iv kl_iv_xor(kl_iv a, kl_iv b) { return veorq_s32(a, b); }
+KL_INLINE kl_iv kl_iv_bitbytes(kl_iv h, int s, uint8_t v) {
+    const uint32x4_t lo = vshlq_u32(vreinterpretq_u32_s32(h), vdupq_n_s32(-s)); /* bits s.. of each lane at bit 0 */
+    static const uint8_t idx[16] = {0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12};
+    const uint8x16_t b0 = vqtbl1q_u8(vreinterpretq_u8_u32(lo), vld1q_u8(idx)); /* byte 0 x 4 */
+    const uint8x16_t set = vtstq_u8(b0, vreinterpretq_u8_u32(vdupq_n_u32(0x08040201u))); /* byte j: bit j */
+    return vreinterpretq_s32_u8(vandq_u8(set, vdupq_n_u8(v)));
+}
+KL_INLINE float kl_f32_f16(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
+}
+KL_INLINE kl_fv kl_fv_f16s(const uint8_t *p, int64_t stride, int n) {
+    uint16_t v[4] = {0, 0, 0, 0};
+    for (int c = 0; c < 4 && c < n; c++) memcpy(&v[c], p + c * stride, 2);
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(v)));
+}
+KL_INLINE kl_fv kl_fv_unmagic(kl_iv v) { return vsubq_f32(vreinterpretq_f32_s32(v), vdupq_n_f32(KL_MAGIC_F)); }
+KL_INLINE void kl_q32_seeds(int32_t *out, const int8_t *qs, const int off) {
+    for (int k = 0; k < 2; k++) {
+        const int32x4_t s4 = vpaddlq_s16(vpaddlq_s8(vld1q_s8(qs + 16 * k))); /* the 4 sums of 4 quants */
+        vst1q_s32(out + 4 * k, vsubq_s32(vdupq_n_s32(KL_MAGIC_I), vmulq_n_s32(s4, off)));
+    }
+}
+KL_INLINE int32_t kl_q32_xsum(const int8_t *qs) {
+    return vaddlvq_s16(vaddq_s16(vpaddlq_s8(vld1q_s8(qs)), vpaddlq_s8(vld1q_s8(qs + 16))));
+}
+
 #endif /* KM_LANES_NEON_H */

@@ -80,6 +80,23 @@ KL_INLINE __m256i kl_x86_seed8(__m256i q, const int off) {
     return _mm256_sub_epi32(magic, _mm256_slli_epi32(s, __builtin_ctz((unsigned)off))); /* off = 2^k */
 }
 
+/* w6-q32gemm ops shared by the AVX2 and AVX-512 lanes (km_lanes.h documents them). */
+KL_INLINE void kl_q32_seeds(int32_t *out, const int8_t *qs, const int off) {
+    _mm256_store_si256((__m256i *)out, kl_x86_seed8(_mm256_loadu_si256((const __m256i *)qs), off));
+}
+KL_INLINE int32_t kl_q32_xsum(const int8_t *qs) {
+    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)qs)),
+                                        _mm256_set1_epi16(1));
+    const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    const __m128i q = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
+    return _mm_cvtsi128_si32(_mm_add_epi32(q, _mm_shuffle_epi32(q, 1)));
+}
+KL_INLINE float kl_f32_f16(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
 /* ---- int8 (quantized activations) ---- */
 
 /* The 32 weights (code - 16) of a q5_0 block, in element order. */

@@ -21,7 +21,9 @@
  * on top of the seed KL_MAGIC_I - offset * (the 4 or 32 quants' sum); |lane| <= 4 * 128 * 128 and
  * |isum| <= 32 * 8 * 128 are far below 2^22, so kl_fv_unmagic gives (float)lane exactly. q8_0's bytes reach
  * 255, so q8_0 needs a kl_iv_dp4 exact for every unsigned byte (VNNI; the fallback's int16 pair sums are
- * exact only for codes <= 127): instantiate it on VNNI lanes only.
+ * exact only for codes <= 127): instantiate it on VNNI lanes only. q4_0, q4_1, q5_0 and q5_1 (codes <= 31) are
+ * instantiated on every lanes header with KL_IV: avx512vnni, avx512, avx2 (8-column groups, one per panel:
+ * 16 ymm hold one group's 8 accumulators), neon and dotprod.
  *
  * Schedule: the thread's columns in panels of KQ32G_NG groups of KL_FV_LANES columns; per panel and chunk of up to KQ32G_KB blocks the weights are unpacked once (per block and
  * contract lane l the 4 codes of each column, the f32 d (and m) per column), then every activation row

@@ -14,6 +14,11 @@
 #define KQ32_PFT 4     /* prefill: prefetch distance in weight rows */
 #define KQ32_KS 64     /* blocks per K slice */
 #define KQ32_NC 128    /* columns per chunk */
+#define KQ32G_NG 2     /* prefill GEMM: 16-column groups per panel */
+#define KQ32G_MT1 4    /* prefill GEMM: activation rows per register tile (q4_0's repacked order) */
+#define KQ32G_KB 32    /* prefill GEMM: blocks per weight panel */
+#define KQ32G_MS 64    /* prefill GEMM: rows per super-tile (K of several panels) */
+#define KQ32G_MIN_M 16 /* prefill GEMM: smallest batch */
 #include "q32_ggml_body.h"
 
 void km_linear_q4_1_q8_1_ggml__avx512(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
