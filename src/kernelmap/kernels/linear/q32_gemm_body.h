@@ -23,7 +23,9 @@
  * 255, so q8_0 needs a kl_iv_dp4 exact for every unsigned byte (VNNI; the fallback's int16 pair sums are
  * exact only for codes <= 127): instantiate it on VNNI lanes only. q4_0, q4_1, q5_0 and q5_1 (codes <= 31) are
  * instantiated on every lanes header with KL_IV: avx512vnni, avx512, avx2 (8-column groups, one per panel:
- * 16 ymm hold one group's 8 accumulators), neon and dotprod.
+ * 16 ymm hold one group's 8 accumulators), neon and dotprod. (A q8_0 GEMM on the other lanes with signed
+ * dots, |w| * sign-adjusted x, was exact but measured no faster than q8_0's row tiles on avx2 and slower on
+ * avx512, whose row tiles need no unpacking: not kept.)
  *
  * Schedule: the thread's columns in panels of KQ32G_NG groups of KL_FV_LANES columns; per panel and chunk of up to KQ32G_KB blocks the weights are unpacked once (per block and
  * contract lane l the 4 codes of each column, the f32 d (and m) per column), then every activation row
