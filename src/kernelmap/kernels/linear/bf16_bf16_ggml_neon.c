@@ -8,7 +8,7 @@
 
 #define KFL_R1 1     /* decode: weight rows per step */
 #define KFL_TT 2     /* prefill: activation rows per tile */
-#define KFL_PF 1024  /* prefetch distance in bytes along each weight row (to L2) */
+#define KFL_PF 4096  /* prefetch distance in bytes along each weight row (to L2; as the q32 NEON decode) */
 #include "float_ggml_body.h"
 
 void km_linear_bf16_bf16_ggml__neon(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,

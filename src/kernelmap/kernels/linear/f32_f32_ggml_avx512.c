@@ -8,7 +8,7 @@
 
 #define KFL_R1 2     /* decode: weight rows per step */
 #define KFL_TT 4     /* prefill: activation rows per tile */
-#define KFL_PF 1024  /* prefetch distance in bytes along each weight row (to L2) */
+#define KFL_PF 8192  /* prefetch distance in bytes along each weight row (to L2): 1024 left the LM-head GEMV ~35% slower */
 #include "float_ggml_body.h"
 
 void km_linear_f32_f32_ggml__avx512(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
