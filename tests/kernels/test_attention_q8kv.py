@@ -1,8 +1,9 @@
 """The q8_0 KV cache: kv_append_q8_0 and attention over q8_0 K/V (attention_q8_0kv_ggmlfa, attention_kq_q8_0kv_ggmlfa).
 
 Refs against ggml itself (tests/fixtures/llama_ops/kvq8.npz, made by tests/fixtures/make_kvq8_op_fixtures.py
-with llama.cpp 0.3.36's ggml_set_rows into GGML_TYPE_Q8_0 and ggml_flash_attn_ext over q8_0 K and V): the
-KV bytes and every attention output bit for bit. Every SIMD variant byte-identical with its ref for every
+with llama.cpp 0.3.36's ggml_set_rows into GGML_TYPE_Q8_0 and ggml_flash_attn_ext over q8_0 K and V, plain and
+with the Hadamard rotations llama.cpp's graph puts around a quantized cache): the KV bytes and every attention
+output bit for bit. Every SIMD variant byte-identical with its ref for every
 (ith, nth) and row count; cells a kernel must not read hold blocks whose scale is an f16 NaN, so reading one
 shows. The ring layout (window + rows - 1 cells) gives the full-length layout's bits.
 """
@@ -29,7 +30,9 @@ from kernel_harness import (
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 OPS = FIXTURES / "llama_ops"
 APPEND = "kv_append_q8_0"
-ATTN = {"q": "attention_q8_0kv_ggmlfa", "kq": "attention_kq_q8_0kv_ggmlfa"}
+APPENDS = {"plain": APPEND, "rot_k": "kv_append_q8_0_rotk", "rot_v": "kv_append_q8_0_rotv"}
+ATTN = {"q": "attention_q8_0kv_ggmlfa", "kq": "attention_kq_q8_0kv_ggmlfa",
+        "q_rot": "attention_q8_0kv_rot_ggmlfa", "kq_rot": "attention_kq_q8_0kv_rot_ggmlfa"}
 BLOCK = 34  # bytes of a q8_0 block (f16 d + 32 int8)
 NAN_BLOCK_D = 0x7E00  # an f16 NaN scale: a block no kernel may read
 
@@ -105,50 +108,73 @@ def _caches(append_fn, k, v, hkv, d, c):
 
 # ---- the refs against ggml ----
 
-def test_kv_append_q8_0_ref_equals_ggml_set_rows(ggml):
+@pytest.mark.parametrize("rotated", [False, True], ids=["plain", "rotated"])
+def test_kv_append_q8_0_ref_equals_ggml_set_rows(ggml, rotated):
+    """Plain: ggml_set_rows into q8_0; rotated: llama.cpp's graph (fwht of K by the largest power of two dividing D,
+    of V by 64, then set_rows)."""
     mod, doc, arrays = ggml
-    lib, spec = load_map_library(APPEND)
-    ref = bind(lib, spec, "ref")
+    checked = 0
     for name, c in doc["cases"].items():
         k, v, q = mod.inputs(name)
         assert mod.input_sha(k, v, q) == c["inputs_sha256"], f"{name}: the seeded inputs draw differently here"
+        if rotated and not c["rotated"]:
+            continue
         hkv, n, d = k.shape
         for which, x in (("k", k), ("v", v)):
+            map_id = APPENDS[f"rot_{which}"] if rotated else APPEND
+            lib, spec = load_map_library(map_id)
             cache = _poisoned(hkv, n, d)
-            _append(ref, x.transpose(1, 0, 2).reshape(n, hkv * d), hkv, d, n, 0, cache)
-            want = arrays[f"{name}:{which}_q8_0"]
+            _append(bind(lib, spec, "ref"), x.transpose(1, 0, 2).reshape(n, hkv * d), hkv, d, n, 0, cache)
+            want = arrays[f"{'rot:' if rotated else ''}{name}:{which}_q8_0"]
             got = cache.reshape(-1)
             bad = np.flatnonzero(want != got)
-            assert bad.size == 0, (f"{APPEND} [ref] case {name} {which}: {bad.size} bytes differ from ggml_set_rows, "
+            assert bad.size == 0, (f"{map_id} [ref] case {name} {which}: {bad.size} bytes differ from ggml, "
                                    f"first at byte {bad[0]} (block {bad[0] // BLOCK}): ggml {want[bad[0]]} ours {got[bad[0]]}")
+            checked += 1
+    assert checked >= 8
 
 
-def test_attention_q8kv_ref_equals_ggml_flash_attn(ggml):
+@pytest.mark.parametrize("rotated", [False, True], ids=["plain", "rotated"])
+def test_attention_q8kv_ref_equals_ggml_flash_attn(ggml, rotated):
+    """Plain: ggml_flash_attn_ext over q8_0 K/V; rotated: llama.cpp's graph around it (Q rotated like K before the
+    op, the caches from rotated rows, the output rotated back by 64)."""
     mod, doc, arrays = ggml
+    pre = "rot:" if rotated else ""
+    checked = 0
     for name, c in doc["cases"].items():
-        map_id = ATTN[c["mode"]]
+        if rotated and not c["rotated"]:
+            continue
+        map_id = ATTN[c["mode"] + ("_rot" if rotated else "")]
         lib, spec = load_map_library(map_id)
         ref = bind(lib, spec, "ref")
         k, v, q = mod.inputs(name)
         hq, hkv, d, n = c["Hq"], c["Hkv"], c["D"], c["n_kv"]
-        kc = np.ascontiguousarray(arrays[f"{name}:k_q8_0"])
-        vc = np.ascontiguousarray(arrays[f"{name}:v_q8_0"])
+        kc = np.ascontiguousarray(arrays[f"{pre}{name}:k_q8_0"])
+        vc = np.ascontiguousarray(arrays[f"{pre}{name}:v_q8_0"])
         for i, p in enumerate(c["positions"]):
             got = _attend(ref, np.ascontiguousarray(q[i].reshape(1, hq * d)), kc, vc, 1, hq, hkv, d, n, p, c["scale"],
                           c["window"], 1)
-            assert_close_or_equal(arrays[f"{name}:y"][i].reshape(1, hq * d), got, map_id=map_id, variant="ref",
-                                  context=f"case {name} position {p} vs ggml_flash_attn_ext")
+            assert_close_or_equal(arrays[f"{pre}{name}:y"][i].reshape(1, hq * d), got, map_id=map_id, variant="ref",
+                                  context=f"case {name} position {p} vs ggml")
+            checked += 1
+    assert checked >= 10
 
 
 # ---- every variant == ref ----
 
-@pytest.mark.parametrize("variant", map_variants(APPEND, ref=False))
+APPEND_VARIANTS = [(m, v) for m in APPENDS.values() for v in map_variants(m, ref=False)]
+ATTN_VARIANTS = [(m, v) for m in ATTN.values() for v in map_variants(m, ref=False)]
+
+
+@pytest.mark.parametrize(("map_id", "variant"), APPEND_VARIANTS, ids=[f"{m}-{v}" for m, v in APPEND_VARIANTS])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_kv_append_q8_0_variants_match_ref(variant, case):
-    skip_unless_runnable(APPEND, variant)
-    lib, spec = load_map_library(APPEND)
+def test_kv_append_q8_0_variants_match_ref(map_id, variant, case):
+    skip_unless_runnable(map_id, variant)
+    lib, spec = load_map_library(map_id)
     ref, fn = bind(lib, spec, "ref"), bind(lib, spec, variant)
     m, _hq, hkv, d, pos, _w, _s = CASES[case]
+    if map_id != APPEND and d % 64:
+        pytest.skip(f"{map_id}: D = {d} is not a multiple of 64")
     _q, k, _v = _case_inputs(case)
     c = pos + m + 3
     want = _poisoned(hkv, c, d)
@@ -158,20 +184,18 @@ def test_kv_append_q8_0_variants_match_ref(variant, case):
         got[...] = _poisoned(hkv, c, d)
         _append(fn, k[pos:], hkv, d, c, pos, got, nth)
         check()
-        assert_close_or_equal(want, got, map_id=APPEND, variant=variant, context=f"{case} nth={nth}")
+        assert_close_or_equal(want, got, map_id=map_id, variant=variant, context=f"{case} nth={nth}")
 
 
-@pytest.mark.parametrize("mode", sorted(ATTN))
-@pytest.mark.parametrize("variant", sorted({v for m in ATTN.values() for v in map_variants(m, ref=False)}))
+@pytest.mark.parametrize(("map_id", "variant"), ATTN_VARIANTS, ids=[f"{m}-{v}" for m, v in ATTN_VARIANTS])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_attention_q8kv_variants_match_ref(mode, variant, case):
-    map_id = ATTN[mode]
-    if variant not in map_variants(map_id):
-        pytest.skip(f"{map_id} has no variant {variant}")
+def test_attention_q8kv_variants_match_ref(map_id, variant, case):
     skip_unless_runnable(map_id, variant)
     lib, spec = load_map_library(map_id)
     alib, aspec = load_map_library(APPEND)
     m, hq, hkv, d, pos, window, scale = CASES[case]
+    if "rot" in map_id and d % 64:
+        pytest.skip(f"{map_id}: D = {d} is not a multiple of 64")
     q, k, v = _case_inputs(case)
     c = pos + m + 5  # cells past pos + M - 1 hold NaN-scaled blocks
     kc, vc = _caches(bind(alib, aspec, "ref"), k, v, hkv, d, c)
@@ -183,10 +207,9 @@ def test_attention_q8kv_variants_match_ref(mode, variant, case):
         assert_close_or_equal(want, got, map_id=map_id, variant=variant, context=f"{case} nth={nth}")
 
 
-@pytest.mark.parametrize("mode", sorted(ATTN))
-def test_attention_q8kv_ring_layout_equals_full_length(mode):
+@pytest.mark.parametrize("map_id", sorted(ATTN.values()))
+def test_attention_q8kv_ring_layout_equals_full_length(map_id):
     """A ring of window + M - 1 cells, filled chunk by chunk so it wraps, gives the full-length cache's bits."""
-    map_id = ATTN[mode]
     lib, spec = load_map_library(map_id)
     alib, aspec = load_map_library(APPEND)
     append = bind(alib, aspec, "ref")
@@ -195,6 +218,8 @@ def test_attention_q8kv_ring_layout_equals_full_length(mode):
         fn = bind(lib, spec, variant)
         for case in ("prefill_window", "decode_window", "window1", "d32"):
             m, hq, hkv, d, pos, window, scale = CASES[case]
+            if "rot" in map_id and d % 64:
+                continue
             q, k, v = _case_inputs(case)
             full_c = pos + m
             kf, vf = _caches(append, k, v, hkv, d, full_c)

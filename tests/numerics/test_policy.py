@@ -33,7 +33,7 @@ def test_llama_cpu_attention_and_kv_use_f16_cache():
     pol = load_policy()
     assert pol.name == "llama-cpu"
     assert (pol.rule_for("attention").contract, pol.rule_for("attention").kv) == ("attention.f16kv.ggml_fa.v1", "f16")
-    assert pol.rule_for("kv_append").contract == "kv_append.f16.v1"
+    assert pol.rule_for("kv_append", cache="k").contract == "kv_append.f16.v1"
     fast = load_policy("kernelmap-fast")
     assert (fast.rule_for("attention").contract, fast.rule_for("attention").kv) == ("attention.f16kv.f32.v1", "f16")
 

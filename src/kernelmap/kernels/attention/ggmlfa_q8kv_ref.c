@@ -1,5 +1,6 @@
-/* attention/ggmlfa_q8kv_ref.c — km_attention_q8_0kv_ggmlfa__ref and km_attention_kq_q8_0kv_ggmlfa__ref: the scalar
- * oracles of contracts attention.q8_0kv.ggml_fa.v1 and attention_kq.q8_0kv.ggml_fa.v1.
+/* attention/ggmlfa_q8kv_ref.c — km_attention_(kq_)q8_0kv(_rot)_ggmlfa__ref: the scalar oracles of contracts
+ * attention.q8_0kv.ggml_fa.v1, attention_kq.q8_0kv.ggml_fa.v1 and their rotated forms attention.q8_0kv_rot.ggml_fa.v1,
+ * attention_kq.q8_0kv_rot.ggml_fa.v1.
  *
  * Op: causal GQA attention of q f32 [M, Hq*D] (row m at position p = pos + m) over the head-major q8_0 caches
  * k_cache, v_cache [Hkv][C][D/32 blocks of 34 bytes] (as kv_append.q8_0.rne.v1 writes them); output y f32
@@ -24,6 +25,11 @@
  * Unlike the f16 cache's contract the running V sum stays f32 (no f16 rounding per step). expf is the C
  * library's (llama.cpp's too). FMA exactly where written; nothing else contracted (-ffp-contract=off).
  * Results do not depend on (ith, nth). Checked against ggml's own outputs (tests/kernels/test_attention_q8kv.py).
+ * The _rot contracts are what llama.cpp 0.3.36 computes around the same op for a quantized cache (its graph
+ * rotates Q, K and V by Hadamard transforms, unless LLAMA_ATTN_ROT_DISABLE is set): the caches hold K and V rotated
+ * (kv_append.q8_0.rot_k.v1 / rot_v.v1); qs is rotated in blocks of km_kv_rot_k(D) (km_fwht_ref) before it is
+ * quantized; the normalized output VKQ[d] * inv (one f32 multiply) is rotated back in blocks of 64 (km_fwht_ref,
+ * llama.cpp's rotation of the attention output). D % 64 == 0.
  * Partition: (row, head) items it = m*Hq + h in contiguous ranges of equal work (attention_ggmlfa_part.h).
  */
 #include <math.h>
@@ -35,7 +41,7 @@
 #define KM_FAQ8_DMAX 512
 
 static void q8kv_ref(float *y, const float *q, const void *k_cache, const void *v_cache, int64_t M, int64_t Hq,
-        int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window, int per_score, int ith,
+        int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window, int per_score, int rot, int ith,
         int nth) {
     const km_block_q8_0 *kc = (const km_block_q8_0 *)k_cache; /* [Hkv][C][D/32] */
     const km_block_q8_0 *vc = (const km_block_q8_0 *)v_cache; /* [Hkv][C][D/32] */
@@ -51,6 +57,12 @@ static void q8kv_ref(float *y, const float *q, const void *k_cache, const void *
         for (int64_t d = 0; d < D; d++) {
             qs[d] = per_score ? q[it * D + d] : q[it * D + d] * scale;
             vkq[d] = 0.0f;
+        }
+        if (rot) { /* Q in K's rotation */
+            float t[KM_FAQ8_DMAX];
+            const int64_t nk = km_kv_rot_k(D);
+            for (int64_t b = 0; b < D; b += nk) km_fwht_ref(t + b, qs + b, nk);
+            for (int64_t d = 0; d < D; d++) qs[d] = t[d];
         }
         for (int64_t b = 0; b < nb; b++) km_q8_0_rne_block_ref(&qq[b], qs + b * KM_QK8_0);
         float big_m = -INFINITY, big_s = 0.0f;
@@ -77,12 +89,23 @@ static void q8kv_ref(float *y, const float *q, const void *k_cache, const void *
             big_s = fmaf(big_s, ms, vs);
         }
         const float inv = big_s == 0.0f ? 0.0f : 1.0f / big_s;
-        for (int64_t d = 0; d < D; d++) y[it * D + d] = vkq[d] * inv;
+        for (int64_t d = 0; d < D; d++) vkq[d] = vkq[d] * inv;
+        if (rot) { /* the output back from V's rotation */
+            for (int64_t b = 0; b < D; b += KM_KV_ROT_V) km_fwht_ref(y + it * D + b, vkq + b, KM_KV_ROT_V);
+        } else {
+            for (int64_t d = 0; d < D; d++) y[it * D + d] = vkq[d];
+        }
     }
 }
 
-/* Both maps' entry points live in this one unit; each is declared here, since a build that selects one
+/* The four maps' entry points live in this one unit; each is declared here, since a build that selects one
  * map's variant declares only that one (builds refuse undeclared exports). */
+void km_attention_q8_0kv_rot_ggmlfa__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
+        int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window, int ith,
+        int nth);
+void km_attention_kq_q8_0kv_rot_ggmlfa__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
+        int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window, int ith,
+        int nth);
 void km_attention_q8_0kv_ggmlfa__ref(float *y, const float *q, const void *k_cache, const void *v_cache, int64_t M,
         int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window, int ith, int nth);
 void km_attention_kq_q8_0kv_ggmlfa__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
@@ -91,11 +114,23 @@ void km_attention_kq_q8_0kv_ggmlfa__ref(float *y, const float *q, const void *k_
 
 void km_attention_q8_0kv_ggmlfa__ref(float *y, const float *q, const void *k_cache, const void *v_cache, int64_t M,
         int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window, int ith, int nth) {
-    q8kv_ref(y, q, k_cache, v_cache, M, Hq, Hkv, D, C, pos, scale, window, 0, ith, nth);
+    q8kv_ref(y, q, k_cache, v_cache, M, Hq, Hkv, D, C, pos, scale, window, 0, 0, ith, nth);
+}
+
+void km_attention_q8_0kv_rot_ggmlfa__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
+        int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window, int ith,
+        int nth) {
+    q8kv_ref(y, q, k_cache, v_cache, M, Hq, Hkv, D, C, pos, scale, window, 0, 1, ith, nth);
+}
+
+void km_attention_kq_q8_0kv_rot_ggmlfa__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
+        int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window, int ith,
+        int nth) {
+    q8kv_ref(y, q, k_cache, v_cache, M, Hq, Hkv, D, C, pos, scale, window, 1, 1, ith, nth);
 }
 
 void km_attention_kq_q8_0kv_ggmlfa__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
         int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window, int ith,
         int nth) {
-    q8kv_ref(y, q, k_cache, v_cache, M, Hq, Hkv, D, C, pos, scale, window, 1, ith, nth);
+    q8kv_ref(y, q, k_cache, v_cache, M, Hq, Hkv, D, C, pos, scale, window, 1, 0, ith, nth);
 }

@@ -12,6 +12,14 @@
  * t = f32(fp16(w.d) * fp16(x.d)); acc[l] = fmaf(t, (float)lane[l], acc[l]). Then h[l] = acc[l] + acc[l+4]
  * (l < 4), g0 = h0 + h2, g1 = h1 + h3, result g0 + g1, each an f32 add. Used by linear/q8_0_q8_0_ggml_ref.c
  * (linear.q8_0.q8_0.ggml.v1) and attention/ggmlfa_q8kv_ref.c (each score of the q8_0-KV flash attention).
+ *
+ * km_fwht_ref: the Hadamard rotation llama.cpp (0.3.36) applies around a quantized KV cache (Q and K rows before
+ * the cache and the score, V rows before the cache, the attention output after it; ggml-cpu's fwht, the CPU path
+ * of a mul_mat hinted GGML_HINT_SRC0_IS_HADAMARD) over n values, n a power of two: y[j] = x[j] * s with
+ * s = 1.0f / sqrtf((float)n) (f32); then for len = 1, 2, 4, .., n/2 and every block of 2*len values, each pair
+ * (u, v) = (y[i + j], y[i + len + j]) becomes (u + v, u - v), each one f32 add. llama.cpp's rotation sizes:
+ * K (and Q) rows in blocks of the largest power of two dividing the head size D (km_kv_rot_k; D % 64 == 0),
+ * V rows and the output in blocks of 64 (KM_KV_ROT_V).
  */
 #ifndef KM_Q8_0_REF_H
 #define KM_Q8_0_REF_H
@@ -47,6 +55,29 @@ static inline float km_q8_0_dot_ggml_ref(const km_block_q8_0 *w, const km_block_
     const float g0 = h[0] + h[2];
     const float g1 = h[1] + h[3];
     return g0 + g1;
+}
+
+static inline void km_fwht_ref(float *y, const float *x, int64_t n) {
+    const float s = 1.0f / sqrtf((float)n);
+    for (int64_t j = 0; j < n; j++) y[j] = x[j] * s;
+    for (int64_t len = 1; len < n; len <<= 1) {
+        for (int64_t i = 0; i < n; i += 2 * len) {
+            for (int64_t j = i; j < i + len; j++) {
+                const float u = y[j], v = y[j + len];
+                y[j] = u + v;
+                y[j + len] = u - v;
+            }
+        }
+    }
+}
+
+#define KM_KV_ROT_V 64
+
+/* llama.cpp's rotation block of K and Q for head size D (a multiple of 64): the largest power of two dividing D */
+static inline int64_t km_kv_rot_k(int64_t D) {
+    int64_t n = 64;
+    while (D % (2 * n) == 0) n *= 2;
+    return n;
 }
 
 #endif /* KM_Q8_0_REF_H */
