@@ -5,7 +5,8 @@ below repeated, our tokenizer), then, alternating sides:
   ours:  `kernelmap run --ctx N -f prompt -n decode --json` in a subprocess (the model compiled beforehand,
          so no compiler runs inside the measured process);
   peer:  llama.cpp (llama-cpp-python in the peer venv) in a subprocess: n_ctx N, flash attention on,
-         n_batch = n_ubatch = 512 (llama.cpp's defaults), f16 K/V, the same token ids; swa_full on (its
+         n_batch = n_ubatch = 512 (llama.cpp's defaults), f16 K/V (--cache-type q8_0: q8_0 K/V on both
+         sides), the same token ids; swa_full on (its
          default in llama-cpp-python: SWA layers keep every cell, the layout our parity tests compare with)
          and, with --peer-small-swa, also swa_full off (the SWA cache sized window + ubatch, padded to 256).
 Printed per side: peak RSS (the child's ru_maxrss from wait4: its own peak, not a sum over processes), the
@@ -211,8 +212,9 @@ def _print(args: argparse.Namespace, rows: list[dict]) -> None:
         print(json.dumps(out))
         return
     mib = 2**20
-    print(f"threads {args.threads}; llama.cpp {rows[0]['peer_version'] if rows else '?'} (flash attention, f16 K/V, "
-          f"n_ubatch 512, swa_full on); ours: kernelmap run (default policy)")
+    kv = args.cache_type
+    print(f"threads {args.threads}; llama.cpp {rows[0]['peer_version'] if rows else '?'} (flash attention, {kv} K/V, "
+          f"n_ubatch 512, swa_full on); ours: kernelmap run -ctk {kv} -ctv {kv}")
     print(f"{'ctx':>6} {'prompt':>6} | {'RSS ours':>9} {'llama':>9} | {'KV ours':>8} {'llama':>8} | "
           f"{'prefill ours':>12} {'llama':>7} {'ratio':>5} | {'decode ours':>11} {'llama':>7} {'ratio':>5} | same")
     for r in rows:
