@@ -5,7 +5,8 @@ below repeated, our tokenizer), then, alternating sides:
   ours:  `kernelmap run --ctx N -f prompt -n decode --json` in a subprocess (the model compiled beforehand,
          so no compiler runs inside the measured process);
   peer:  llama.cpp (llama-cpp-python in the peer venv) in a subprocess: n_ctx N, flash attention on,
-         n_batch = n_ubatch = 512 (llama.cpp's defaults), f16 K/V, the same token ids; swa_full on (its
+         n_batch = n_ubatch = 512 (llama.cpp's defaults), f16 K/V (--cache-type q8_0: q8_0 K/V on both
+         sides), the same token ids; swa_full on (its
          default in llama-cpp-python: SWA layers keep every cell, the layout our parity tests compare with)
          and, with --peer-small-swa, also swa_full off (the SWA cache sized window + ubatch, padded to 256).
 Printed per side: peak RSS (the child's ru_maxrss from wait4: its own peak, not a sum over processes), the
@@ -57,9 +58,9 @@ def _run_measured(cmd: list[str], stdin: str | None = None) -> tuple[int, str, s
             usage.ru_maxrss * 1024
 
 
-def _ours(gguf: str, prompt_file: Path, n_ctx: int, n_decode: int, threads: int) -> dict:
+def _ours(gguf: str, prompt_file: Path, n_ctx: int, n_decode: int, threads: int, cache_type: str = "f16") -> dict:
     cmd = [str(OURS_PY), "-m", "kernelmap", "run", "-m", gguf, "--ctx", str(n_ctx), "-f", str(prompt_file),
-           "-n", str(n_decode), "-t", str(threads), "--json", "-q"]
+           "-n", str(n_decode), "-t", str(threads), "-ctk", cache_type, "-ctv", cache_type, "--json", "-q"]
     rc, out, err, rss = _run_measured(cmd)
     if rc != 0:
         raise SystemExit(f"error: kernelmap run --ctx {n_ctx} failed (exit {rc}): {err.strip()[-300:]}")
@@ -68,9 +69,10 @@ def _ours(gguf: str, prompt_file: Path, n_ctx: int, n_decode: int, threads: int)
             "prompt_tokens": r["prompt_tokens"], "tokens": r["tokens"]}
 
 
-def _peer(peer_py: Path, gguf: str, ids: list[int], n_ctx: int, n_decode: int, threads: int, swa_full: bool) -> dict:
+def _peer(peer_py: Path, gguf: str, ids: list[int], n_ctx: int, n_decode: int, threads: int, swa_full: bool,
+          cache_type: str = "f16") -> dict:
     req = {"model": gguf, "tokens": ids, "n_ctx": n_ctx, "n_decode": n_decode, "threads": threads,
-           "swa_full": swa_full}
+           "swa_full": swa_full, "cache_type": cache_type}
     rc, out, err, rss = _run_measured([str(peer_py), "-P", str(Path(__file__).resolve()), "--peer-worker"],
                                       json.dumps(req))
     if rc != 0:
@@ -89,8 +91,10 @@ def _peer_worker() -> None:
     import numpy as np
 
     req = json.loads(sys.stdin.read())
+    cache = {"f16": llama_cpp.GGML_TYPE_F16, "q8_0": llama_cpp.GGML_TYPE_Q8_0}[req.get("cache_type", "f16")]
     llm = llama_cpp.Llama(model_path=req["model"], n_ctx=req["n_ctx"], n_threads=req["threads"],
                           n_threads_batch=req["threads"], n_batch=512, n_ubatch=512, flash_attn=True,
+                          type_k=cache, type_v=cache,
                           swa_full=req["swa_full"], verbose=True, logits_all=False, seed=0)
     llama_cpp.llama_perf_context_reset(llm.ctx)
     llm.eval(req["tokens"])
@@ -111,14 +115,14 @@ def _kv_bytes_ours(model) -> int:
     return int(model.kv_bytes)
 
 
-def _attention_share(gguf: str, ids: list[int], n_ctx: int, n_decode: int, threads: int) -> dict:
+def _attention_share(gguf: str, ids: list[int], n_ctx: int, n_decode: int, threads: int, policy: str) -> dict:
     """Attention's share of prefill and decode time from a profiling build's per-op timers."""
     from dataclasses import replace
 
     from kernelmap.compiler import CompileOptions
     from kernelmap.runtime import load
 
-    model = load(gguf, threads=threads, n_ctx=n_ctx, options=replace(CompileOptions(), profile=True))
+    model = load(gguf, threads=threads, n_ctx=n_ctx, options=replace(CompileOptions(policy=policy), profile=True))
     with model:
         kinds = {(ph, label): prov for ph, label, prov, *_ in model.info["selection"]}
         model.reset()
@@ -150,6 +154,8 @@ def main() -> None:
                     help="also run llama.cpp with swa_full off (SWA cache of window + ubatch cells)")
     ap.add_argument("--no-profile", action="store_true", help="skip the per-op profile (attention's share)")
     ap.add_argument("--peer-python", type=Path, default=PEER_PY)
+    ap.add_argument("--cache-type", choices=("f16", "q8_0"), default="f16",
+                    help="KV cache type of both runs (ours: -ctk/-ctv, llama.cpp: type_k/type_v)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if not args.peer_python.exists():
@@ -161,7 +167,11 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n_ctx in [int(c) for c in args.ctx.split(",")]:
-            model = load(gguf, threads=args.threads, n_ctx=n_ctx)  # compiles (cached) outside the measured runs
+            from kernelmap.cli.run_cmd import cache_policy
+            from kernelmap.compiler import CompileOptions
+
+            options = CompileOptions(policy=cache_policy(None, args.cache_type, args.cache_type))
+            model = load(gguf, threads=args.threads, n_ctx=n_ctx, options=options)  # compiled (cached) before the runs
             with model:
                 want = n_ctx - args.decode_tokens - 8
                 text = TEXT
@@ -174,9 +184,9 @@ def main() -> None:
                 kv_ours = _kv_bytes_ours(model)
             prompt = Path(tmp) / f"prompt{n_ctx}.txt"
             prompt.write_text(text, encoding="utf-8")
-            ours = _ours(gguf, prompt, n_ctx, args.decode_tokens, args.threads)
-            peer = _peer(args.peer_python, gguf, ids, n_ctx, args.decode_tokens, args.threads, True)
-            row = {"n_ctx": n_ctx, "prompt_tokens": len(ids), "decode_tokens": args.decode_tokens,
+            ours = _ours(gguf, prompt, n_ctx, args.decode_tokens, args.threads, args.cache_type)
+            peer = _peer(args.peer_python, gguf, ids, n_ctx, args.decode_tokens, args.threads, True, args.cache_type)
+            row = {"n_ctx": n_ctx, "cache_type": args.cache_type, "prompt_tokens": len(ids), "decode_tokens": args.decode_tokens,
                    "ours_rss": ours["rss"], "ours_kv_bytes": kv_ours, "ours_prefill_tps": ours["prefill_tps"],
                    "ours_decode_tps": ours["decode_tps"], "llama_rss": peer["rss"], "llama_kv_bytes": peer["kv_bytes"],
                    "llama_compute_bytes": peer["compute_bytes"], "llama_prefill_tps": peer["prefill_tps"],
@@ -184,12 +194,13 @@ def main() -> None:
                    "same_prompt_tokens": ours["prompt_tokens"] == len(ids),
                    "greedy_tokens_identical": ours["tokens"][: len(peer["tokens"])] == peer["tokens"][: len(ours["tokens"])]}
             if args.peer_small_swa:
-                small = _peer(args.peer_python, gguf, ids, n_ctx, args.decode_tokens, args.threads, False)
+                small = _peer(args.peer_python, gguf, ids, n_ctx, args.decode_tokens, args.threads, False,
+                              args.cache_type)
                 row.update(llama_small_swa_rss=small["rss"], llama_small_swa_kv_bytes=small["kv_bytes"],
                            llama_small_swa_prefill_tps=small["prefill_tps"],
                            llama_small_swa_decode_tps=small["decode_tps"])
             if not args.no_profile:
-                row.update(_attention_share(gguf, ids, n_ctx, args.decode_tokens, args.threads))
+                row.update(_attention_share(gguf, ids, n_ctx, args.decode_tokens, args.threads, options.policy))
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)  # each context as it completes (runs are long)
     _print(args, rows)
@@ -201,8 +212,9 @@ def _print(args: argparse.Namespace, rows: list[dict]) -> None:
         print(json.dumps(out))
         return
     mib = 2**20
-    print(f"threads {args.threads}; llama.cpp {rows[0]['peer_version'] if rows else '?'} (flash attention, f16 K/V, "
-          f"n_ubatch 512, swa_full on); ours: kernelmap run (default policy)")
+    kv = args.cache_type
+    print(f"threads {args.threads}; llama.cpp {rows[0]['peer_version'] if rows else '?'} (flash attention, {kv} K/V, "
+          f"n_ubatch 512, swa_full on); ours: kernelmap run -ctk {kv} -ctv {kv}")
     print(f"{'ctx':>6} {'prompt':>6} | {'RSS ours':>9} {'llama':>9} | {'KV ours':>8} {'llama':>8} | "
           f"{'prefill ours':>12} {'llama':>7} {'ratio':>5} | {'decode ours':>11} {'llama':>7} {'ratio':>5} | same")
     for r in rows:

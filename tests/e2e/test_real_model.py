@@ -30,6 +30,7 @@ pytestmark = pytest.mark.model
 ROOT_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FIXTURES = ROOT_FIXTURES / "llama_fa"  # flash attention, one token per decode, 1 thread
 FIXTURES_T2 = ROOT_FIXTURES / "llama_fa_t2"  # the same on 2 threads
+FIXTURES_KVQ8 = ROOT_FIXTURES / "llama_fa_kvq8"  # 1 thread, q8_0 K and V cache (policy llama-cpu-kvq8)
 LONG = ROOT_FIXTURES / "llama_long"
 N_CTX = 1024
 # segment ends: both sides of llama.cpp's KV view steps (256, 512, 768 cells) and of the 512-token window
@@ -57,7 +58,17 @@ def gemma_t2():
     m.close()
 
 
-def _long(threads: int) -> dict:
+@pytest.fixture(scope="module")
+def gemma_kvq8():
+    from kernelmap.compiler import CompileOptions
+    from kernelmap.runtime import default_model_path, load
+
+    m = load(default_model_path(), threads=2, n_ctx=N_CTX, options=CompileOptions(policy="llama-cpu-kvq8"))
+    yield m
+    m.close()
+
+
+def _long(threads: int | str) -> dict:
     return json.loads((LONG / f"t{threads}.json").read_text(encoding="utf-8"))
 
 
@@ -105,7 +116,8 @@ def test_fixtures_were_made_with_the_default_model_and_a_build_without_amx(gemma
 
     sha = open_gguf(gemma.info["gguf"]).sha256()
     for path in [FIXTURES / "greedy.json", FIXTURES / "teacher.json", FIXTURES_T2 / "greedy.json",
-                 FIXTURES_T2 / "teacher.json", *sorted(LONG.glob("t*.json"))]:
+                 FIXTURES_T2 / "teacher.json", FIXTURES_KVQ8 / "greedy.json", FIXTURES_KVQ8 / "teacher.json",
+                 *sorted(LONG.glob("t*.json"))]:
         doc = json.loads(path.read_text(encoding="utf-8"))
         assert doc["model"]["sha256"] == sha, f"{path}: made with another model file ({doc['model']})"
         peer = doc["peer"]
@@ -119,19 +131,22 @@ def test_real_model_tier1_self_consistency(gemma):
         assert check.passed, check
 
 
-@pytest.mark.parametrize("which", ["t1", pytest.param("t2", marks=[pytest.mark.slow, SLOW])])
+@pytest.mark.parametrize("which", ["t1", pytest.param("t2", marks=[pytest.mark.slow, SLOW]),
+                                   pytest.param("kvq8", marks=[pytest.mark.slow, SLOW])])
 def test_real_model_greedy_teacher_forced_and_perplexity_equal_llama_cpp(request, which):
-    model, fixtures = (request.getfixturevalue("gemma"), FIXTURES) if which == "t1" else (
-        request.getfixturevalue("gemma_t2"), FIXTURES_T2)
+    model_fixture, fixtures = {"t1": ("gemma", FIXTURES), "t2": ("gemma_t2", FIXTURES_T2),
+                               "kvq8": ("gemma_kvq8", FIXTURES_KVQ8)}[which]
+    model = request.getfixturevalue(model_fixture)
     checks = tier2(model, fixtures) + tier3(model, fixtures)
     failed = [c for c in checks if not c.passed]
     assert checks and not failed, failed
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize(("model_fixture", "peer_threads"), [("gemma", 1), ("gemma_t2", 2)])
+@pytest.mark.parametrize(("model_fixture", "peer_threads"), [("gemma", 1), ("gemma_t2", 2), ("gemma_kvq8", "1_kvq8")])
 def test_long_context_matches_llama_cpp(request, model_fixture, peer_threads, threads):
-    """llama-cpu == llama.cpp -t 1 and llama-cpu-t2 == llama.cpp -t 2, each on our 1 and 2 threads."""
+    """llama-cpu == llama.cpp -t 1 and llama-cpu-t2 == llama.cpp -t 2, each on our 1 and 2 threads; llama-cpu-kvq8
+    == llama.cpp -t 1 with type_k = type_v = q8_0 (t1_kvq8.json)."""
     model = _with_threads(request.getfixturevalue(model_fixture), threads)
     try:
         bad = _check_segments(model, _long(peer_threads))
@@ -147,9 +162,19 @@ def test_long_context_fixtures_of_one_and_two_llama_cpp_threads_differ_from_posi
     assert differ and differ[0] == 256, differ[:3]
 
 
+def test_long_context_q8_0_cache_fixtures_of_one_and_two_llama_cpp_threads_are_identical():
+    """ggml splits only an f16/f32 cache's keys across threads: with q8_0 K/V llama.cpp -t 2 == -t 1 at every
+    position, which is why policy llama-cpu-kvq8 has no -t<N> variant."""
+    t1, t2 = _long("1_kvq8"), _long("2_kvq8")
+    assert t1["peer"]["type_k"] == t1["peer"]["type_v"] == t2["peer"]["type_k"] == "q8_0"
+    assert t1["tokens"] == _long(1)["tokens"] and t1["logits_sha256"] == t2["logits_sha256"]
+    assert t1["logits_sha256"][:256] != _long(1)["logits_sha256"][:256]  # a q8_0 cache does change the logits
+
+
 @pytest.mark.slow
 @SLOW
-@pytest.mark.parametrize(("policy", "peer_threads"), [("llama-cpu", 1), ("llama-cpu-t2", 2), ("llama-cpu-t4", 4)])
+@pytest.mark.parametrize(("policy", "peer_threads"), [("llama-cpu", 1), ("llama-cpu-t2", 2), ("llama-cpu-t4", 4),
+                                                      ("llama-cpu-kvq8", "1_kvq8")])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_long_context_every_position_matches_llama_cpp(policy, peer_threads, threads):
     from kernelmap.compiler import CompileOptions

@@ -33,7 +33,7 @@ def test_llama_cpu_attention_and_kv_use_f16_cache():
     pol = load_policy()
     assert pol.name == "llama-cpu"
     assert (pol.rule_for("attention").contract, pol.rule_for("attention").kv) == ("attention.f16kv.ggml_fa.v1", "f16")
-    assert pol.rule_for("kv_append").contract == "kv_append.f16.v1"
+    assert pol.rule_for("kv_append", cache="k").contract == "kv_append.f16.v1"
     fast = load_policy("kernelmap-fast")
     assert (fast.rule_for("attention").contract, fast.rule_for("attention").kv) == ("attention.f16kv.f32.v1", "f16")
 
@@ -90,8 +90,20 @@ def test_policy_missing_key_is_refused():
         load_policy().rule_for("rope")
 
 
+def test_llama_cpu_kvq8_policy_selects_the_rotated_q8_0_cache_for_k_and_v():
+    pol = load_policy("llama-cpu-kvq8")
+    assert (pol.rule_for("attention").contract, pol.rule_for("attention").kv) == ("attention.q8_0kv_rot.ggml_fa.v1",
+                                                                                  "q8_0")
+    assert pol.rule_for("attention_kq").contract == "attention_kq.q8_0kv_rot.ggml_fa.v1"
+    assert pol.rule_for("kv_append", cache="k").contract == "kv_append.q8_0.rot_k.v1"
+    assert pol.rule_for("kv_append", cache="v").contract == "kv_append.q8_0.rot_v.v1"
+    # everything else is llama-cpu's
+    assert pol.rule_for("linear", weight="q4_k").contract == load_policy().rule_for("linear", weight="q4_k").contract
+
+
 def test_policy_unknown_name_lists_shipped_policies():
-    assert policy_names() == ["f32-reference", "kernelmap-fast", "llama-cpu", "llama-cpu-t2", "llama-cpu-t4"]
+    assert policy_names() == ["f32-reference", "kernelmap-fast", "llama-cpu", "llama-cpu-kvq8", "llama-cpu-t2",
+                              "llama-cpu-t4"]
     with pytest.raises(PolicyError) as exc:
         load_policy("llama-cpuu")
     assert exc.value.hint == "closest: llama-cpu"

@@ -11,7 +11,7 @@ Each file records the llama.cpp build and CPU path (tests/fixtures/peer_build.py
     .venv-peer/bin/python -P tests/parity_fa/make_fa_fixtures.py --compare [--threads N]      # live check
 
 --compare records the same data live and runs `kernelmap parity --tier 2 --tier 3` (the project venv) with
-the policy for N threads on it: exits 1 unless every claimed bar holds (all greedy prompts, every top-1,
+the policy for N threads (or --cache-type q8_0: llama-cpu-kvq8) on it: exits 1 unless every claimed bar holds (all greedy prompts, every top-1,
 top-5 logits to the fixture rounding, the perplexity). Nothing here runs in `make test`.
 """
 
@@ -42,9 +42,9 @@ def _base():
     return mod
 
 
-def settings(flash_attn: bool, sequential: bool, threads: int) -> dict:
+def settings(flash_attn: bool, sequential: bool, threads: int, cache_type: str = "f16") -> dict:
     """The llama.cpp settings recorded in the fixtures (the base SETTINGS with these choices applied)."""
-    s = dict(_base().SETTINGS)
+    s = dict(_base().SETTINGS, type_k=cache_type, type_v=cache_type)
     n_batch = 1 if sequential else s["n_batch"]
     s.update(flash_attn=flash_attn, n_batch=n_batch, n_ubatch=n_batch, n_threads=threads, n_threads_batch=threads)
     return s
@@ -63,7 +63,7 @@ def record(model_path: str, cfg: dict, sequential: bool) -> tuple[dict, dict]:
     import llama_cpp
 
     base = _base()
-    types = {"f16": llama_cpp.GGML_TYPE_F16, "f32": llama_cpp.GGML_TYPE_F32}
+    types = {"f16": llama_cpp.GGML_TYPE_F16, "f32": llama_cpp.GGML_TYPE_F32, "q8_0": llama_cpp.GGML_TYPE_Q8_0}
     kwargs = {k: v for k, v in cfg.items() if k not in ("type_k", "type_v", "swa_full")}
     llm = llama_cpp.Llama(model_path=model_path, type_k=types[cfg["type_k"]], type_v=types[cfg["type_v"]],
                           verbose=False, **kwargs)
@@ -125,8 +125,11 @@ def _write(greedy: dict, teacher: dict, out: Path) -> None:
         tmp.replace(out / name)
 
 
-def policy_for(threads: int) -> str:
-    """The numerics policy that reproduces llama.cpp on `threads` threads (flash attention, one token per eval)."""
+def policy_for(threads: int, cache_type: str = "f16") -> str:
+    """The numerics policy that reproduces llama.cpp on `threads` threads (flash attention, one token per eval);
+    a q8_0 cache is never split across threads, so llama-cpu-kvq8 covers every thread count."""
+    if cache_type == "q8_0":
+        return "llama-cpu-kvq8"
     return "llama-cpu" if threads == 1 else f"llama-cpu-t{threads}"
 
 
@@ -139,20 +142,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sequential", action=argparse.BooleanOptionalAction, default=True,
                     help="evaluate prompts one token per call (n_batch = n_ubatch = 1)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--cache-type", choices=("f16", "q8_0"), default="f16",
+                    help="llama.cpp's type_k = type_v (q8_0: default --out tests/fixtures/llama_fa_kvq8)")
     ap.add_argument("--compare", action="store_true",
                     help="record live and run `kernelmap parity --tier 2 --tier 3` on it; exit 1 if a bar fails")
     args = ap.parse_args(argv)
     model = args.model or _base().default_model()
-    greedy, teacher = record(model, settings(args.flash_attn, args.sequential, args.threads), args.sequential)
+    greedy, teacher = record(model, settings(args.flash_attn, args.sequential, args.threads, args.cache_type), args.sequential)
     if args.compare:
         with tempfile.TemporaryDirectory() as tmp:
             _write(greedy, teacher, Path(tmp))
             cmd = [str(ROOT / ".venv" / "bin" / "kernelmap"), "parity", "--tier", "2", "--tier", "3", "--no-reference",
-                   "--fixtures", tmp, "--policy", policy_for(args.threads), "-m", model]
+                   "--fixtures", tmp, "--policy", policy_for(args.threads, args.cache_type), "-m", model]
             print("live llama.cpp (" + ", ".join(f"{k}={v}" for k, v in greedy["peer"].items() if k != "build")
-                  + f") vs policy {policy_for(args.threads)}:", flush=True)
+                  + f") vs policy {policy_for(args.threads, args.cache_type)}:", flush=True)
             return subprocess.run(cmd, check=False).returncode
-    out = args.out or (OUT if args.threads == 1 else OUT.with_name(f"llama_fa_t{args.threads}"))
+    out = args.out or (OUT.with_name("llama_fa_kvq8") if args.cache_type == "q8_0" else
+                       OUT if args.threads == 1 else OUT.with_name(f"llama_fa_t{args.threads}"))
     _write(greedy, teacher, out)
     print(f"wrote {out / 'greedy.json'} and {out / 'teacher.json'}; teacher perplexity "
           f"{teacher['perplexity']:.4f}, batched-vs-this top-1 agreement {teacher['peer_sequential_top1_agreement']}")

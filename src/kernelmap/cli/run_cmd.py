@@ -23,6 +23,46 @@ from kernelmap.errors import ModelError
 __all__ = ["register"]
 
 
+# KV cache types as llama.cpp spells them (-ctk/-ctv) -> the policy that reproduces llama.cpp with that cache
+# (flash attention on, 1 thread; llama-cpu-kvq8 also on N threads: ggml never splits a q8_0 cache's keys)
+CACHE_POLICIES = {"f16": "llama-cpu", "q8_0": "llama-cpu-kvq8"}
+DEFAULT_POLICY = "llama-cpu"
+
+
+def cache_policy(policy: str | None, cache_k: str | None, cache_v: str | None) -> str:
+    """The numerics policy for --policy and --cache-type-k/-v. No cache flag: --policy (default llama-cpu).
+    A cache flag (the other one defaults to f16, llama.cpp's default): K and V must be one supported type;
+    without --policy it picks CACHE_POLICIES[type]; with --policy that policy's KV cache must be that type."""
+    if cache_k is None and cache_v is None:
+        return policy or DEFAULT_POLICY
+    k, v = cache_k or "f16", cache_v or "f16"
+    for opt, value in (("--cache-type-k", k), ("--cache-type-v", v)):
+        if value not in CACHE_POLICIES:
+            raise ModelError("unsupported KV cache type", pointer=opt, value=value, expected=sorted(CACHE_POLICIES))
+    if k != v:
+        raise ModelError("K and V cache types differ; only equal pairs are supported", pointer="--cache-type-v",
+                         value=v, expected=k)
+    if policy is None:
+        return CACHE_POLICIES[k]
+    from kernelmap.numerics import load_policy
+
+    kv = load_policy(policy).rule_for("attention").kv
+    if kv != k:
+        raise ModelError(f"policy {policy} keeps its KV cache in {kv}", pointer="--cache-type-k", value=k, expected=kv,
+                         hint=f"drop --policy (then {CACHE_POLICIES[k]} is used) or pass a policy with a {k} cache")
+    return policy
+
+
+_cache_opts = [
+    click.option("-ctk", "--cache-type-k", "cache_k", default=None,
+                 help=f"KV cache type of K: {' or '.join(CACHE_POLICIES)} (as llama.cpp; give -ctv the same). "
+                      f"Picks the policy unless --policy is given: " +
+                      ", ".join(f"{t} -> {p}" for t, p in CACHE_POLICIES.items()) + "."),
+    click.option("-ctv", "--cache-type-v", "cache_v", default=None,
+                 help="KV cache type of V (the same as -ctk)."),
+]
+
+
 def _options(policy: str, maps: tuple[str, ...], isa: str | None, batch: int, profile: bool = False) -> CompileOptions:
     from kernelmap.target import parse_isa, target_features
 
@@ -101,7 +141,9 @@ _model_opt = click.option("-m", "--model", type=click.Path(dir_okay=False), defa
 _common = [
     click.option("-t", "--threads", type=int, default=None, help="Threads (default: the physical cores this process may use)."),
     click.option("-c", "--ctx", "ctx", type=int, default=4096, show_default=True, help="KV cache capacity in tokens."),
-    click.option("--policy", default="llama-cpu", show_default=True, help="Numerics policy name or file."),
+    click.option("--policy", default=None, help="Numerics policy name or file (default: llama-cpu, or the one "
+                 "-ctk/-ctv pick)."),
+    *_cache_opts,
     click.option("--maps", multiple=True, type=click.Path(file_okay=False), help="Extra kernel-map directory."),
     click.option("--isa", default=None, help="Target ISA (e.g. avx2 or avx2,fma,f16c); default: this CPU."),
     click.option("--batch", type=int, default=128, show_default=True, help="Prefill rows per step."),
@@ -142,7 +184,8 @@ def _sampler(temp: float, top_k: int, top_p: float, min_p: float, repeat_penalty
 @_apply(_sampling)
 @click.option("--json", "json_out", is_flag=True, help="Print one JSON object (text, tokens, stats) on stdout.")
 def run_command(model: str | None, prompt: str | None, prompt_file: str | None, n_predict: int, threads: int | None,
-                ctx: int, policy: str, maps: tuple[str, ...], isa: str | None, batch: int, quiet: bool, temp: float,
+                ctx: int, policy: str | None, cache_k: str | None, cache_v: str | None, maps: tuple[str, ...],
+                isa: str | None, batch: int, quiet: bool, temp: float,
                 top_k: int, top_p: float, min_p: float, repeat_penalty: float, seed: int, json_out: bool) -> None:
     """Compile a GGUF model (cached) and generate text from a prompt.
 
@@ -153,7 +196,7 @@ def run_command(model: str | None, prompt: str | None, prompt_file: str | None, 
     if prompt is None:
         raise ModelError("no prompt given", pointer="--prompt", hint='pass -p "text" or -f FILE')
     sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, seed)
-    m = _load(model, threads, ctx, _options(policy, maps, isa, batch), quiet)
+    m = _load(model, threads, ctx, _options(cache_policy(policy, cache_k, cache_v), maps, isa, batch), quiet)
     with m:
         out = (lambda _t: None) if json_out else (lambda t: (sys.stdout.write(t), sys.stdout.flush()))
         if not json_out:
@@ -181,8 +224,8 @@ def run_command(model: str | None, prompt: str | None, prompt_file: str | None, 
 @_apply(_common)
 @_apply(_sampling)
 def chat_command(model: str | None, n_predict: int, system: str | None, template_name: str | None,
-                 threads: int | None, ctx: int, policy: str, maps: tuple[str, ...], isa: str | None, batch: int,
-                 quiet: bool, temp: float, top_k: int, top_p: float, min_p: float, repeat_penalty: float,
+                 threads: int | None, ctx: int, policy: str | None, cache_k: str | None, cache_v: str | None,
+                 maps: tuple[str, ...], isa: str | None, batch: int, quiet: bool, temp: float, top_k: int, top_p: float, min_p: float, repeat_penalty: float,
                  seed: int) -> None:
     """Chat with a model using its chat template (one line per user turn; Ctrl-D ends).
 
@@ -193,6 +236,7 @@ def chat_command(model: str | None, n_predict: int, system: str | None, template
     from kernelmap.tokenizer import Tokenizer, choose_template
 
     sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, seed)
+    policy = cache_policy(policy, cache_k, cache_v)
     path = model or str(default_model_path())
     choice = choose_template(Tokenizer.from_metadata(open_gguf(path).metadata, source=path), template_name)
     if choice.note:  # before compiling, so a template problem shows at once
@@ -227,7 +271,9 @@ def chat_command(model: str | None, n_predict: int, system: str | None, template
 @_model_opt
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), required=True,
               help="Directory for the standalone bundle (C sources, Makefile, weights, manifest).")
-@click.option("--policy", default="llama-cpu", show_default=True)
+@click.option("--policy", default=None, help="Numerics policy name or file (default: llama-cpu, or the one -ctk/-ctv "
+              "pick).")
+@_apply(_cache_opts)
 @click.option("--maps", multiple=True, type=click.Path(file_okay=False))
 @click.option("--isa", default=None, help="Target ISA (default: this CPU).")
 @click.option("--target", "target_spec", default=None,
@@ -236,8 +282,9 @@ def chat_command(model: str | None, n_predict: int, system: str | None, template
 @click.option("--batch", type=int, default=128, show_default=True)
 @click.option("--profile", is_flag=True, help="Build with per-op timing.")
 @click.option("-q", "--quiet", is_flag=True)
-def compile_command(model: str | None, out_dir: str, policy: str, maps: tuple[str, ...], isa: str | None,
-                    target_spec: str | None, batch: int, profile: bool, quiet: bool) -> None:
+def compile_command(model: str | None, out_dir: str, policy: str | None, cache_k: str | None, cache_v: str | None,
+                    maps: tuple[str, ...], isa: str | None, target_spec: str | None, batch: int, profile: bool,
+                    quiet: bool) -> None:
     """Compile a GGUF model and write a self-contained C bundle that builds with `make`.
 
     Example: kernelmap compile -m gemma-3-270m-q4_k_m.gguf -o gemma-bundle && make -C gemma-bundle
@@ -253,7 +300,7 @@ def compile_command(model: str | None, out_dir: str, policy: str, maps: tuple[st
     if isa and target_spec:
         raise ModelError("give either --isa or --target, not both", pointer="--target", value=target_spec)
     target = parse_target(target_spec) if target_spec else None
-    options = _options(policy, maps, isa, batch, profile)
+    options = _options(cache_policy(policy, cache_k, cache_v), maps, isa, batch, profile)
     if target is not None:
         options = dataclasses.replace(options, isa=target.features)
     gguf = Path(model) if model else default_model_path()

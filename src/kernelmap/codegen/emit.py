@@ -53,7 +53,7 @@ HWCAP_FEATURES = {
     "sve2": ("AT_HWCAP2", "HWCAP2_SVE2", 1), "i8mm": ("AT_HWCAP2", "HWCAP2_I8MM", 13),
     "bf16": ("AT_HWCAP2", "HWCAP2_BF16", 14),
 }
-_STATE_DTYPES = ("f16", "bf16", "f32")  # element types a KV state buffer may hold
+_STATE_DTYPES = ("f16", "bf16", "f32", "q8_0")  # element types a KV state buffer may hold (q8_0: blocks of 32)
 SPLIT_MIN_BYTES = 16 << 20  # weight bytes from which an op runs as claimed pieces (see split_ops)
 
 
@@ -293,9 +293,8 @@ def emit_model(prefill: PhasePlan, decode: PhasePlan, *, registry: Registry, wei
         "GGUF_HEAD_BYTES": gguf_check.head if gguf_check else 0,
         "GGUF_CHECKSUM": gguf_check.checksum if gguf_check else 0,
         "SELECTION": "\n".join(selection),
-        "STATE_ELEM": ", ".join(str(row_bytes(s.dtype, 1)) for s in state) or "0",
+        "STATE_ROW": ", ".join(str(row_bytes(s.dtype, int(s.shape[2]))) for s in state) or "0",
         "STATE_HEADS": ", ".join(str(int(s.shape[0])) for s in state) or "0",
-        "STATE_DIM": ", ".join(str(int(s.shape[2])) for s in state) or "0",
         "STATE_RING": ", ".join(str(int((ring or {}).get(s.cname, (0, 0))[0])) for s in state) or "0",
         "STATE_WINDOW": ", ".join(str(int((ring or {}).get(s.cname, (0, 0))[1])) for s in state) or "0",
         "PREFILL_BODY": "\n".join(prefill_body),

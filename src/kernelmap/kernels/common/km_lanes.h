@@ -126,7 +126,7 @@
  *   kl_f8_cvt_i8(p, off)          lane i = (float) (p[i] - off) for 8 int8 at p (exact)
  *   kl_h2f(h)                     the f32 of IEEE half h (exact)
  * Scalar f32 steps (one IEEE operation each, the same on every ISA): kl_f32_mul(a, b), kl_f32_add(a, b),
- *   kl_f32_fma(a, b, c) (a * b + c with one rounding).
+ *   kl_f32_sub(a, b), kl_f32_fma(a, b, c) (a * b + c with one rounding).
  * ---- float formats ----
  * f16 / bf16 rows and the activation conversions llama.cpp pairs with them (IEEE half, bfloat16):
  *   kl_f8_load_f16(p) kl_f8_load_bf16(p)   8 contiguous halves / bf16 at p as f32 (exact)
@@ -211,6 +211,7 @@
 
 KL_INLINE float kl_f32_mul(float a, float b) { return a * b; }
 KL_INLINE float kl_f32_add(float a, float b) { return a + b; }
+KL_INLINE float kl_f32_sub(float a, float b) { return a - b; }
 KL_INLINE float kl_f32_fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 
 /* (float)v for |v| < 2^22 by the 1.5 * 2^23 trick: bits(v + 0x4B400000) - 12582912.0f is exact. */

@@ -7,17 +7,11 @@
  * acc[0..7] = +0; for each block b in increasing order: lane[l] = exact int32 sum of the 4 products
  * w[4l+i] * x[4l+i], i = 0..3 (w = the stored int8); t = f32(fp16(w.d) * fp16(x.d));
  * acc[l] = fmaf(t, (float)lane[l], acc[l]). Then h[l] = acc[l] + acc[l+4] (l < 4), g0 = h0 + h2,
- * g1 = h1 + h3, y = g0 + g1, each an f32 add. FMA is part of the contract.
+ * g1 = h1 + h3, y = g0 + g1, each an f32 add (common/km_q8_0_ref.h). FMA is part of the contract.
  * Partition: output columns n (km_part over N); results are identical for every (ith, nth) and M.
  */
-#include <math.h>
-
 #include "km_common.h"
-
-/* The 32 signed integer weights of one block. */
-static void unpack(const km_block_q8_0 *blk, int8_t q[32]) {
-    for (int i = 0; i < 32; i++) q[i] = blk->qs[i];
-}
+#include "km_q8_0_ref.h"
 
 void km_linear_q8_0_q8_0_ggml__ref(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
                                    int ith, int nth) {
@@ -27,25 +21,6 @@ void km_linear_q8_0_q8_0_ggml__ref(float *y, const void *w, const void *x, int64
     const km_block_q8_0 *wb = (const km_block_q8_0 *)w;
     const km_block_q8_0 *xb = (const km_block_q8_0 *)x;
     for (int64_t n = lo; n < hi; n++) {
-        for (int64_t m = 0; m < M; m++) {
-            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            for (int64_t b = 0; b < nb; b++) {
-                const km_block_q8_0 *wk = &wb[n * nb + b];
-                const km_block_q8_0 *xk = &xb[m * nb + b];
-                int8_t q[32];
-                unpack(wk, q);
-                const float t = km_fp16_to_fp32(wk->d) * km_fp16_to_fp32(xk->d);
-                for (int l = 0; l < 8; l++) {
-                    int32_t lane = 0;
-                    for (int i = 0; i < 4; i++) lane += (int32_t)q[4 * l + i] * (int32_t)xk->qs[4 * l + i];
-                    acc[l] = fmaf(t, (float)lane, acc[l]);
-                }
-            }
-            float h[4];
-            for (int l = 0; l < 4; l++) h[l] = acc[l] + acc[l + 4];
-            const float g0 = h[0] + h[2];
-            const float g1 = h[1] + h[3];
-            y[m * N + n] = g0 + g1;
-        }
+        for (int64_t m = 0; m < M; m++) y[m * N + n] = km_q8_0_dot_ggml_ref(wb + n * nb, xb + m * nb, nb);
     }
 }

@@ -7,28 +7,17 @@
  * y.d = fp16(d) rounded to nearest even; y.qs[i] = (int8) rint(x_i * id) with the default rounding
  * mode (halves to even), so the quants lie in [-127, 127]. Inputs must be finite. This differs from
  * quantize_act.q8_0.v1 (gguf-py's and ggml's portable rule: 1/d and halves away from zero) in a few
- * quants per thousand, which is enough to move logits visibly through a deep model.
+ * quants per thousand, which is enough to move logits visibly through a deep model. The block rule is
+ * common/km_q8_0_ref.h (shared with the q8_0 KV cache's oracles).
  * Partition: the M*K/32 blocks as one flat range; blocks are independent, so results are identical
  * for every (ith, nth).
  */
-#include <math.h>
-
 #include "km_common.h"
+#include "km_q8_0_ref.h"
 
 void km_quantize_act_q8_0_rne__ref(void *y, const float *x, int64_t M, int64_t K, int ith, int nth) {
     int64_t lo, hi;
     km_part(M * (K / KM_QK8_0), ith, nth, &lo, &hi);
     km_block_q8_0 *yb = (km_block_q8_0 *)y;
-    for (int64_t b = lo; b < hi; b++) {
-        const float *xs = x + b * KM_QK8_0;
-        float amax = 0.0f;
-        for (int i = 0; i < KM_QK8_0; i++) {
-            const float a = fabsf(xs[i]);
-            if (a > amax) amax = a;
-        }
-        const float d = amax / 127.0f;
-        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-        yb[b].d = km_fp32_to_fp16(d);
-        for (int i = 0; i < KM_QK8_0; i++) yb[b].qs[i] = (int8_t)rintf(xs[i] * id);
-    }
+    for (int64_t b = lo; b < hi; b++) km_q8_0_rne_block_ref(&yb[b], x + b * KM_QK8_0);
 }
