@@ -334,6 +334,25 @@ def test_gemv_summary_keeps_fastest_variant_per_point_and_flags_below_floor():
     assert [r["below_floor"] for r in rows] == [18.0 / 20.0 < GEMV_FLOOR, True]
 
 
+def test_gemv_summary_marks_the_providers_a_policy_selects():
+    from kernelmap.bench.runner import gemv_summary
+    from kernelmap.numerics import load_policy
+
+    def res(provider: str) -> BenchResult:
+        return BenchResult(provider=provider, variant="avx2", interface="linear.token_major.v1", shape="2048x640",
+                           rows=1, threads=2, median_s=1e-3, reps=3, bytes_moved=1e6, flops=None, gbps=10.0,
+                           gops=None, frac_bw=0.5)
+
+    report = BenchReport(bandwidth={2: 20.0}, results=[res("ggml"), res("own"), res("other_type")])
+    providers = [prov._record({"id": i, "op": "linear", "interface": "linear.token_major.v1", "quant": {"weight": w},
+                               "numerics": {"contract": c}, "variants": []}, Path(f"{i}.json"))
+                 for i, w, c in (("ggml", "q4_0", "linear.q4_0.q8_0.ggml.v1"), ("own", "q4_0", "linear.q4_0.q8_0.v1"),
+                                 ("other_type", "iq9_z", "linear.iq9_z.v1"))]
+    rows = gemv_summary(report, providers, load_policy("llama-cpu"))
+    assert {r["provider"]: r["in_policy"] for r in rows} == {"ggml": True, "own": False, "other_type": False}
+    assert all(r["in_policy"] is None for r in gemv_summary(report, providers))
+
+
 def test_resolver_variants_keep_highest_priority_runnable_variant(toy_provider):
     from kernelmap.bench.runner import resolver_variants
 

@@ -433,10 +433,20 @@ def resolver_variants(providers: Sequence[BenchProvider], features: frozenset[st
     return out
 
 
-def gemv_summary(report: BenchReport, providers: Sequence[BenchProvider]) -> list[dict[str, Any]]:
+def gemv_summary(report: BenchReport, providers: Sequence[BenchProvider], policy: Any = None) -> list[dict[str, Any]]:
     """The decode GEMV points (one-row linear calls): per provider, shape and thread count the fastest variant
-    measured, its weight type, GB/s and share of the read bandwidth, and whether it is under `GEMV_FLOOR`."""
+    measured, its weight type, GB/s and share of the read bandwidth, and whether it is under `GEMV_FLOOR`.
+
+    With a numerics `policy` (kernelmap.numerics.Policy), each row also says whether that policy's linear rule
+    for the weight type names the provider's contract (`in_policy`): the points a build with it would run.
+    """
     weight = {p.id: p.raw.get("quant", {}).get("weight", "?") for p in providers}
+    contract = {p.id: p.raw.get("numerics", {}).get("contract") for p in providers}
+    chosen: dict[str, str | None] = {}
+    if policy is not None:
+        for w in set(weight.values()):
+            hits = [r for r in policy.rules if r.op == "linear" and r.matches({"weight": w})]
+            chosen[w] = hits[0].contract if len(hits) == 1 else None
     best: dict[tuple[str, str, int], BenchResult] = {}
     for r in report.results:
         if r.rows != 1 or r.interface != GEMV_INTERFACE:
@@ -448,7 +458,9 @@ def gemv_summary(report: BenchReport, providers: Sequence[BenchProvider]) -> lis
     for (provider, shape, threads), r in sorted(best.items(), key=lambda kv: (weight.get(kv[0][0], "?"), kv[0])):
         rows.append({"weight": weight.get(provider, "?"), "provider": provider, "variant": r.variant,
                      "shape": shape, "threads": threads, "median_us": r.median_s * 1e6, "gbps": r.gbps,
-                     "frac_bw": r.frac_bw, "below_floor": r.frac_bw is not None and r.frac_bw < GEMV_FLOOR})
+                     "frac_bw": r.frac_bw, "below_floor": r.frac_bw is not None and r.frac_bw < GEMV_FLOOR,
+                     "in_policy": None if policy is None else
+                     chosen.get(weight.get(provider, "?")) == contract.get(provider) is not None})
     return rows
 
 

@@ -145,7 +145,11 @@ def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: st
 
         with err.status("timing llama.cpp's MUL_MAT at the linear points..."):
             peer_times = peer_linear_times(providers, report, peer, min_time, cold=not hot)
-    gemv_rows = gemv_summary(report, providers)
+    from kernelmap.compiler import CompileOptions
+    from kernelmap.numerics import load_policy
+
+    default_policy = load_policy(CompileOptions().policy)
+    gemv_rows = gemv_summary(report, providers, default_policy)
     prefill_rows = prefill_summary(report, providers, rows=max(row_list)) if max(row_list) > 1 else []
     cls = host_class()
     machine = machine_name()
@@ -165,7 +169,7 @@ def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: st
     else:
         _render(report, cls, machine, peer_times)
         if gemv_rows:
-            _render_gemv(gemv_rows)
+            _render_gemv(gemv_rows, default_policy.name)
         if prefill_rows:
             _render_prefill(prefill_rows)
         if written:
@@ -206,7 +210,7 @@ def _render(report, cls: str, machine: str, peer_times: dict | None = None) -> N
     Console(width=max(100, Console().width)).print(table)
 
 
-def _render_gemv(rows: list[dict]) -> None:
+def _render_gemv(rows: list[dict], policy_name: str = "") -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -214,19 +218,28 @@ def _render_gemv(rows: list[dict]) -> None:
 
     floor = f"{100 * GEMV_FLOOR:.0f}%"
     table = Table(title=f"decode GEMV (1 row) per weight type: fastest variant, share of read bandwidth (floor {floor})")
-    for col in ("weight", "provider", "variant", "shape", "threads", "median us", "GB/s", "% bw", f"< {floor}"):
+    for col in ("weight", "provider", "variant", "shape", "threads", "median us", "GB/s", "% bw", f"< {floor}",
+                policy_name or "policy"):
         table.add_column(col, justify="right" if col not in ("weight", "provider", "variant", "shape") else "left")
     for r in rows:
         frac = r["frac_bw"]
         table.add_row(r["weight"], r["provider"], r["variant"], r["shape"], str(r["threads"]), _fmt(r["median_us"], 1),
                       _fmt(r["gbps"]), _fmt(None if frac is None else 100 * frac, 0),
-                      "-" if frac is None else ("below" if r["below_floor"] else ""))
+                      "-" if frac is None else ("below" if r["below_floor"] else ""),
+                      "yes" if r.get("in_policy") else "")
     console = Console(width=max(100, Console().width))
     console.print(table)
+
+    def _points(sel: list[dict]) -> str:
+        return ", ".join(f"{r['weight']} {r['shape']} t{r['threads']} {100 * r['frac_bw']:.0f}%" for r in sel)
+
     below = [r for r in rows if r["below_floor"]]
-    if below:
-        console.print(f"below {floor} of read bandwidth: " + ", ".join(
-            f"{r['weight']} {r['shape']} t{r['threads']} {100 * r['frac_bw']:.0f}%" for r in below))
+    mine = [r for r in below if r.get("in_policy") is not False]
+    other = [r for r in below if r.get("in_policy") is False]
+    if mine:
+        console.print(f"below {floor} of read bandwidth ({policy_name or 'every provider'}): " + _points(mine))
+    if other:
+        console.print(f"below {floor}, providers {policy_name or 'the policy'} does not select: " + _points(other))
 
 
 def _render_prefill(rows: list[dict]) -> None:
