@@ -10,13 +10,14 @@ reaches: bytes/token x tokens/s / bandwidth. The peer runs in the peer venv
 built for AMX segfaults on batches of 2+ rows on some CPUs) is reported as "peer crashed: signal N" with
 exit 1, checked once with a short batch before anything is timed. Never used as a test: numbers only.
 
-On a VM, N vCPUs are not always N cores: on the 2-vCPU development machine the host sometimes runs both
-vCPUs on one core's two hyperthreads, and a compute-bound kernel then gains nothing from the second
-thread. Next to every timed run with more than one thread, the benchmark measures the compute scaling
-(the N-thread int8 multiply-add peak over N times the 1-thread one, kernelmap bench's probe): ~1.0 when
-the threads had cores of their own, ~1/N when they shared one. The medians are printed, so a ratio can
-be read together with the machine state it was measured in. The read bandwidth is the median of five
-measurements taken after the runs.
+On a VM, N vCPUs are not always N cores: on the 2-vCPU development machine the 2-thread int8 peak is
+sometimes no higher than the 1-thread one (as when the host runs both vCPUs on one core's two
+hyperthreads), and a compute-bound kernel then gains nothing from the second thread. Next to every timed
+run with more than one thread, the benchmark measures that compute scaling (the N-thread int8
+multiply-add peak over N times the 1-thread one, kernelmap bench's probe): ~1.0 when the threads had
+cores of their own, ~1/N when they shared one. Every probe is printed (the JSON also has their median),
+so a ratio can be read together with the machine state it was measured in. The read bandwidth is the
+median of five measurements taken after the runs.
 
     .venv/bin/python benchmarks/e2e.py --threads 1,2 --repeats 3
 """
