@@ -133,3 +133,35 @@ def test_batch_phase_rewind_guard_is_per_slot(models):
     ring.prefill_slot(0, TOKENS[:3], 0)  # a new sequence at position 0 is always served
     with pytest.raises(ModelError, match="sliding-window ring"):
         ring.prefill_slot(1, TOKENS[10:12], 10)  # slot 1's own guard, through the prefill entry
+
+
+def test_batch_phase_q8_0_cache_rows_equal_decode(tmp_path):
+    """Policy llama-cpu-kvq8 in the batch phase (serve): the q8_0 rows wrappers (kv_append_q8_0_rot{k,v}_rows,
+    attention_q8_0kv_rot_ggmlfa_rows) give each batched row exactly the logits of its sequence decoded alone,
+    with every slot a ring of q8_0 rows that wraps at least twice, and the slots take 34 bytes per 32 values."""
+    gguf = write_synth_model(tmp_path / "w8d64.gguf", window=8, head_dim=64)
+    q8 = Model(compile_model(gguf, CompileOptions(max_rows=8, batch_rows=BATCH, policy="llama-cpu-kvq8")),
+               n_ctx=N_CTX, threads=2)
+    f16 = Model(compile_model(gguf, OPTIONS), n_ctx=N_CTX, threads=2)
+    try:
+        batch = {row[2] for row in q8.info["selection"] if row[0] == "batch"}  # (phase, op, provider, ...)
+        assert {"kv_append_q8_0_rotk_rows", "kv_append_q8_0_rotv_rows", "attention_q8_0kv_rot_ggmlfa_rows"} <= batch
+        assert [s["ring"] for s in q8.info["state"]] == [15] * len(q8.info["state"])
+        assert q8.kv_bytes * 64 == f16.kv_bytes * 34
+        starts = [5, 17, 11]
+        steps = len(TOKENS) - max(starts)
+        rows = _batch_run(q8, starts, steps)
+        bad = []
+        for i, n in enumerate(starts):
+            solo = Model(q8.compiled, n_ctx=N_CTX, threads=2)
+            try:
+                solo.prefill(TOKENS[:n])
+                for s in range(steps):
+                    if solo.decode(TOKENS[n + s]).tobytes() != rows[s][i].tobytes():
+                        bad.append((s, i))
+            finally:
+                solo.close()
+        assert not bad, f"q8_0-cache batched rows differ from their sequences decoded alone at (step, row) {bad[:8]}"
+    finally:
+        q8.close()
+        f16.close()

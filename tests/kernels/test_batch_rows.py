@@ -30,8 +30,9 @@ def test_batch_rows_wrappers_cover_every_position_dependent_op():
     assert ops == {"rope", "kv_append", "attention", "qk_norm_rope", "rope_ff", "attention_kq"}
     # by name, so a new wrapper is a visible change here (and the audit sees each map's test)
     assert WRAPPERS == ["attention_f16kv_ggmlfa_rows", "attention_f16kv_rows", "attention_f32kv_rows",
-                        "attention_kq_f16kv_ggmlfa_rows", "kv_append_f16_rows", "kv_append_f32_rows",
-                        "qk_norm_rope_neox_f32_rows", "rope_ff_neox_f32_rows", "rope_ff_normal_f32_rows",
+                        "attention_kq_f16kv_ggmlfa_rows", "attention_kq_q8_0kv_rot_ggmlfa_rows",
+                        "attention_q8_0kv_rot_ggmlfa_rows", "kv_append_f16_rows", "kv_append_f32_rows",
+                        "kv_append_q8_0_rotk_rows", "kv_append_q8_0_rotv_rows", "qk_norm_rope_neox_f32_rows", "rope_ff_neox_f32_rows", "rope_ff_normal_f32_rows",
                         "rope_neox_f32_rows", "rope_normal_f32_rows"]
 
 
@@ -69,24 +70,40 @@ def _p(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
-def _buffers(op: str, elem: type, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    d = DIMS["D"]
+def _dim_d(pid: str) -> int:
+    """The head size a wrapper runs at: 32, or 64 for the q8_0 caches (their rotation needs D % 64 == 0)."""
+    return 64 if "q8_0" in pid else DIMS["D"]
+
+
+def _cache(rng: np.random.Generator, elem: type | None, heads: int, d: int) -> np.ndarray:
+    """Random per-slot caches [S][heads][C] rows: f16/f32 values, or (elem None) q8_0 blocks of an f16
+    scale in [0.01, 0.02) and 32 int8 quants, as raw bytes [S][heads][C][D / 32 * 34]."""
+    if elem is not None:
+        return rng.standard_normal((S, heads, C, d)).astype(elem)
+    nb = d // 32
+    scale = (0.01 + 0.01 * rng.random((S, heads, C, nb, 1))).astype(np.float16).view(np.uint8)
+    quants = rng.integers(-127, 128, (S, heads, C, nb, 32), dtype=np.int8).view(np.uint8)
+    return np.ascontiguousarray(np.concatenate([scale, quants], axis=-1).reshape(S, heads, C, nb * 34))
+
+
+def _buffers(op: str, elem: type | None, rng: np.random.Generator, d: int = DIMS["D"]) -> dict[str, np.ndarray]:
     if op in ("rope", "qk_norm_rope", "rope_ff"):
         return {"x": rng.standard_normal((M, DIMS["H"] * d)).astype(np.float32),
                 "w": (1 + 0.1 * rng.standard_normal(d)).astype(np.float32),  # rope_ff: its first D/2 are factors
                 "y": np.full((M, DIMS["H"] * d), np.nan, np.float32)}
     if op == "kv_append":
-        cache = rng.standard_normal((S, DIMS["H"], C, d)).astype(elem)
+        cache = _cache(rng, elem, DIMS["H"], d)
         return {"x": rng.standard_normal((M, DIMS["H"] * d)).astype(np.float32), "cache": cache}
-    k = rng.standard_normal((S, DIMS["Hkv"], C, d)).astype(elem)
-    v = rng.standard_normal((S, DIMS["Hkv"], C, d)).astype(elem)
+    k = _cache(rng, elem, DIMS["Hkv"], d)
+    v = _cache(rng, elem, DIMS["Hkv"], d)
     return {"q": rng.standard_normal((M, DIMS["Hq"] * d)).astype(np.float32), "k": k, "v": v,
             "y": np.full((M, DIMS["Hq"] * d), np.nan, np.float32)}
 
 
-def _run(op: str, fn, one, b: dict[str, np.ndarray], nth: int, window: int, per_row: bool) -> np.ndarray:
+def _run(op: str, fn, one, b: dict[str, np.ndarray], nth: int, window: int, per_row: bool,
+         d: int = DIMS["D"]) -> np.ndarray:
     """Run the wrapper on all rows (per_row False) or the called kernel once per row (per_row True)."""
-    d, pos, slots = DIMS["D"], POSITIONS, SLOTS
+    pos, slots = POSITIONS, SLOTS
     for ith in range(nth):
         if op == "rope" and not per_row:
             fn(_p(b["y"]), _p(b["x"]), M, DIMS["H"], d, _p(pos), 10000.0, 1.0, ith, nth)
@@ -119,8 +136,9 @@ def _run(op: str, fn, one, b: dict[str, np.ndarray], nth: int, window: int, per_
     return b["cache"] if op == "kv_append" else b["y"]
 
 
-def _elem(pid: str) -> type:
-    return np.float16 if "f16" in pid else np.float32
+def _elem(pid: str) -> type | None:
+    """The cache's numpy type; None for a q8_0 cache (raw blocks)."""
+    return None if "q8_0" in pid else np.float16 if "f16" in pid else np.float32
 
 
 # the sliding window (0 = none, 5) is an attention parameter: other ops run with window 0 only
@@ -136,8 +154,11 @@ def test_rows_wrapper_equals_one_decode_call_per_row(pid, variant, window, nth):
     lib = _lib(pid)
     fn = _fn(lib, wrapper.raw, wrapper.variant(variant).symbol)
     one = _fn(lib, callee.raw, callee.variant(variant).symbol)
-    got = _run(wrapper.op, fn, one, _buffers(wrapper.op, _elem(pid), np.random.default_rng(1)), nth, window, False)
-    want = _run(wrapper.op, fn, one, _buffers(wrapper.op, _elem(pid), np.random.default_rng(1)), nth, window, True)
+    d = _dim_d(pid)
+    got = _run(wrapper.op, fn, one, _buffers(wrapper.op, _elem(pid), np.random.default_rng(1), d), nth, window, False,
+               d)
+    want = _run(wrapper.op, fn, one, _buffers(wrapper.op, _elem(pid), np.random.default_rng(1), d), nth, window, True,
+                d)
     assert_close_or_equal(want, got, map_id=pid, variant=variant,
                           context=f"M={M} slots={SLOTS.tolist()} positions={POSITIONS.tolist()} nth={nth}")
 
@@ -153,7 +174,8 @@ def test_rows_wrapper_variants_identical_to_ref(pid, variant):
     for name in ("ref", variant):
         fn = _fn(lib, wrapper.raw, wrapper.variant(name).symbol)
         one = _fn(lib, callee.raw, callee.variant(name).symbol)
-        outs.append(_run(wrapper.op, fn, one, _buffers(wrapper.op, _elem(pid), np.random.default_rng(2)), 2, 5,
-                         False))
+        d = _dim_d(pid)
+        outs.append(_run(wrapper.op, fn, one, _buffers(wrapper.op, _elem(pid), np.random.default_rng(2), d), 2, 5,
+                         False, d))
     assert_close_or_equal(outs[0], outs[1], map_id=pid, variant=variant,
                           comparison=wrapper.raw["numerics"]["comparison"], context="vs ref, nth=2")

@@ -1,4 +1,4 @@
-"""`kernelmap run/chat/compile --cache-type-k/-ctk, --cache-type-v/-ctv`: the KV cache type picks the policy, as llama.cpp's
+"""`kernelmap run/chat/compile/serve --cache-type-k/-ctk, --cache-type-v/-ctv`: the KV cache type picks the policy, as llama.cpp's
 flags pick its cache; anything but the supported equal pairs fails closed with one line naming the option."""
 
 from __future__ import annotations
@@ -36,9 +36,10 @@ def test_unsupported_or_conflicting_cache_types_fail_closed_naming_the_option(po
     assert exc.value.pointer == pointer
 
 
-def test_run_cli_rejects_an_unsupported_cache_type_in_one_line():
-    proc = subprocess.run([sys.executable, "-m", "kernelmap", "run", "-ctk", "q4_0", "-ctv", "q4_0", "-p", "x"],
-                          capture_output=True, text=True, timeout=120)
+@pytest.mark.parametrize("command", [["run", "-p", "x"], ["serve"]], ids=["run", "serve"])
+def test_cli_rejects_an_unsupported_cache_type_in_one_line(command):
+    args = [sys.executable, "-m", "kernelmap", command[0], "-ctk", "q4_0", "-ctv", "q4_0", *command[1:]]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "--cache-type-k" in lines[0] and "q4_0" in lines[0] and "q8_0" in lines[0], proc.stderr

@@ -10,6 +10,7 @@ import importlib.util
 
 import click
 
+from kernelmap.cli.run_cmd import _apply, _cache_opts
 from kernelmap.errors import ModelError
 
 __all__ = ["register"]
@@ -18,7 +19,8 @@ _NEEDS = ("starlette", "uvicorn", "prometheus_client")
 
 
 @click.command("serve", epilog="Example: kernelmap serve -m model.gguf --port 8080 --parallel 8 "
-               "(add --replicas 4 for four replicas behind this port with Ray Serve)")
+               "(add --replicas 4 for four replicas behind this port with Ray Serve; -ctk q8_0 -ctv q8_0 for "
+               "a q8_0 KV cache)")
 @click.option("-m", "--model", type=click.Path(dir_okay=False), default=None,
               help="GGUF model file (default: the default model package).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -32,7 +34,9 @@ _NEEDS = ("starlette", "uvicorn", "prometheus_client")
 @click.option("--grace", type=float, default=30.0, show_default=True,
               help="Seconds active requests may run after SIGTERM.")
 @click.option("--alias", default=None, help="Model id clients use (default: the GGUF file name).")
-@click.option("--policy", default="llama-cpu", show_default=True, help="Numerics policy name or file.")
+@click.option("--policy", default=None, help="Numerics policy name or file (default: llama-cpu, or the one "
+              "-ctk/-ctv pick).")
+@_apply(_cache_opts)
 @click.option("--batch", type=int, default=128, show_default=True, help="Prefill rows per step.")
 @click.option("--replicas", type=int, default=None,
               help="Run N replicas behind this endpoint with Ray Serve (needs kernelmap[ray]).")
@@ -42,8 +46,9 @@ _NEEDS = ("starlette", "uvicorn", "prometheus_client")
               help="With --replicas: CPUs each replica reserves in Ray (default: --threads, else 1).")
 @click.option("-q", "--quiet", is_flag=True, help="No compile progress on stderr.")
 def serve_command(model: str | None, host: str, port: int, parallel: int, ctx: int, threads: int | None, queue: int,
-                  grace: float, alias: str | None, policy: str, batch: int, replicas: int | None,
-                  ray_address: str | None, replica_cpus: float | None, quiet: bool) -> None:
+                  grace: float, alias: str | None, policy: str | None, cache_k: str | None, cache_v: str | None,
+                  batch: int, replicas: int | None, ray_address: str | None, replica_cpus: float | None,
+                  quiet: bool) -> None:
     """Serve a model with an OpenAI-compatible API (/v1/completions, /v1/chat/completions, /v1/models,
     /health, /metrics), decoding concurrent requests in one batch."""
     missing = [m for m in _NEEDS if importlib.util.find_spec(m) is None]
@@ -57,13 +62,13 @@ def serve_command(model: str | None, host: str, port: int, parallel: int, ctx: i
         raise ModelError("Ray Serve is not installed", pointer="--replicas", hint="pip install 'kernelmap[ray]'")
     if not 1 <= port <= 65535:
         raise ModelError("port out of range", pointer="--port", value=port, expected="1..65535")
-    from kernelmap.cli.run_cmd import _options, _Progress
+    from kernelmap.cli.run_cmd import _options, _Progress, cache_policy
     from kernelmap.runtime import default_model_path
     from kernelmap.serve import ServeOptions, build_state, run
 
     path = model or str(default_model_path())
     options = ServeOptions(parallel=parallel, ctx=ctx, threads=threads, queue=queue, grace=grace,
-                           compile=_options(policy, (), None, batch), model_id=alias)
+                           compile=_options(cache_policy(policy, cache_k, cache_v), (), None, batch), model_id=alias)
     progress = _Progress(quiet)
     if replicas is not None:
         from kernelmap.serve.ray_app import RayOptions, run_ray
