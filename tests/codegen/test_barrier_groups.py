@@ -57,7 +57,7 @@ def test_barrier_groups_scratch_counts_as_written():
 
 def test_split_ops_picks_large_weight_ops_without_scratch_only():
     from kernelmap.circuits.graph import WeightRef
-    from kernelmap.codegen.emit import SPLIT_MIN_BYTES, split_ops
+    from kernelmap.codegen.emit import SPLIT_MIN_BYTES, SPLIT_PIECES, split_ops
 
     rows = SPLIT_MIN_BYTES // (640 * 4) + 1  # f32 rows of 640: just above the threshold
     big = WeightRef("w_big", "big.weight", "f32", (rows, 640))
@@ -66,4 +66,22 @@ def test_split_ops_picks_large_weight_ops_without_scratch_only():
     ops = [_op("head", {"x": "h"}, {"y": "a"}), _op("proj", {"x": "h"}, {"y": "b"}), _op("scr", {"x": "h"}, {"y": "c"})]
     ops[0].weights, ops[1].weights, ops[2].weights = {"w": big}, {"w": small}, {"w": big}
     ops[2].provider = "s"
-    assert split_ops(_plan(ops, {"h": 0, "a": 64, "b": 128, "c": 192}), reg) == [0]
+    assert split_ops(_plan(ops, {"h": 0, "a": 64, "b": 128, "c": 192}), reg) == {0: SPLIT_PIECES}
+
+
+def test_split_ops_in_a_prefill_phase_also_split_gemms_in_whole_panels():
+    from kernelmap.circuits.graph import WeightRef
+    from kernelmap.codegen.emit import (SPLIT_GEMM_COLS, SPLIT_GEMM_MIN_BYTES, SPLIT_MIN_ROWS, SPLIT_PIECES,
+                                        split_ops)
+
+    gemm = WeightRef("w", "ffn.weight", "f32", (2048, SPLIT_GEMM_MIN_BYTES // (2048 * 4) + 1))  # just above
+    narrow = WeightRef("w", "v.weight", "f32", (64, SPLIT_GEMM_MIN_BYTES // (64 * 4) + 1))  # fewer rows than a panel
+    tiny = WeightRef("w", "k.weight", "f32", (256, 64))
+    reg = SimpleNamespace(providers={"p": SimpleNamespace(scratch=[])})
+    ops = [_op(n, {"x": "h"}, {"y": t}) for n, t in (("ffn", "a"), ("v", "b"), ("k", "c"))]
+    ops[0].weights, ops[1].weights, ops[2].weights = {"w": gemm}, {"w": narrow}, {"w": tiny}
+    plan = _plan(ops, {"h": 0, "a": 64, "b": 128, "c": 192})
+    assert split_ops(plan, reg) == {}  # a decode phase (1 row) splits only the large-weight ops
+    plan.graph.max_rows = SPLIT_MIN_ROWS
+    assert split_ops(plan, reg) == {0: 2048 // SPLIT_GEMM_COLS, 1: 2}
+    assert 2048 // SPLIT_GEMM_COLS < SPLIT_PIECES

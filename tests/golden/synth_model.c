@@ -2,7 +2,7 @@
  * circuit: c804fd74faa5fc942453efd2087f2e220bbdb18f20cc054318fee79ad7027960
  * gguf: 16e9314102f36d63db8a89b0e06720e7b0c72b4bdb9462baadcce515b3e41ed2
  * interfaces: 0e622828490ee8d3a17c74e919d3d323eec9695bea73d6adbabe2d79c05f3d1e
- * maps: a2522b317c6cae7a63d711450ab432e8a78d0e6c93fb76d46944c42037634b9d
+ * maps: 6df2b2340d33f128b18c59b966ebfae6951bebd2580e0186fe7e688a866524b1
  * policy: 1a7e6fe6c7b0354c028ff1ac00c05a8a45504d3b7b7d84b43052a189a055db94
   */
 #define _GNU_SOURCE
@@ -33,8 +33,9 @@
 #define KM_ARENA_BYTES UINT64_C(14336)
 #define KM_WEIGHTS_BYTES UINT64_C(0)
 #define KM_N_BATCH_OPS 0
-/* Ops that stream a large weight run as KM_SPLIT pieces the threads claim in turn (split_ops in
- * codegen/emit.py); one counter per such op of a phase, reset before every pool run. */
+/* Ops that stream a large weight run as KM_SPLIT pieces the threads claim in turn, and a prefill's GEMMs
+ * as pieces of whole column panels (split_ops in codegen/emit.py); one counter per such op of a phase,
+ * reset before every pool run. */
 #define KM_N_CLAIMS 0
 #define KM_SPLIT 256
 #define KM_MAX_BATCH INT64_C(0)

@@ -16,8 +16,11 @@ no bit depends on the grouping.
 Split ops: an op that streams a large weight (at least SPLIT_MIN_BYTES) and has no scratch runs as
 KM_SPLIT pieces (ith = piece, nth = KM_SPLIT) that the threads claim in turn from a counter, so a
 thread that runs late (another process on its core, a slower memory channel) leaves no tail: the
-others take its remaining pieces. Every kernel computes the same bytes for every (ith, nth) (each
-map's partition-invariance test), so the pieces compute what the static split did.
+others take its remaining pieces. In a phase of at least SPLIT_MIN_ROWS rows (prefill), an op with a
+weight of at least SPLIT_GEMM_MIN_BYTES and no scratch (the per-layer GEMMs, milliseconds each) runs
+as claimed pieces too, SPLIT_GEMM_COLS output rows of the weight per piece (at most KM_SPLIT pieces),
+so a register-blocked GEMM keeps whole panels. Every kernel computes the same bytes for every
+(ith, nth) (each map's partition-invariance test), so the pieces compute what the static split did.
 """
 
 from __future__ import annotations
@@ -55,6 +58,10 @@ HWCAP_FEATURES = {
 }
 _STATE_DTYPES = ("f16", "bf16", "f32", "q8_0")  # element types a KV state buffer may hold (q8_0: blocks of 32)
 SPLIT_MIN_BYTES = 16 << 20  # weight bytes from which an op runs as claimed pieces (see split_ops)
+SPLIT_PIECES = 256  # pieces of such an op (KM_SPLIT in model.c.in)
+SPLIT_MIN_ROWS = 16  # phases of this many rows (prefill) also split their GEMMs ...
+SPLIT_GEMM_MIN_BYTES = 256 << 10  # ... of this many weight bytes ...
+SPLIT_GEMM_COLS = 128  # ... in pieces of this many weight rows (output columns)
 
 
 @dataclass(frozen=True)
@@ -205,16 +212,22 @@ def barrier_groups(plan: PhasePlan, registry: Registry) -> list[list[int]]:
     return groups
 
 
-def split_ops(plan: PhasePlan, registry: Registry) -> list[int]:
-    """Indices of the ops that run as claimed pieces: weights of at least SPLIT_MIN_BYTES, no scratch."""
-    out = []
+def split_ops(plan: PhasePlan, registry: Registry) -> dict[int, int]:
+    """The ops that run as claimed pieces, by index, with their piece counts: weights of at least
+    SPLIT_MIN_BYTES (SPLIT_PIECES pieces), and in a phase of at least SPLIT_MIN_ROWS rows weights of at
+    least SPLIT_GEMM_MIN_BYTES (one piece per SPLIT_GEMM_COLS weight rows, 2 .. SPLIT_PIECES); never an op
+    with scratch (its scratch is per thread)."""
+    out: dict[int, int] = {}
     for i, op in enumerate(plan.graph.ops):
-        if op.provider is None or registry.providers[op.provider].scratch:
+        if op.provider is None or registry.providers[op.provider].scratch or not op.weights:
             continue
         size = sum((ref.shape[0] if len(ref.shape) > 1 else 1) * row_bytes(ref.dtype, ref.shape[-1])
                    for ref in op.weights.values())
         if size >= SPLIT_MIN_BYTES:
-            out.append(i)
+            out[i] = SPLIT_PIECES
+        elif plan.graph.max_rows >= SPLIT_MIN_ROWS and size >= SPLIT_GEMM_MIN_BYTES:
+            rows = max(ref.shape[0] if len(ref.shape) > 1 else 1 for ref in op.weights.values())
+            out[i] = min(SPLIT_PIECES, max(2, rows // SPLIT_GEMM_COLS))
     return out
 
 
@@ -222,7 +235,8 @@ def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[
           state_index: dict[str, int], protos: dict[str, str]) -> list[str]:
     lines: list[str] = []
     last_of_group = {g[-1] for g in barrier_groups(plan, registry)}
-    claims = {i: k for k, i in enumerate(split_ops(plan, registry))}
+    pieces = split_ops(plan, registry)
+    claims = {i: k for k, i in enumerate(pieces)}
     for i, op in enumerate(plan.graph.ops):
         if op.provider is None or op.variant is None:
             raise CodegenError("op was not resolved", value=op.label)
@@ -238,8 +252,9 @@ def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[
         if i in claims:
             if call.args[-2:] != ("ith", "nth"):
                 raise CodegenError("a split op's call does not end with (ith, nth)", value=op.label)
-            args = ",\n            ".join((*call.args[:-2], "piece_", "KM_SPLIT"))
-            lines.append(f"    for (int piece_ = km_claim(m, {claims[i]}); piece_ < KM_SPLIT; "
+            n = "KM_SPLIT" if pieces[i] == SPLIT_PIECES else str(pieces[i])
+            args = ",\n            ".join((*call.args[:-2], "piece_", n))
+            lines.append(f"    for (int piece_ = km_claim(m, {claims[i]}); piece_ < {n}; "
                          f"piece_ = km_claim(m, {claims[i]}))")
             lines.append(f"        {call.symbol}(\n            {args});")
         else:
@@ -284,6 +299,7 @@ def emit_model(prefill: PhasePlan, decode: PhasePlan, *, registry: Registry, wei
         "N_PREFILL_OPS": len(prefill.graph.ops),
         "N_DECODE_OPS": len(decode.graph.ops),
         "N_CLAIMS": max(len(split_ops(p, registry)) for _, p in phases),
+        "SPLIT": SPLIT_PIECES,
         "MAX_ROWS": prefill.graph.max_rows,
         "N_VOCAB": n_vocab,
         "CTX_TRAIN": ctx_train,
