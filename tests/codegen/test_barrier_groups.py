@@ -71,8 +71,13 @@ def test_split_ops_picks_large_weight_ops_without_scratch_only():
 
 def test_split_ops_in_a_prefill_phase_also_split_gemms_in_whole_panels():
     from kernelmap.circuits.graph import WeightRef
-    from kernelmap.codegen.emit import (SPLIT_GEMM_COLS, SPLIT_GEMM_MIN_BYTES, SPLIT_MIN_ROWS, SPLIT_PIECES,
-                                        split_ops)
+    from kernelmap.codegen.emit import (
+        SPLIT_GEMM_COLS,
+        SPLIT_GEMM_MIN_BYTES,
+        SPLIT_MIN_ROWS,
+        SPLIT_PIECES,
+        split_ops,
+    )
 
     gemm = WeightRef("w", "ffn.weight", "f32", (2048, SPLIT_GEMM_MIN_BYTES // (2048 * 4) + 1))  # just above
     narrow = WeightRef("w", "v.weight", "f32", (64, SPLIT_GEMM_MIN_BYTES // (64 * 4) + 1))  # fewer rows than a panel
