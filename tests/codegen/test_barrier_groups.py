@@ -86,7 +86,19 @@ def test_split_ops_in_a_prefill_phase_also_split_gemms_in_whole_panels():
     ops = [_op(n, {"x": "h"}, {"y": t}) for n, t in (("ffn", "a"), ("v", "b"), ("k", "c"))]
     ops[0].weights, ops[1].weights, ops[2].weights = {"w": gemm}, {"w": narrow}, {"w": tiny}
     plan = _plan(ops, {"h": 0, "a": 64, "b": 128, "c": 192})
-    assert split_ops(plan, reg) == {}  # a decode phase (1 row) splits only the large-weight ops
+    assert split_ops(plan, reg) == {}  # a decode phase (1 row): these are below its GEMV threshold
     plan.graph.max_rows = SPLIT_MIN_ROWS
     assert split_ops(plan, reg) == {0: 2048 // SPLIT_GEMM_COLS, 1: 2}
     assert 2048 // SPLIT_GEMM_COLS < SPLIT_PIECES
+
+
+def test_split_ops_in_a_decode_phase_split_large_gemvs_in_pieces_of_rows():
+    from kernelmap.circuits.graph import WeightRef
+    from kernelmap.codegen.emit import SPLIT_GEMV_COLS, SPLIT_GEMV_MIN_BYTES, split_ops
+
+    ffn = WeightRef("w", "ffn.weight", "f32", (2048, SPLIT_GEMV_MIN_BYTES // (2048 * 4) + 1))
+    small = WeightRef("w", "q.weight", "f32", (2048, SPLIT_GEMV_MIN_BYTES // (2048 * 4) - 1))
+    reg = SimpleNamespace(providers={"p": SimpleNamespace(scratch=[])})
+    ops = [_op("ffn", {"x": "h"}, {"y": "a"}), _op("q", {"x": "h"}, {"y": "b"})]
+    ops[0].weights, ops[1].weights = {"w": ffn}, {"w": small}
+    assert split_ops(_plan(ops, {"h": 0, "a": 64, "b": 128}), reg) == {0: 2048 // SPLIT_GEMV_COLS}

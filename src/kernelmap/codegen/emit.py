@@ -19,7 +19,10 @@ thread that runs late (another process on its core, a slower memory channel) lea
 others take its remaining pieces. In a phase of at least SPLIT_MIN_ROWS rows (prefill), an op with a
 weight of at least SPLIT_GEMM_MIN_BYTES and no scratch (the per-layer GEMMs, milliseconds each) runs
 as claimed pieces too, SPLIT_GEMM_COLS output rows of the weight per piece (at most KM_SPLIT pieces),
-so a register-blocked GEMM keeps whole panels. Every kernel computes the same bytes for every
+so a register-blocked GEMM keeps whole panels; in the other phases (decode, batch) an op with a weight of
+at least SPLIT_GEMV_MIN_BYTES runs as pieces of SPLIT_GEMV_COLS weight rows (Gemma 3 270M's FFN GEMVs:
+8 pieces; on the quiet 2-vCPU Xeon decode speed was unchanged within noise, and a thread descheduled
+mid-op no longer holds the barrier for its whole half). Every kernel computes the same bytes for every
 (ith, nth) (each map's partition-invariance test), so the pieces compute what the static split did.
 """
 
@@ -62,6 +65,8 @@ SPLIT_PIECES = 256  # pieces of such an op (KM_SPLIT in model.c.in)
 SPLIT_MIN_ROWS = 16  # phases of this many rows (prefill) also split their GEMMs ...
 SPLIT_GEMM_MIN_BYTES = 256 << 10  # ... of this many weight bytes ...
 SPLIT_GEMM_COLS = 128  # ... in pieces of this many weight rows (output columns)
+SPLIT_GEMV_MIN_BYTES = 512 << 10  # phases of fewer rows (decode, batch) split GEMVs of this many weight bytes ...
+SPLIT_GEMV_COLS = 256  # ... in pieces of this many weight rows
 
 
 @dataclass(frozen=True)
@@ -225,9 +230,12 @@ def split_ops(plan: PhasePlan, registry: Registry) -> dict[int, int]:
                    for ref in op.weights.values())
         if size >= SPLIT_MIN_BYTES:
             out[i] = SPLIT_PIECES
-        elif plan.graph.max_rows >= SPLIT_MIN_ROWS and size >= SPLIT_GEMM_MIN_BYTES:
+        else:
+            gemm = plan.graph.max_rows >= SPLIT_MIN_ROWS
+            if size < (SPLIT_GEMM_MIN_BYTES if gemm else SPLIT_GEMV_MIN_BYTES):
+                continue
             rows = max(ref.shape[0] if len(ref.shape) > 1 else 1 for ref in op.weights.values())
-            out[i] = min(SPLIT_PIECES, max(2, rows // SPLIT_GEMM_COLS))
+            out[i] = min(SPLIT_PIECES, max(2, rows // (SPLIT_GEMM_COLS if gemm else SPLIT_GEMV_COLS)))
     return out
 
 
