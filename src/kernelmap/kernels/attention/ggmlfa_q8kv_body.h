@@ -16,7 +16,16 @@
  * operands, so the bits equal the ref's on every ISA.
  * Op, layout, partition: as the ref (head-major q8_0 caches [Hkv][C][D/32 blocks], key j in cell j mod C, items
  * m*Hq + h in ranges of equal work by attention_ggmlfa_part.h). D % 32 == 0 (D % 64 == 0 for rot), D <= 512.
- * No schedule parameters.
+ *
+ * Schedule (the same roundings per element, reordered only across independent chains): a thread walks its items
+ * in groups of up to KFQ_G query heads of one row that read one KV head (Gemma 3: the 4 heads of a row), so they
+ * see the same keys. Keys go in blocks of KFQ_KB: (1) per item, the block's scores as KFQ_KB interleaved chains;
+ * (2) per item, the online-softmax scalars of the block (attention/ggmlfa_softmax.h: the running maximum as a
+ * prefix scan, expf by kl_fv_expf over the block when it equals libm's expf on a sample, else expf); (3) VKQ in
+ * column chunks of KFQ_CV vectors per item held in registers across the block's keys, each V vector widened and
+ * scaled once for all items of the group. On the Xeon (AVX-512 VNNI, Hq 4 / Hkv 1, D 256, 1 thread; interleaved
+ * A/B, minimum of 7-21 runs) this made a 64-row prefill over 1024 keys 1.6-2.5x and one decode row over 2048 keys
+ * 1.6-2.2x faster than the one-item loop it replaced (AVX2: 1.6x).
  */
 #ifndef KM_GGMLFA_Q8KV_BODY_H
 #define KM_GGMLFA_Q8KV_BODY_H
@@ -26,82 +35,166 @@
 #include "km_actquant.h"
 #include "km_fwht.h"
 #include "attention_ggmlfa_part.h"
+#include "ggmlfa_softmax.h"
 
 #define KFQ_DMAX 512
 #define KFQ_NB (KFQ_DMAX / KM_QK8_0)
+#define KFQ_G 4   /* items per group: query heads of one row reading one KV head */
+#define KFQ_KB 16 /* keys per block */
+#define KFQ_CV 4  /* VKQ column chunk: native vectors per item held in registers */
+#define KFQ_AI static inline __attribute__((always_inline))
+
+/* One item's query, prepared: its q8_0 blocks in the dot form and their scales. */
+typedef struct {
+    kl_q32xb xb[KFQ_NB];
+    float dq[KFQ_NB];
+} kfq_q;
+
+KFQ_AI void kfq_prep(kfq_q *r, const float *qr, int64_t D, float scale, const int per_score, const int rot, int64_t nk) {
+    float qs[KFQ_DMAX] __attribute__((aligned(64)));
+    float tmp[KFQ_DMAX] __attribute__((aligned(64)));
+    const kl_fv vscale = kl_fv_set1(scale);
+    for (int64_t d = 0; d < D; d += KL_FV_LANES) {
+        const kl_fv v = kl_fv_loadu(qr + d);
+        kl_fv_storeu(qs + d, per_score ? v : kl_fv_mul(v, vscale));
+    }
+    if (rot) {
+        for (int64_t b = 0; b < D; b += nk) kfw_fwht(tmp + b, qs + b, nk);
+        for (int64_t d = 0; d < D; d += KL_FV_LANES) kl_fv_storeu(qs + d, kl_fv_loadu(tmp + d));
+    }
+    for (int64_t b = 0; b < D / KM_QK8_0; b++) {
+        km_block_q8_0 qq;
+        kqa_q8_0_rne_at(&qq, qs + b * KM_QK8_0);
+        kl_q32xb_prep(&r->xb[b], qq.qs, KL_Q32_Q8_0);
+        r->dq[b] = kl_h2f(qq.d);
+    }
+}
+
+/* Item q's scores of keys kr[0 .. KB): KB independent chains in ggml_vec_dot_q8_0_q8_0's order, interleaved. */
+KFQ_AI void kfq_scores(float *sc, const km_block_q8_0 *const *kr, const kfq_q *q, int64_t nb, float scale,
+                       const int per_score) {
+    kl_f8 sa[KFQ_KB];
+    for (int k = 0; k < KFQ_KB; k++) sa[k] = kl_f8_zero();
+    for (int64_t b = 0; b < nb; b++) {
+        for (int k = 0; k < KFQ_KB; k++) {
+            const kl_f8 dot = kl_q32_dot(kl_q32w_load((const uint8_t *)(kr[k] + b), KL_Q32_Q8_0), &q->xb[b], KL_Q32_Q8_0);
+            sa[k] = kl_f8_fma(kl_f8_set1(kl_f32_mul(kl_h2f(kr[k][b].d), q->dq[b])), dot, sa[k]);
+        }
+    }
+    for (int k = 0; k < KFQ_KB; k++) {
+        const float v = kl_f8_fold(sa[k]);
+        sc[k] = per_score ? kl_f32_mul(v, scale) : v;
+    }
+}
+
+/* VKQ columns [c0, c0 + NVC vectors) of G items over keys 0 .. nk of the block: each V vector is widened and
+ * scaled once ((float)q * f32(d), exact) for all items; per item and key in order, VKQ *= ms where the key raised
+ * the item's maximum (bit g of nm[k]), then VKQ = fma(V, vs, VKQ). */
+KFQ_AI void kfq_vchunk(float *const *vkq, const km_block_q8_0 *const *vr, const float (*ms)[KFQ_KB],
+                       const float (*vs)[KFQ_KB], const uint8_t *nm, int nk, int64_t c0, const int G, const int NVC) {
+    kl_fv acc[KFQ_G][KFQ_CV];
+    for (int g = 0; g < G; g++)
+        for (int v = 0; v < NVC; v++) acc[g][v] = kl_fv_loadu(vkq[g] + c0 + v * KL_FV_LANES);
+    for (int k = 0; k < nk; k++) {
+        kl_fv x[KFQ_CV];
+        for (int v = 0; v < NVC; v++) {
+            const int64_t d = c0 + v * KL_FV_LANES;
+            const km_block_q8_0 *blk = vr[k] + d / KM_QK8_0;
+            x[v] = kl_fv_mul(kl_fv_cvt_i8(blk->qs + d % KM_QK8_0), kl_fv_set1(kl_h2f(blk->d)));
+        }
+        if (__builtin_expect(nm[k] != 0, 0)) {
+            for (int g = 0; g < G; g++) {
+                if (nm[k] >> g & 1u) {
+                    const kl_fv m = kl_fv_set1(ms[g][k]);
+                    for (int v = 0; v < NVC; v++) acc[g][v] = kl_fv_mul(acc[g][v], m);
+                }
+            }
+        }
+        for (int g = 0; g < G; g++) {
+            const kl_fv s = kl_fv_set1(vs[g][k]);
+            for (int v = 0; v < NVC; v++) acc[g][v] = kl_fv_fma(x[v], s, acc[g][v]);
+        }
+    }
+    for (int g = 0; g < G; g++)
+        for (int v = 0; v < NVC; v++) kl_fv_storeu(vkq[g] + c0 + v * KL_FV_LANES, acc[g][v]);
+}
+
+KFQ_AI void kfq_vblock(float *const *vkq, const km_block_q8_0 *const *vr, const float (*ms)[KFQ_KB],
+                       const float (*vs)[KFQ_KB], const uint8_t *nm, int nk, int64_t D, const int G) {
+    const int64_t step = KFQ_CV * KL_FV_LANES;
+    int64_t c0 = 0;
+    for (; c0 + step <= D; c0 += step) kfq_vchunk(vkq, vr, ms, vs, nm, nk, c0, G, KFQ_CV);
+    for (; c0 < D; c0 += KL_FV_LANES) kfq_vchunk(vkq, vr, ms, vs, nm, nk, c0, G, 1);
+}
+
+/* A group of G items (heads h0 .. h0 + G - 1 of row m, one KV head kvh): every item sees keys j0 .. p. */
+KFQ_AI void kfq_group(float *y, const float *q, const km_block_q8_0 *kc, const km_block_q8_0 *vc, int64_t it0,
+                      int64_t kvh, int64_t D, int64_t C, int64_t j0, int64_t p, float scale, const int per_score,
+                      const int rot, int use_vexp, const int G) {
+    const int64_t nb = D / KM_QK8_0, nk_rot = rot ? kfw_rot_k(D) : 0;
+    kfq_q qp[KFQ_G];
+    float vkq_buf[KFQ_G][KFQ_DMAX] __attribute__((aligned(64)));
+    float *vkq[KFQ_G];
+    float big_m[KFQ_G], big_s[KFQ_G];
+    for (int g = 0; g < G; g++) {
+        kfq_prep(&qp[g], q + (it0 + g) * D, D, scale, per_score, rot, nk_rot);
+        vkq[g] = vkq_buf[g];
+        for (int64_t d = 0; d < D; d += KL_FV_LANES) kl_fv_storeu(vkq[g] + d, kl_fv_zero());
+        big_m[g] = -INFINITY;
+        big_s[g] = 0.0f;
+    }
+    for (int64_t jc = j0; jc <= p; jc += KFQ_KB) {
+        const int nk = p - jc + 1 < KFQ_KB ? (int)(p - jc + 1) : KFQ_KB;
+        const km_block_q8_0 *kr[KFQ_KB], *vr[KFQ_KB];
+        for (int k = 0; k < KFQ_KB; k++) {
+            const int64_t j = jc + (k < nk ? k : nk - 1); /* past the block's end: the last key again (unused) */
+            kr[k] = kc + (kvh * C + j % C) * nb;
+            vr[k] = vc + (kvh * C + j % C) * nb;
+        }
+        float sc[KFQ_G][KFQ_KB + 16], ms[KFQ_G][KFQ_KB], vs[KFQ_G][KFQ_KB];
+        uint8_t nm[KFQ_KB + 16];
+        memset(nm, 0, sizeof nm);
+        for (int g = 0; g < G; g++) {
+            kfq_scores(sc[g], kr, &qp[g], nb, scale, per_score);
+            kfa_softmax(sc[g], ms[g], vs[g], nm, g, nk, &big_m[g], &big_s[g], use_vexp);
+        }
+        kfq_vblock(vkq, vr, (const float (*)[KFQ_KB])ms, (const float (*)[KFQ_KB])vs, nm, nk, D, G);
+    }
+    for (int g = 0; g < G; g++) {
+        const kl_fv inv = kl_fv_set1(big_s[g] == 0.0f ? 0.0f : 1.0f / big_s[g]);
+        float *yr = y + (it0 + g) * D;
+        if (rot) {
+            for (int64_t d = 0; d < D; d += KL_FV_LANES) kl_fv_storeu(vkq[g] + d, kl_fv_mul(kl_fv_loadu(vkq[g] + d), inv));
+            for (int64_t b = 0; b < D; b += KFW_ROT_V) kfw_fwht(yr + b, vkq[g] + b, KFW_ROT_V);
+        } else {
+            for (int64_t d = 0; d < D; d += KL_FV_LANES) kl_fv_storeu(yr + d, kl_fv_mul(kl_fv_loadu(vkq[g] + d), inv));
+        }
+    }
+}
 
 KL_INLINE void kfq_attention(float *y, const float *q, const void *k_cache, const void *v_cache, int64_t M,
                              int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window,
                              const int per_score, const int rot, int ith, int nth) {
     const km_block_q8_0 *kc = (const km_block_q8_0 *)k_cache; /* [Hkv][C][D/32] */
     const km_block_q8_0 *vc = (const km_block_q8_0 *)v_cache; /* [Hkv][C][D/32] */
-    const int64_t group = Hq / Hkv, nb = D / KM_QK8_0, nk = rot ? kfw_rot_k(D) : 0;
+    const int64_t group = Hq / Hkv;
+    const int use_vexp = kfa_vexp_usable();
     int64_t lo, hi;
     km_fa_part(M, Hq, pos, window, ith, nth, &lo, &hi);
-    float qs[KFQ_DMAX] __attribute__((aligned(64)));
-    float tmp[KFQ_DMAX] __attribute__((aligned(64)));
-    float vkq[KFQ_DMAX] __attribute__((aligned(64)));
-    km_block_q8_0 qq[KFQ_NB];
-    kl_q32xb xb[KFQ_NB];
-    float dq[KFQ_NB];
-    const kl_fv vscale = kl_fv_set1(scale);
-    for (int64_t it = lo; it < hi; it++) {
-        const int64_t m = it / Hq, kvh = (it % Hq) / group, p = pos + m;
+    (void)M;
+    for (int64_t it = lo; it < hi;) {
+        const int64_t m = it / Hq, h = it % Hq, kvh = h / group, p = pos + m;
         const int64_t j0 = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
-        const float *qr = q + it * D;
-        for (int64_t d = 0; d < D; d += KL_FV_LANES) {
-            const kl_fv v = kl_fv_loadu(qr + d);
-            kl_fv_storeu(qs + d, per_score ? v : kl_fv_mul(v, vscale));
-            kl_fv_storeu(vkq + d, kl_fv_zero());
+        int64_t g = (kvh + 1) * group - h; /* the row's remaining heads of this KV head, within the range */
+        if (g > hi - it) g = hi - it;
+        if (g > KFQ_G) g = KFQ_G;
+        switch (g) {
+        case 4: kfq_group(y, q, kc, vc, it, kvh, D, C, j0, p, scale, per_score, rot, use_vexp, 4); break;
+        case 3: kfq_group(y, q, kc, vc, it, kvh, D, C, j0, p, scale, per_score, rot, use_vexp, 3); break;
+        case 2: kfq_group(y, q, kc, vc, it, kvh, D, C, j0, p, scale, per_score, rot, use_vexp, 2); break;
+        default: kfq_group(y, q, kc, vc, it, kvh, D, C, j0, p, scale, per_score, rot, use_vexp, 1); break;
         }
-        if (rot) {
-            for (int64_t b = 0; b < D; b += nk) kfw_fwht(tmp + b, qs + b, nk);
-            for (int64_t d = 0; d < D; d += KL_FV_LANES) kl_fv_storeu(qs + d, kl_fv_loadu(tmp + d));
-        }
-        for (int64_t b = 0; b < nb; b++) {
-            kqa_q8_0_rne_at(&qq[b], qs + b * KM_QK8_0);
-            kl_q32xb_prep(&xb[b], qq[b].qs, KL_Q32_Q8_0);
-            dq[b] = kl_h2f(qq[b].d);
-        }
-        float big_m = -INFINITY, big_s = 0.0f;
-        for (int64_t j = j0; j <= p; j++) {
-            const km_block_q8_0 *kr = kc + (kvh * C + j % C) * nb;
-            const km_block_q8_0 *vr = vc + (kvh * C + j % C) * nb;
-            kl_f8 acc = kl_f8_zero();
-            for (int64_t b = 0; b < nb; b++) {
-                const kl_f8 dot = kl_q32_dot(kl_q32w_load((const uint8_t *)(kr + b), KL_Q32_Q8_0), &xb[b], KL_Q32_Q8_0);
-                acc = kl_f8_fma(kl_f8_set1(kl_f32_mul(kl_h2f(kr[b].d), dq[b])), dot, acc);
-            }
-            float s = kl_f8_fold(acc);
-            if (per_score) s = kl_f32_mul(s, scale);
-            float ms = 1.0f, vs = 1.0f;
-            if (s > big_m) {
-                ms = expf(kl_f32_sub(big_m, s));
-                big_m = s;
-                const kl_fv vms = kl_fv_set1(ms);
-                for (int64_t d = 0; d < D; d += KL_FV_LANES) kl_fv_storeu(vkq + d, kl_fv_mul(kl_fv_loadu(vkq + d), vms));
-            } else {
-                vs = expf(kl_f32_sub(s, big_m));
-            }
-            const kl_fv vvs = kl_fv_set1(vs);
-            for (int64_t b = 0; b < nb; b++) {
-                const kl_fv vd = kl_fv_set1(kl_h2f(vr[b].d));
-                for (int i = 0; i < KM_QK8_0; i += KL_FV_LANES) {
-                    const int64_t d = b * KM_QK8_0 + i;
-                    const kl_fv v = kl_fv_mul(kl_fv_cvt_i8(vr[b].qs + i), vd);
-                    kl_fv_storeu(vkq + d, kl_fv_fma(v, vvs, kl_fv_loadu(vkq + d)));
-                }
-            }
-            big_s = kl_f32_fma(big_s, ms, vs);
-        }
-        const kl_fv inv = kl_fv_set1(big_s == 0.0f ? 0.0f : 1.0f / big_s);
-        float *yr = y + it * D;
-        if (rot) {
-            for (int64_t d = 0; d < D; d += KL_FV_LANES) kl_fv_storeu(vkq + d, kl_fv_mul(kl_fv_loadu(vkq + d), inv));
-            for (int64_t b = 0; b < D; b += KFW_ROT_V) kfw_fwht(yr + b, vkq + b, KFW_ROT_V);
-        } else {
-            for (int64_t d = 0; d < D; d += KL_FV_LANES) kl_fv_storeu(yr + d, kl_fv_mul(kl_fv_loadu(vkq + d), inv));
-        }
+        it += g;
     }
 }
 
