@@ -840,30 +840,27 @@ KL_INLINE void kl_kq1x_load(kl_kq1x *o, const km_block_q8_k *xb, const int fmt) 
                      KL_KQ1_Q((a) + (d)), KL_KQ1_Q((a) + (c) + (b)), KL_KQ1_Q((a) + (c)), KL_KQ1_Q((a) + (b)), KL_KQ1_Q(a))
 #define KL_KQ1_Q(s) ((long long)(0x8000800080008000ULL | (unsigned long long)(s) * 0x0001000100010001ULL))
 
-/* Byte j of every 64-bit lane: j < 8 q4_K's scale sc[j] (j >= 8 its min mn[j - 8]) from the block's 16-byte
- * header h (d, dmin, the 12 packed bytes r = h + 4), per 128-bit segment: sc[j] = r[j] & 63 (j < 4),
- * (r[j + 4] & 15) | (r[j - 4] >> 6) << 4 (j >= 4); mn[j] = r[j + 4] & 63 (j < 4), (r[j + 4] >> 4) | (r[j] >> 6) << 4
- * (j >= 4). Three byte picks (vpshufb; index 0x80 gives 0) of h, (h >> 4) & 15 and (h >> 2) & 0x30 (the two
- * bits r >> 6 already at bits 4-5), masked and or-ed by one vpternlogd: (a & m) | b | c. */
-KL_INLINE __m512i kl_avx512_q4k_scmn(__m512i h) {
-    const __m512i h4 = _mm512_and_si512(_mm512_srli_epi16(h, 4), _mm512_set1_epi8(0x0F));
-    const __m512i h2 = _mm512_and_si512(_mm512_srli_epi16(h, 2), _mm512_set1_epi8(0x30));
-    /* the r indices as h indices (+4); 0x80: none */
-    const __m512i ia = _mm512_set4_epi32((int)0x80808080, 0x0B0A0908, 0x0F0E0D0C, 0x07060504);
-    const __m512i ib = _mm512_set4_epi32(0x0F0E0D0C, (int)0x80808080, (int)0x80808080, (int)0x80808080);
-    const __m512i ic = _mm512_set4_epi32(0x0B0A0908, (int)0x80808080, 0x07060504, (int)0x80808080);
-    const __m512i m = _mm512_set4_epi32(0x00000000, 0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F);
-    const __m512i a = _mm512_and_si512(_mm512_shuffle_epi8(h, ia), m);
-    return _mm512_ternarylogic_epi32(a, _mm512_shuffle_epi8(h4, ib), _mm512_shuffle_epi8(h2, ic), 0xFE);
+/* km_q4k_scales64 (the same bytes) as one 64-bit stream: the low 32 bits carry the scales' parts, the high
+ * 32 the mins' (r = the 12 packed bytes), so no two operations are alike and the compiler keeps it in
+ * general registers (its SLP vectorizer turns the two-word form into xmm operations on the vector ports). */
+KL_INLINE void kl_avx512_q4k_scmn64(const uint8_t *r, uint64_t *sc, uint64_t *mn) {
+    uint64_t a;
+    uint32_t b;
+    memcpy(&a, r, 8);     /* r[0..3] | r[4..7] << 32 */
+    memcpy(&b, r + 8, 4); /* r[8..11] */
+    const uint64_t lo = a & 0x3F3F3F3F3F3F3F3FULL; /* sc[0..3] | mn[0..3] << 32 */
+    const uint64_t hi = ((b | ((uint64_t)b << 28)) & 0x0F0F0F0F0F0F0F0FULL) | ((a >> 2) & 0x3030303030303030ULL);
+    *sc = (lo & 0xFFFFFFFFULL) | hi << 32;              /* hi's low half: sc[4..7] */
+    *mn = (lo >> 32) | (hi & 0xFFFFFFFF00000000ULL);      /* hi's high half: mn[4..7] */
 }
 
-/* 16 int32 lanes summing to the block's isum = sum_e sc(e) * q(e) * x(e) (exact); the block's 16 header bytes
- * (q2_K: its scales; q4_K: d, dmin and the packed scales) are copied to hs for kl_f8_kq1_imin8. */
+/* 16 int32 lanes summing to the block's isum = sum_e sc(e) * q(e) * x(e) (exact); 16 bytes for
+ * kl_f8_kq1_imin8 are written to hs: q2_K its scale bytes, q4_K its 8 scales then its 8 mins (unpacked). */
 KL_INLINE kl_kq1i kl_kq1_isum(const uint8_t *blk, const kl_kq1x *x, const int fmt, uint8_t *hs) {
     __m512i u[4], sb;
-    const __m128i hb = _mm_loadu_si128((const __m128i *)blk);
-    _mm_storeu_si128((__m128i *)hs, hb);
     if (fmt == KL_KQ_Q2_K) {
+        const __m128i hb = _mm_loadu_si128((const __m128i *)blk);
+        _mm_storeu_si128((__m128i *)hs, hb);
         const __m512i m3 = _mm512_set1_epi8(0x03);
         const __m512i q = _mm512_loadu_si512((const void *)(blk + 16));
         u[0] = _mm512_and_si512(q, m3);
@@ -879,7 +876,9 @@ KL_INLINE kl_kq1i kl_kq1_isum(const uint8_t *blk, const kl_kq1x *x, const int fm
             u[2 * p + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
         }
         uint64_t sc, mn;
-        km_q4k_scales64(blk + 4, &sc, &mn);
+        kl_avx512_q4k_scmn64(blk + 4, &sc, &mn);
+        memcpy(hs, &sc, 8);
+        memcpy(hs + 8, &mn, 8);
         sb = _mm512_set1_epi64((long long)sc);
     }
 #if defined(__AVX512VNNI__)
@@ -925,7 +924,7 @@ KL_INLINE kl_f8 kl_f8_kq1_sum8(const kl_kq1i *t) {
     return kl_avx512_fold4x8(b[0], b[1]);
 }
 
-/* Lane j = column j's imin (exact int32, as f32) from its 16 header bytes at hs + 16 j (kl_kq1_isum's copy):
+/* Lane j = column j's imin (exact int32, as f32) from its 16 bytes at hs + 16 j (written by kl_kq1_isum):
  * q2_K the 16 mins (high nibbles) as int16 times the 16 bsums, two columns per zmm; q4_K the 8 mins as int16
  * (one column per 128-bit segment) times the bsums' pair sums (|.| <= 32 * 127), then the int32 folds. */
 KL_INLINE kl_f8 kl_f8_kq1_imin8(const uint8_t *hs, const km_block_q8_k *xb, const int fmt) {
@@ -944,7 +943,7 @@ KL_INLINE kl_f8 kl_f8_kq1_imin8(const uint8_t *hs, const km_block_q8_k *xb, cons
     const __m512i sel = _mm512_set4_epi32((int)0x800F800E, (int)0x800D800C, (int)0x800B800A, (int)0x80098008);
     __m512i b[2];
     for (int q = 0; q < 2; q++) {
-        const __m512i mn = _mm512_shuffle_epi8(kl_avx512_q4k_scmn(_mm512_loadu_si512((const void *)(hs + 64 * q))), sel);
+        const __m512i mn = _mm512_shuffle_epi8(_mm512_loadu_si512((const void *)(hs + 64 * q)), sel);
         b[q] = _mm512_madd_epi16(mn, psb);
     }
     return kl_avx512_fold4x8(b[0], b[1]);

@@ -140,7 +140,7 @@ KL_INLINE void kqr_row1(float *y, const uint8_t *w, int64_t wrow, const km_block
     const int64_t wblk = KL_KQ_WBLK(fmt);
     kl_kq1x xs[KQR_BC];
     kl_kq1i ti[KQR_BC][8];
-    uint8_t hs[KQR_BC][8][16]; /* the columns' 16-byte scale headers (kl_kq1_isum) */
+    uint8_t hs[KQR_BC][8][16] __attribute__((aligned(64))); /* the columns' scales / mins (kl_kq1_isum) */
     uint32_t dm[KQR_BC][8];    /* the columns' f16 d (low half) and dmin (high half) */
     kl_f8 acc = kl_f8_zero(), accm = kl_f8_zero();
     for (int bb = 0; bb < KQR_BC; bb++) { /* absent columns: zero terms, lanes never stored */
@@ -159,6 +159,8 @@ KL_INLINE void kqr_row1(float *y, const uint8_t *w, int64_t wrow, const km_block
 #if KQR_PF > 0
                 for (int64_t o = 0; o < wblk; o += 64) kl_prefetch_l2(blk + KQR_PF + o);
 #endif
+                /* the next column's same block, ~8 blocks of work ahead: into L1 (+4-9% with the weights in L2) */
+                for (int64_t o = 0; o < wblk; o += 64) kl_prefetch_l1(blk + wrow + o);
                 memcpy(&dm[bb][j], blk + KQR_DOFF(fmt), 4);
                 ti[bb][j] = kl_kq1_isum(blk, &xs[bb], fmt, hs[bb][j]);
             }
