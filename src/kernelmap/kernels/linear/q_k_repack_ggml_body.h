@@ -20,6 +20,13 @@
  * column by column (each weight row streams sequentially: interleaving the 8 rows in smaller pieces
  * halved cold decode speed at K = 2048 on x86), then, per block in order, the imins of the 8 columns
  * and the float steps.
+ * One activation row (decode, M = 1) on lanes with KL_KQ1 (AVX-512) goes to kqr_row1 instead: the same
+ * chunks and streams, but the GEMV is bound by the vector ports, so its column step is cut to what the
+ * integer dot needs (q4_K: 6 unpack, 4 vpdpbusd, 2 vpackssdw, 2 vpmaddwd/vpdpwssd, 3 to place the scales):
+ * codes from whole 64-byte loads (the activation blocks of a chunk are re-laid once for the 8 columns to
+ * match), q4_K's scales and mins unpacked in general registers, and a column's block isum left as 16 int32
+ * partials; once per block the 8 columns' partials, mins (one vpmaddwd per 4 or 2 columns) and d / dmin are
+ * folded together. The integer sums are exact, so their order is free; the float steps are kqr_tile's.
  * Schedule (the instantiating file defines these before including this header):
  *   KQR_MT  largest activation-row tile (8 or 4)
  *   KQR_BC  superblocks per chunk
