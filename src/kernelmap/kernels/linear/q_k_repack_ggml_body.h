@@ -30,6 +30,7 @@
  * Schedule (the instantiating file defines these before including this header):
  *   KQR_MT  largest activation-row tile (8 or 4)
  *   KQR_BC  superblocks per chunk
+ *   KQR_BC1 optional: kqr_row1's superblocks per chunk (default KQR_BC)
  *   KQR_PF  software prefetch distance in bytes (to L2) along each weight row (0: none)
  *   KQV_MT, KQV_CHUNK  the vec_dot body's (N % 8 != 0)
  *   KQG_MT, KQG_KB, KQG_FA, KQG_MIN_M  optional (lanes with KL_IV): batches of M >= KQG_MIN_M rows go to
@@ -137,7 +138,10 @@ KL_INLINE void kqr_tile(float *y, int64_t N, const uint8_t *w, int64_t wrow, con
 }
 
 #if defined(KL_KQ1)
-/* One activation row (decode) against one group of nc columns: the schedule of kqr_tile (chunks of KQR_BC
+#ifndef KQR_BC1
+#define KQR_BC1 KQR_BC
+#endif
+/* One activation row (decode) against one group of nc columns: the schedule of kqr_tile (chunks of KQR_BC1
  * superblocks, each weight row streamed through a chunk before the next), but a column's block isum is
  * kept as the 16 int32 lanes of kl_kq1_isum and the 8 columns are folded together once per block
  * (kl_f8_kq1_sum8); the activation blocks of a chunk are re-laid once for the 8 columns (kl_kq1x_load).
@@ -145,20 +149,20 @@ KL_INLINE void kqr_tile(float *y, int64_t N, const uint8_t *w, int64_t wrow, con
 KL_INLINE void kqr_row1(float *y, const uint8_t *w, int64_t wrow, const km_block_q8_k *x, int64_t nb, const int fmt,
                         const int nc) {
     const int64_t wblk = KL_KQ_WBLK(fmt);
-    kl_kq1x xs[KQR_BC];
-    kl_kq1i ti[KQR_BC][8];
-    uint8_t hs[KQR_BC][8][16] __attribute__((aligned(64))); /* the columns' scales / mins (kl_kq1_isum) */
-    uint32_t dm[KQR_BC][8];    /* the columns' f16 d (low half) and dmin (high half) */
+    kl_kq1x xs[KQR_BC1];
+    kl_kq1i ti[KQR_BC1][8];
+    uint8_t hs[KQR_BC1][8][16] __attribute__((aligned(64))); /* the columns' scales / mins (kl_kq1_isum) */
+    uint32_t dm[KQR_BC1][8];   /* the columns' f16 d (low half) and dmin (high half) */
     kl_f8 acc = kl_f8_zero(), accm = kl_f8_zero();
-    for (int bb = 0; bb < KQR_BC; bb++) { /* absent columns: zero terms, lanes never stored */
+    for (int bb = 0; bb < KQR_BC1; bb++) { /* absent columns: zero terms, lanes never stored */
         for (int j = nc; j < 8; j++) {
             memset(hs[bb][j], 0, sizeof hs[bb][j]);
             dm[bb][j] = 0;
             memset(&ti[bb][j], 0, sizeof ti[bb][j]);
         }
     }
-    for (int64_t b0 = 0; b0 < nb; b0 += KQR_BC) {
-        const int bc = nb - b0 < KQR_BC ? (int)(nb - b0) : KQR_BC;
+    for (int64_t b0 = 0; b0 < nb; b0 += KQR_BC1) {
+        const int bc = nb - b0 < KQR_BC1 ? (int)(nb - b0) : KQR_BC1;
         for (int bb = 0; bb < bc; bb++) kl_kq1x_load(&xs[bb], &x[b0 + bb], fmt);
         for (int j = 0; j < nc; j++) {
             for (int bb = 0; bb < bc; bb++) {
