@@ -330,7 +330,7 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *   kl_f8_kq1_imin8(hs, xb, fmt) -> kl_f8   lane j = (float) column j's imin from its 16 bytes at hs + 16j
  *                                  (kl_f8_kq_imin's sums; exact)
  *   kl_f8_kq1_f16pair(p, &lo, &hi) lanes j: the IEEE halves in the low and the high 16 bits of uint32 p[j] (exact)
- * and q3_K's decode dot (km_lanes_avx512.h with VNNI only; linear/q_k_vecdot_ggml_body.h's kqv_row1_q3):
+ * and q3_K's decode dot (km_lanes_avx512.h only; linear/q_k_vecdot_ggml_body.h's kqv_row1_q3):
  *   KL_KQ3X                        defined when the lanes header provides the ops below
  *   kl_kq3x; kl_kq3x_load(&c, xb)  q8_K block xb's activation-side term of kl_kqi_dot_q3x (once per block)
  *   kl_kqw_load_q3x(&w, blk, s, h) q3_K's half h unpacked for kl_kqi_dot_q3x (ISA layout)

@@ -957,45 +957,58 @@ KL_INLINE void kl_f8_kq1_f16pair(const uint32_t *p, kl_f8 *lo, kl_f8 *hi) {
 }
 
 
-/* ---- s8-kq additions: q3_K's decode dot with VNNI (linear/q_k_vecdot_ggml_body.h's kqv_row1_q3) ----
- * The code q = u - 4 [third bit clear] (u the two low bits) is dotted as the unsigned u + 4 [bit set] (0..7) by
- * vpdpbusd, accumulated onto the activation's own -4 * (sum of each 4-value group) (kl_kq3x, once per
- * activation block): each int32 lane is then the exact sum of q * x over its 4-value group (|.| <= 4 * 4 * 128
- * < 2^15), and vpdpwssd multiplies it by its sub-block's scale (int16 pairs (scale, 0): the lane's high
- * half, its sign, meets 0). The int32 lane k of a zmm holds the same 4-value group as vpmaddubsw + vpdpwssd
- * gave it, so kl_kqi's contract lanes are unchanged and each is exact. Two vector instructions fewer per 64
- * values than kl_kqi_dot's second vpmaddubsw and subtraction. */
-#if defined(__AVX512VNNI__)
+/* ---- s8-kq additions: q3_K's decode dot (linear/q_k_vecdot_ggml_body.h's kqv_row1_q3) ----
+ * The code q = u - 4 [third bit clear] (u the two low bits) is dotted as the unsigned u + 4 [bit set] (0..7,
+ * set by a vptestmb mask), and the activation's own -4 * x sums (kl_kq3x, once per activation block) supply
+ * the -4: with VNNI vpdpbusd accumulates onto -4 * (sum of each 4-value group), so each int32 lane is the
+ * exact sum of q * x over its 4-value group (|.| <= 4 * 4 * 128 < 2^15), and vpdpwssd multiplies it by its
+ * sub-block's scale (int16 pairs (scale, 0): the lane's high half, its sign, meets 0); without VNNI
+ * vpmaddubsw's pairs (<= 2 * 7 * 128) get -4 * (their pair sum) added (int16, exact) before vpmaddwd by the
+ * scales. Either way the int32 lane k of a zmm holds the same values as kl_kqi_dot gave it, so kl_kqi's
+ * contract lanes are unchanged and each is exact; one vpmaddubsw and one subtraction fewer per 64 values
+ * (VNNI: the vpmaddubsw and the subtraction). */
 #define KL_KQ3X 1
 
 typedef struct {
-    __m512i v[4]; /* v[2h + g]: -4 * the 16 group sums of the quants xq[128h + 64g .. + 63] */
+    __m512i v[4]; /* v[2h + g]: from the quants xq[128h + 64g .. + 63]: VNNI -4 * their 16 group sums (int32),
+                     else -4 * their 32 pair sums (int16) */
 } kl_kq3x;
 
 KL_INLINE void kl_kq3x_load(kl_kq3x *o, const km_block_q8_k *xb) {
-    for (int i = 0; i < 4; i++)
-        o->v[i] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(4),
-                                                                                  _mm512_loadu_si512((const void *)(xb->qs + 64 * i))));
+    for (int i = 0; i < 4; i++) {
+        const __m512i x = _mm512_loadu_si512((const void *)(xb->qs + 64 * i));
+#if defined(__AVX512VNNI__)
+        o->v[i] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(4), x));
+#else
+        o->v[i] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_maddubs_epi16(_mm512_set1_epi8(4), x));
+#endif
+    }
 }
 
-/* int16 lane L of the vpermw index of kl_kqw_load_q3x's scales: even L scale entry e + L / 8 (the int32 lane
- * L / 2 holds values 2L .. 2L + 3 of the 64, a 16-value sub-block per 8 int16 lanes), odd L entry 16 (a zero) */
+/* int16 lane L of the vpermw index of kl_kqw_load_q3x's VNNI scales: even L scale entry e + L / 8 (the int32
+ * lane L / 2 holds values 2L .. 2L + 3 of the 64, a 16-value sub-block per 8 int16 lanes), odd L entry 16 (0) */
 #define KL_KQ3_SI(e)                                                                                                   \
     _mm512_set_epi16(16, (e) + 3, 16, (e) + 3, 16, (e) + 3, 16, (e) + 3, 16, (e) + 2, 16, (e) + 2, 16, (e) + 2, 16,     \
                      (e) + 2, 16, (e) + 1, 16, (e) + 1, 16, (e) + 1, 16, (e) + 1, 16, (e), 16, (e), 16, (e), 16, (e))
 
-/* q3_K's half h for kl_kqi_dot_q3x: u[g] = the codes + 4 (0..7: the two low bits, plus 4 where the third
- * bit is set, by a vptestmb mask), s[g] = the int32 lanes' scales as int16 pairs (scale, 0). */
+/* q3_K's half h for kl_kqi_dot_q3x: u[g] = the codes + 4 (0..7), s[g] = the scales (VNNI: of the int32
+ * lanes as int16 pairs (scale, 0); else kl_kqw_load's). */
 KL_INLINE void kl_kqw_load_q3x(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int h) {
     const __m512i m3 = _mm512_set1_epi8(0x03);
-    const __m512i s16 = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(s)); /* int16 lanes 16..31: 0 */
     const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 32 + 32 * h)));
     const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)blk));
+#if defined(__AVX512VNNI__)
+    const __m512i s16 = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(s)); /* int16 lanes 16..31: 0 */
+#else
+    kl_kqw_load(w, blk, s, KL_KQ_Q3_K, h); /* the scales s[g] (its codes are replaced below) */
+#endif
     for (int g = 0; g < 2; g++) {
         const int b = 4 * h + 2 * g;
         const __m512i u = _mm512_and_si512(_mm512_srlv_epi16(q, KL_KQ_SH2(4 * g, 4 * g + 2)), m3);
         w->u[g] = _mm512_mask_add_epi8(u, _mm512_test_epi8_mask(hm, KL_KQ_B2(1 << b, 1 << (b + 1))), u, _mm512_set1_epi8(4));
+#if defined(__AVX512VNNI__)
         w->s[g] = _mm512_permutexvar_epi16(KL_KQ3_SI(8 * h + 4 * g), s16);
+#endif
     }
 }
 
@@ -1003,11 +1016,14 @@ KL_INLINE void kl_kqw_load_q3x(kl_kqw *w, const uint8_t *blk, kl_kqs s, const in
  * contract lanes, each exact. */
 KL_INLINE kl_kqi kl_kqi_dot_q3x(kl_kqi acc, const kl_kqw *w, const int8_t *xq, const kl_kq3x *c, const int h) {
     for (int g = 0; g < 2; g++) {
-        const __m512i d = _mm512_dpbusd_epi32(c->v[2 * h + g], w->u[g], _mm512_loadu_si512((const void *)(xq + 64 * g)));
-        acc = _mm512_dpwssd_epi32(acc, d, w->s[g]);
+        const __m512i x = _mm512_loadu_si512((const void *)(xq + 64 * g));
+#if defined(__AVX512VNNI__)
+        acc = _mm512_dpwssd_epi32(acc, _mm512_dpbusd_epi32(c->v[2 * h + g], w->u[g], x), w->s[g]);
+#else
+        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_add_epi16(_mm512_maddubs_epi16(w->u[g], x), c->v[2 * h + g]), w->s[g]));
+#endif
     }
     return acc;
 }
-#endif
 
 #endif /* KM_LANES_AVX512_H */

@@ -27,10 +27,10 @@
  *              left decode GEMVs at ~50% of the read bandwidth
  *   KQG_MT, KQG_KB, KQG_FA, KQG_MIN_M  optional (lanes with KL_IV): q6_K / q5_K / q3_K batches of M >= KQG_MIN_M rows go to
  *              the register-blocked GEMM of linear/q_k_gemm_body.h (same numerics)
- * q3_K at M = 1 with VNNI (lanes with KL_KQ3X) and K <= 16384 goes to kqv_row1_q3: the same steps for one
- * row, but each 64 values' dot is one vpdpbusd of the codes + 4 (unsigned) onto the activation's -4 * group
- * sums (made once per call) and one vpdpwssd by the scales, instead of two vpmaddubsw, a subtraction and a
- * vpdpwssd: the vector ports bound this GEMV (+16-18% measured at 512x2048).
+ * q3_K at M = 1 on lanes with KL_KQ3X (AVX-512) and K <= 16384 goes to kqv_row1_q3: the same steps for one
+ * row, but the codes + 4 (unsigned) are dotted and the activation's -4 * x sums (made once per call) add the
+ * -4 (VNNI: one vpdpbusd onto them and one vpdpwssd by the scales per 64 values, instead of two vpmaddubsw,
+ * a subtraction and a vpdpwssd): the vector ports bound this GEMV (VNNI +16-18% measured at 512x2048).
  * Partition: output columns n (km_part over N); every thread computes all M rows of its columns.
  * The instantiating file defines the entry point (linear.token_major.v1 ABI) as a call of kqv_linear.
  */
@@ -127,7 +127,7 @@ KL_INLINE void kqv_row_tile(float *y, int64_t N, const uint8_t *wr, const km_blo
 }
 
 #if defined(KL_KQ3X)
-/* q3_K at M = 1 (lanes with KL_KQ3X: AVX-512 VNNI): kqv_row_tile's steps for one row, the integer dot by
+/* q3_K at M = 1 (lanes with KL_KQ3X: AVX-512): kqv_row_tile's steps for one row, the integer dot by
  * kl_kqi_dot_q3x against the activation blocks' kl_kq3x c (built once per call: the same contract lanes). */
 #define KQV_Q3X_NB 64 /* most superblocks (K <= 16384) for the kl_kq3x table on the stack (16 KB) */
 KL_INLINE void kqv_row1_q3(float *y, const uint8_t *wr, const km_block_q8_k *xr, const kl_kq3x *c, int64_t nb) {
