@@ -94,10 +94,7 @@ KL_INLINE void kqr_tile(float *y, int64_t N, const uint8_t *w, int64_t wrow, con
         const int bc = nb - b0 < KQR_BC ? (int)(nb - b0) : KQR_BC;
         for (int j = 0; j < nc; j++) {
             for (int bb = 0; bb < bc; bb++) {
-                const uint8_t *blk = w + j * wrow + (b0 + bb) * wblk;
-#if KQR_PF > 0
-                for (int64_t o = 0; o < wblk; o += 64) kl_prefetch_l2(blk + KQR_PF + o);
-#endif
+                const uint8_t *blk = kqv_block(w + j * wrow, b0 + bb, wblk, KQR_PF);
                 const kl_kqs s = kl_kqs_load(blk, fmt);
                 kqr_mins(blk, fmt, mins[bb] + nmin * j);
                 memcpy(&hd[bb][j], blk + KQR_DOFF(fmt), 2);
@@ -166,10 +163,7 @@ KL_INLINE void kqr_row1(float *y, const uint8_t *w, int64_t wrow, const km_block
         for (int bb = 0; bb < bc; bb++) kl_kq1x_load(&xs[bb], &x[b0 + bb], fmt);
         for (int j = 0; j < nc; j++) {
             for (int bb = 0; bb < bc; bb++) {
-                const uint8_t *blk = w + j * wrow + (b0 + bb) * wblk;
-#if KQR_PF > 0
-                for (int64_t o = 0; o < wblk; o += 64) kl_prefetch_l2(blk + KQR_PF + o);
-#endif
+                const uint8_t *blk = kqv_block(w + j * wrow, b0 + bb, wblk, KQR_PF);
                 /* the next column's same block, ~8 blocks of work ahead: into L1 (+4-9% with the weights in L2) */
                 for (int64_t o = 0; o < wblk; o += 64) kl_prefetch_l1(blk + wrow + o);
                 memcpy(&dm[bb][j], blk + KQR_DOFF(fmt), 4);

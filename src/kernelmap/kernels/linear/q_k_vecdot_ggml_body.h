@@ -47,6 +47,14 @@
 #define KQV_DOFF(fmt) ((fmt) == KL_KQ_Q2_K ? 80 : (fmt) == KL_KQ_Q3_K ? 108 : (fmt) == KL_KQ_Q6_K ? 208 : 0)
 #define KQV_MOFF(fmt) ((fmt) == KL_KQ_Q2_K ? 82 : 2)
 
+/* Block b (of wblk bytes) of the weight row at wr, the stream prefetched pf bytes ahead (to L2; pf a
+ * compile-time schedule knob, 0: none). */
+KL_INLINE const uint8_t *kqv_block(const uint8_t *wr, int64_t b, int64_t wblk, const int64_t pf) {
+    const uint8_t *blk = wr + b * wblk;
+    for (int64_t o = 0; pf > 0 && o < wblk; o += 64) kl_prefetch_l2(blk + pf + o);
+    return blk;
+}
+
 /* One weight row wr (nb blocks) against MT activation rows xr, xr + nb, ...: y[0], y[N], ... */
 KL_INLINE void kqv_row_tile(float *y, int64_t N, const uint8_t *wr, const km_block_q8_k *xr, int64_t nb,
                             const int fmt, const int MT) {
@@ -63,10 +71,7 @@ KL_INLINE void kqv_row_tile(float *y, int64_t N, const uint8_t *wr, const km_blo
     }
     for (int p = 0; p < MT / 2; p++) facc2[p] = kl_f8x2_zero();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = wr + b * wblk;
-#if KQV_PF > 0
-        for (int64_t o = 0; o < wblk; o += 64) kl_prefetch_l2(blk + KQV_PF + o);
-#endif
+        const uint8_t *blk = kqv_block(wr, b, wblk, KQV_PF);
         const kl_kqs s = kl_kqs_load(blk, fmt);
         kl_kqi ai[KQV_MT];
         for (int r = 0; r < MT; r++) ai[r] = kl_kqi_seed(s, &xr[r * nb + b], fmt);
@@ -135,10 +140,7 @@ KL_INLINE void kqv_row1_q3(float *y, const uint8_t *wr, const km_block_q8_k *xr,
     const int64_t wblk = KL_KQ_WBLK(fmt);
     kl_f8 facc = kl_f8_zero();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = wr + b * wblk;
-#if KQV_PF > 0
-        for (int64_t o = 0; o < wblk; o += 64) kl_prefetch_l2(blk + KQV_PF + o);
-#endif
+        const uint8_t *blk = kqv_block(wr, b, wblk, KQV_PF);
         const kl_kqs s = kl_kqs_load(blk, fmt);
         kl_kqi ai = kl_kqi_zero();
         for (int h = 0; h < 2; h++) {
