@@ -132,27 +132,38 @@ KL_INLINE void kqv_row_tile(float *y, int64_t N, const uint8_t *wr, const km_blo
 }
 
 #if defined(KL_KQ3X)
-/* q3_K at M = 1 (lanes with KL_KQ3X: AVX-512): kqv_row_tile's steps for one row, the integer dot by
- * kl_kqi_dot_q3x against the activation blocks' kl_kq3x c (built once per call: the same contract lanes). */
+/* q3_K at M = 1 (lanes with KL_KQ3X: AVX-512): kqv_row_tile's steps for one row and NC (1 or 2) columns
+ * y[j], weight rows wr + j * wrow, the integer dot by kl_kqi_dot_q3x against the activation blocks' kl_kq3x
+ * c (built once per call: the same contract lanes); two columns share each float step as a kl_f8x2 pair
+ * (kqv_row_tile's row pairs: the same operations per output). */
 #define KQV_Q3X_NB 64 /* most superblocks (K <= 16384) for the kl_kq3x table on the stack (16 KB) */
-KL_INLINE void kqv_row1_q3(float *y, const uint8_t *wr, const km_block_q8_k *xr, const kl_kq3x *c, int64_t nb) {
+KL_INLINE void kqv_row1_q3(float *y, const uint8_t *wr, int64_t wrow, const km_block_q8_k *xr, const kl_kq3x *c,
+                           int64_t nb, const int NC) {
     const int fmt = KL_KQ_Q3_K;
     const int64_t wblk = KL_KQ_WBLK(fmt);
     kl_f8 facc = kl_f8_zero();
+    kl_f8x2 facc2 = kl_f8x2_zero();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = kqv_block(wr, b, wblk, KQV_PF);
-        const kl_kqs s = kl_kqs_load(blk, fmt);
-        kl_kqi ai = kl_kqi_zero();
-        for (int h = 0; h < 2; h++) {
-            kl_kqw wh;
-            kl_kqw_load_q3x(&wh, blk, s, h);
-            ai = kl_kqi_dot_q3x(ai, &wh, xr[b].qs + 128 * h, &c[b], h);
+        kl_kqi ai[2];
+        float t[2];
+        for (int j = 0; j < NC; j++) {
+            const uint8_t *blk = kqv_block(wr + j * wrow, b, wblk, KQV_PF);
+            const kl_kqs s = kl_kqs_load(blk, fmt);
+            ai[j] = kl_kqi_zero();
+            for (int h = 0; h < 2; h++) {
+                kl_kqw wh;
+                kl_kqw_load_q3x(&wh, blk, s, h);
+                ai[j] = kl_kqi_dot_q3x(ai[j], &wh, xr[b].qs + 128 * h, &c[b], h);
+            }
+            uint16_t hd;
+            memcpy(&hd, blk + KQV_DOFF(fmt), 2);
+            t[j] = kl_f32_mul(xr[b].d, kl_h2f(hd));
         }
-        uint16_t hd;
-        memcpy(&hd, blk + KQV_DOFF(fmt), 2);
-        facc = kl_f8_fma(kl_f8_set1(kl_f32_mul(xr[b].d, kl_h2f(hd))), kl_kqi_lanes(ai), facc);
+        if (NC == 2) facc2 = kl_f8x2_fma(kl_f8x2_set2(t[0], t[1]), kl_kqi_lanes2(ai[0], ai[1]), facc2);
+        else facc = kl_f8_fma(kl_f8_set1(t[0]), kl_kqi_lanes(ai[0]), facc);
     }
-    y[0] = kl_f8_fold(facc);
+    if (NC == 2) kl_f8x2_fold(facc2, &y[0], &y[1]);
+    else y[0] = kl_f8_fold(facc);
 }
 #endif
 
@@ -180,7 +191,9 @@ static inline void kqv_linear(float *y, const void *w, const void *x, int64_t M,
     if (fmt == KL_KQ_Q3_K && M == 1 && nb <= KQV_Q3X_NB) {
         kl_kq3x c[KQV_Q3X_NB];
         for (int64_t b = 0; b < nb; b++) kl_kq3x_load(&c[b], &xq[b]);
-        for (int64_t n = n0; n < n1; n++) kqv_row1_q3(y + n, wb + n * wrow, xq, c, nb);
+        int64_t n = n0;
+        for (; n + 2 <= n1; n += 2) kqv_row1_q3(y + n, wb + n * wrow, wrow, xq, c, nb, 2);
+        if (n < n1) kqv_row1_q3(y + n, wb + n * wrow, wrow, xq, c, nb, 1);
         return;
     }
 #endif
