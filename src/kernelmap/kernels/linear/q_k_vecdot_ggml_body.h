@@ -30,7 +30,8 @@
  * q3_K at M = 1 on lanes with KL_KQ3X (AVX-512) and K <= 16384 goes to kqv_row1_q3: the same steps for one
  * row, but the codes + 4 (unsigned) are dotted and the activation's -4 * x sums (made once per call) add the
  * -4 (VNNI: one vpdpbusd onto them and one vpdpwssd by the scales per 64 values, instead of two vpmaddubsw,
- * a subtraction and a vpdpwssd): the vector ports bound this GEMV (VNNI +16-18% measured at 512x2048).
+ * a subtraction and a vpdpwssd), two columns sharing each float step (a kl_f8x2 pair): the vector ports
+ * bound this GEMV (VNNI +16-18% measured at 512x2048, the column pairs a few % more).
  * Partition: output columns n (km_part over N); every thread computes all M rows of its columns.
  * The instantiating file defines the entry point (linear.token_major.v1 ABI) as a call of kqv_linear.
  */
