@@ -318,4 +318,23 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *   kl_fv_f16s(p, stride, n)       (the w6-q32gemm op above)
  */
 
+/* s8-kq additions (the repacked q2_K / q4_K decode, M = 1; implemented in km_lanes_avx512.h only: the body
+ * tests the macro and keeps kqr_tile for the other lanes):
+ *   KL_KQ1                         defined when the lanes header provides the ops below
+ *   kl_kq1x; kl_kq1x_load(&x, xb, fmt)   q8_K block xb's 256 quants re-laid in kl_kq1_isum's code order
+ *   kl_kq1i                        int32 partials of one column's block (ISA layout)
+ *   kl_kq1_isum(blk, &x, fmt, hs) -> kl_kq1i   partials summing to the block's exact isum = sum_e sc(e) * q(e) * x(e)
+ *                                  (fmt q2_K or q4_K); writes 16 bytes at hs for kl_f8_kq1_imin8 (q2_K the scale
+ *                                  bytes, q4_K the 8 unpacked scales then the 8 unpacked mins)
+ *   kl_f8_kq1_sum8(t) -> kl_f8     lane j = (float) the exact total of t[j] (j < 8)
+ *   kl_f8_kq1_imin8(hs, xb, fmt) -> kl_f8   lane j = (float) column j's imin from its 16 bytes at hs + 16j
+ *                                  (kl_f8_kq_imin's sums; exact)
+ *   kl_f8_kq1_f16pair(p, &lo, &hi) lanes j: the IEEE halves in the low and the high 16 bits of uint32 p[j] (exact)
+ * and q3_K's decode dot (km_lanes_avx512.h only; linear/q_k_vecdot_ggml_body.h's kqv_row1_q3):
+ *   KL_KQ3X                        defined when the lanes header provides the ops below
+ *   kl_kq3x; kl_kq3x_load(&c, xb)  q8_K block xb's activation-side term of kl_kqi_dot_q3x (once per block)
+ *   kl_kqw_load_q3x(&w, blk, s, h) q3_K's half h unpacked for kl_kqi_dot_q3x (ISA layout)
+ *   kl_kqi_dot_q3x(acc, &w, xq, &c, h)  exactly kl_kqi_dot's contract lanes for q3_K's half h (exact)
+ */
+
 #endif /* KM_LANES_H */

@@ -802,4 +802,228 @@ KL_INLINE kl_fv kl_q32c_dot16(const uint8_t *w, int64_t wrow, int n, const kl_q3
     return _mm512_cvtepi32_ps(t);
 }
 
+
+/* ---- s8-kq additions: the repacked K-quants' decode (M = 1; linear/q_k_repack_ggml_body.h's kqr_row1) ----
+ * q2_K / q4_K only. A block's codes are unpacked from full 64-byte loads (q4_K: low and high nibbles of
+ * qs[0..63] and qs[64..127]; q2_K: the four 2-bit fields of qs[0..63]), so each 256-bit half of a code zmm
+ * holds a different sub-block; the activation block is re-laid once per block (kl_kq1x_load, shared by the
+ * 8 columns) into the same order. Per code zmm one integer dot: with VNNI vpdpbusd (each 4-value group's
+ * exact sum, |.| <= 4 * 15 * 128 < 2^15), two zmm of them packed to int16 (no saturation) and multiplied
+ * by their scales with one vpmaddwd / vpdpwssd; without VNNI vpmaddubsw (pairs, |.| <= 2 * 15 * 128) and
+ * vpmaddwd by the scales. The scales are picked into int16 lanes by vpshufb from the broadcast scale bytes
+ * (index 0x80 gives the zero high byte). All int32 adds are exact, so the column's 16 lanes sum to the
+ * block's isum in any order. */
+#define KL_KQ1 1
+
+typedef __m512i kl_kq1i; /* 16 int32 lanes whose sum is one column's isum of one block */
+typedef struct {
+    __m512i v[4];
+} kl_kq1x;
+
+/* The activation block in kl_kq1_isum's code order: q4_K v[2p] = values [128p + 0..31 | 128p + 64..95] (the
+ * low nibbles of qs[64p..64p + 63]), v[2p + 1] = [128p + 32..63 | 128p + 96..127] (their high nibbles); q2_K
+ * v[z] = values [32z + 0..31 | 128 + 32z + 0..31] (bits 2z, 2z + 1 of qs[0..63]). */
+KL_INLINE void kl_kq1x_load(kl_kq1x *o, const km_block_q8_k *xb, const int fmt) {
+    __m512i x[4];
+    for (int i = 0; i < 4; i++) x[i] = _mm512_loadu_si512((const void *)(xb->qs + 64 * i));
+    for (int p = 0; p < 2; p++) {
+        const __m512i a = fmt == KL_KQ_Q2_K ? x[p] : x[2 * p], b = fmt == KL_KQ_Q2_K ? x[p + 2] : x[2 * p + 1];
+        o->v[2 * p] = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0));
+        o->v[2 * p + 1] = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2));
+    }
+}
+
+/* int16 lane L (128-bit segment k = L / 8, i = L % 8) picks scale byte (a + b * (i >= 4) + c * (k & 1) +
+ * d * (k >> 1)), high byte zero: the vpshufb control. */
+#define KL_KQ1_SEL(a, b, c, d)                                                                                        \
+    _mm512_set_epi64(KL_KQ1_Q((a) + (d) + (c) + (b)), KL_KQ1_Q((a) + (d) + (c)), KL_KQ1_Q((a) + (d) + (b)),               \
+                     KL_KQ1_Q((a) + (d)), KL_KQ1_Q((a) + (c) + (b)), KL_KQ1_Q((a) + (c)), KL_KQ1_Q((a) + (b)), KL_KQ1_Q(a))
+#define KL_KQ1_Q(s) ((long long)(0x8000800080008000ULL | (unsigned long long)(s) * 0x0001000100010001ULL))
+
+/* km_q4k_scales64 (the same bytes) as one 64-bit stream: the low 32 bits carry the scales' parts, the high
+ * 32 the mins' (r = the 12 packed bytes), so no two operations are alike and the compiler keeps it in
+ * general registers (its SLP vectorizer turns the two-word form into xmm operations on the vector ports). */
+KL_INLINE void kl_avx512_q4k_scmn64(const uint8_t *r, uint64_t *sc, uint64_t *mn) {
+    uint64_t a;
+    uint32_t b;
+    memcpy(&a, r, 8);     /* r[0..3] | r[4..7] << 32 */
+    memcpy(&b, r + 8, 4); /* r[8..11] */
+    const uint64_t lo = a & 0x3F3F3F3F3F3F3F3FULL; /* sc[0..3] | mn[0..3] << 32 */
+    const uint64_t hi = ((b | ((uint64_t)b << 28)) & 0x0F0F0F0F0F0F0F0FULL) | ((a >> 2) & 0x3030303030303030ULL);
+    *sc = (lo & 0xFFFFFFFFULL) | hi << 32;              /* hi's low half: sc[4..7] */
+    *mn = (lo >> 32) | (hi & 0xFFFFFFFF00000000ULL);      /* hi's high half: mn[4..7] */
+}
+
+/* 16 int32 lanes summing to the block's isum = sum_e sc(e) * q(e) * x(e) (exact); 16 bytes for
+ * kl_f8_kq1_imin8 are written to hs: q2_K its scale bytes, q4_K its 8 scales then its 8 mins (unpacked). */
+KL_INLINE kl_kq1i kl_kq1_isum(const uint8_t *blk, const kl_kq1x *x, const int fmt, uint8_t *hs) {
+    __m512i u[4], sb;
+    if (fmt == KL_KQ_Q2_K) {
+        const __m128i hb = _mm_loadu_si128((const __m128i *)blk);
+        _mm_storeu_si128((__m128i *)hs, hb);
+        const __m512i m3 = _mm512_set1_epi8(0x03);
+        const __m512i q = _mm512_loadu_si512((const void *)(blk + 16));
+        u[0] = _mm512_and_si512(q, m3);
+        u[1] = _mm512_and_si512(_mm512_srli_epi16(q, 2), m3);
+        u[2] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m3);
+        u[3] = _mm512_and_si512(_mm512_srli_epi16(q, 6), m3);
+        sb = _mm512_and_si512(_mm512_broadcast_i32x4(hb), _mm512_set1_epi8(0x0F));
+    } else {
+        const __m512i m4 = _mm512_set1_epi8(0x0F);
+        for (int p = 0; p < 2; p++) {
+            const __m512i q = _mm512_loadu_si512((const void *)(blk + 16 + 64 * p));
+            u[2 * p] = _mm512_and_si512(q, m4);
+            u[2 * p + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+        }
+        uint64_t sc, mn;
+        kl_avx512_q4k_scmn64(blk + 4, &sc, &mn);
+        memcpy(hs, &sc, 8);
+        memcpy(hs + 8, &mn, 8);
+        sb = _mm512_set1_epi64((long long)sc);
+    }
+#if defined(__AVX512VNNI__)
+    /* vpackssdw(d[2p], d[2p + 1]) int16 lane (k, i): zmm 2p + (i >= 4), segment k. q4_K: zmm z's half t is
+     * sub-block 4 * (z / 2) + 2t + z % 2; q2_K: 8t + 2z + (k & 1). */
+    __m512i acc = _mm512_setzero_si512();
+    for (int p = 0; p < 2; p++) {
+        const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[2 * p], x->v[2 * p]);
+        const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[2 * p + 1], x->v[2 * p + 1]);
+        const __m512i sel = fmt == KL_KQ_Q2_K ? KL_KQ1_SEL(4 * p, 2, 1, 8) : KL_KQ1_SEL(4 * p, 1, 0, 2);
+        acc = _mm512_dpwssd_epi32(acc, _mm512_packs_epi32(d0, d1), _mm512_shuffle_epi8(sb, sel));
+    }
+    return acc;
+#else
+    /* vpmaddubsw(u[z], x) segment k is one sub-block: q4_K 4 * (z / 2) + 2 * (k >> 1) + z % 2; q2_K
+     * 8 * (k >> 1) + 2z + (k & 1). */
+    __m512i acc = _mm512_setzero_si512();
+    for (int z = 0; z < 4; z++) {
+        const __m512i sel = fmt == KL_KQ_Q2_K ? KL_KQ1_SEL(2 * z, 0, 1, 8) : KL_KQ1_SEL(4 * (z / 2) + z % 2, 0, 0, 2);
+        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u[z], x->v[z]), _mm512_shuffle_epi8(sb, sel)));
+    }
+    return acc;
+#endif
+}
+
+/* Lane j = the sum of the four int32 of 128-bit segment j % 4 of b[j / 4] (exact), as f32. */
+KL_INLINE kl_f8 kl_avx512_fold4x8(__m512i b0, __m512i b1) {
+    __m512i v = _mm512_add_epi32(_mm512_unpacklo_epi64(b0, b1), _mm512_unpackhi_epi64(b0, b1));
+    v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));
+    const __m512i r = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0), v);
+    return _mm256_cvtepi32_ps(_mm512_castsi512_si256(r));
+}
+
+/* Lane j = the sum of t[j]'s 16 int32 lanes (exact), as f32: halves, then quarters, then the last four. */
+KL_INLINE kl_f8 kl_f8_kq1_sum8(const kl_kq1i *t) {
+    __m512i a[4], b[2];
+    for (int p = 0; p < 4; p++) /* segments: column 2p's two half-sums, then column 2p + 1's */
+        a[p] = _mm512_add_epi32(_mm512_shuffle_i64x2(t[2 * p], t[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                _mm512_shuffle_i64x2(t[2 * p], t[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    for (int q = 0; q < 2; q++) /* segment c: column 4q + c's four lanes */
+        b[q] = _mm512_add_epi32(_mm512_shuffle_i64x2(a[2 * q], a[2 * q + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                _mm512_shuffle_i64x2(a[2 * q], a[2 * q + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return kl_avx512_fold4x8(b[0], b[1]);
+}
+
+/* Lane j = column j's imin (exact int32, as f32) from its 16 bytes at hs + 16 j (written by kl_kq1_isum):
+ * q2_K the 16 mins (high nibbles) as int16 times the 16 bsums, two columns per zmm; q4_K the 8 mins as int16
+ * (one column per 128-bit segment) times the bsums' pair sums (|.| <= 32 * 127), then the int32 folds. */
+KL_INLINE kl_f8 kl_f8_kq1_imin8(const uint8_t *hs, const km_block_q8_k *xb, const int fmt) {
+    if (fmt == KL_KQ_Q2_K) {
+        const __m512i bs = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)xb->bsums));
+        __m512i a[4], b[2];
+        for (int p = 0; p < 4; p++) /* halves: column 2p's eight int32, then column 2p + 1's */
+            a[p] = _mm512_madd_epi16(_mm512_srli_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(hs + 32 * p))), 4), bs);
+        for (int q = 0; q < 2; q++)
+            b[q] = _mm512_add_epi32(_mm512_shuffle_i64x2(a[2 * q], a[2 * q + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                    _mm512_shuffle_i64x2(a[2 * q], a[2 * q + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+        return kl_avx512_fold4x8(b[0], b[1]);
+    }
+    const __m128i ps = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)xb->bsums), _mm_loadu_si128((const __m128i *)(xb->bsums + 8)));
+    const __m512i psb = _mm512_broadcast_i32x4(ps);
+    const __m512i sel = _mm512_set4_epi32((int)0x800F800E, (int)0x800D800C, (int)0x800B800A, (int)0x80098008);
+    __m512i b[2];
+    for (int q = 0; q < 2; q++) {
+        const __m512i mn = _mm512_shuffle_epi8(_mm512_loadu_si512((const void *)(hs + 64 * q)), sel);
+        b[q] = _mm512_madd_epi16(mn, psb);
+    }
+    return kl_avx512_fold4x8(b[0], b[1]);
+}
+
+/* Lanes j of lo and hi: the f16 at p[j]'s low and high 16 bits, as f32. */
+KL_INLINE void kl_f8_kq1_f16pair(const uint32_t *p, kl_f8 *lo, kl_f8 *hi) {
+    const __m256i v = _mm256_loadu_si256((const __m256i *)p);
+    *lo = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(v));
+    *hi = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(v, 16)));
+}
+
+
+/* ---- s8-kq additions: q3_K's decode dot (linear/q_k_vecdot_ggml_body.h's kqv_row1_q3) ----
+ * The code q = u - 4 [third bit clear] (u the two low bits) is dotted as the unsigned u + 4 [bit set] (0..7,
+ * set by a vptestmb mask), and the activation's own -4 * x sums (kl_kq3x, once per activation block) supply
+ * the -4: with VNNI vpdpbusd accumulates onto -4 * (sum of each 4-value group), so each int32 lane is the
+ * exact sum of q * x over its 4-value group (|.| <= 4 * 4 * 128 < 2^15), and vpdpwssd multiplies it by its
+ * sub-block's scale (int16 pairs (scale, 0): the lane's high half, its sign, meets 0); without VNNI
+ * vpmaddubsw's pairs (<= 2 * 7 * 128) get -4 * (their pair sum) added (int16, exact) before vpmaddwd by the
+ * scales. Either way the int32 lane k of a zmm holds the same values as kl_kqi_dot gave it, so kl_kqi's
+ * contract lanes are unchanged and each is exact; one vpmaddubsw and one subtraction fewer per 64 values
+ * (VNNI: the vpmaddubsw and the subtraction). */
+#define KL_KQ3X 1
+
+typedef struct {
+    __m512i v[4]; /* v[2h + g]: from the quants xq[128h + 64g .. + 63]: VNNI -4 * their 16 group sums (int32),
+                     else -4 * their 32 pair sums (int16) */
+} kl_kq3x;
+
+KL_INLINE void kl_kq3x_load(kl_kq3x *o, const km_block_q8_k *xb) {
+    for (int i = 0; i < 4; i++) {
+        const __m512i x = _mm512_loadu_si512((const void *)(xb->qs + 64 * i));
+#if defined(__AVX512VNNI__)
+        o->v[i] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(4), x));
+#else
+        o->v[i] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_maddubs_epi16(_mm512_set1_epi8(4), x));
+#endif
+    }
+}
+
+/* int16 lane L of the vpermw index of kl_kqw_load_q3x's VNNI scales: even L scale entry e + L / 8 (the int32
+ * lane L / 2 holds values 2L .. 2L + 3 of the 64, a 16-value sub-block per 8 int16 lanes), odd L entry 16 (0) */
+#define KL_KQ3_SI(e)                                                                                                   \
+    _mm512_set_epi16(16, (e) + 3, 16, (e) + 3, 16, (e) + 3, 16, (e) + 3, 16, (e) + 2, 16, (e) + 2, 16, (e) + 2, 16,     \
+                     (e) + 2, 16, (e) + 1, 16, (e) + 1, 16, (e) + 1, 16, (e) + 1, 16, (e), 16, (e), 16, (e), 16, (e))
+
+/* q3_K's half h for kl_kqi_dot_q3x: u[g] = the codes + 4 (0..7), s[g] = the scales (VNNI: of the int32
+ * lanes as int16 pairs (scale, 0); else kl_kqw_load's). */
+KL_INLINE void kl_kqw_load_q3x(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int h) {
+    const __m512i m3 = _mm512_set1_epi8(0x03);
+    const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 32 + 32 * h)));
+    const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)blk));
+#if defined(__AVX512VNNI__)
+    const __m512i s16 = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(s)); /* int16 lanes 16..31: 0 */
+#else
+    kl_kqw_load(w, blk, s, KL_KQ_Q3_K, h); /* the scales s[g] (its codes are replaced below) */
+#endif
+    for (int g = 0; g < 2; g++) {
+        const int b = 4 * h + 2 * g;
+        const __m512i u = _mm512_and_si512(_mm512_srlv_epi16(q, KL_KQ_SH2(4 * g, 4 * g + 2)), m3);
+        w->u[g] = _mm512_mask_add_epi8(u, _mm512_test_epi8_mask(hm, KL_KQ_B2(1 << b, 1 << (b + 1))), u, _mm512_set1_epi8(4));
+#if defined(__AVX512VNNI__)
+        w->s[g] = _mm512_permutexvar_epi16(KL_KQ3_SI(8 * h + 4 * g), s16);
+#endif
+    }
+}
+
+/* kl_kqi_dot of q3_K's half h (w from kl_kqw_load_q3x) with the activation block's kl_kq3x c: the same
+ * contract lanes, each exact. */
+KL_INLINE kl_kqi kl_kqi_dot_q3x(kl_kqi acc, const kl_kqw *w, const int8_t *xq, const kl_kq3x *c, const int h) {
+    for (int g = 0; g < 2; g++) {
+        const __m512i x = _mm512_loadu_si512((const void *)(xq + 64 * g));
+#if defined(__AVX512VNNI__)
+        acc = _mm512_dpwssd_epi32(acc, _mm512_dpbusd_epi32(c->v[2 * h + g], w->u[g], x), w->s[g]);
+#else
+        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_add_epi16(_mm512_maddubs_epi16(w->u[g], x), c->v[2 * h + g]), w->s[g]));
+#endif
+    }
+    return acc;
+}
+
 #endif /* KM_LANES_AVX512_H */

@@ -20,9 +20,17 @@
  * column by column (each weight row streams sequentially: interleaving the 8 rows in smaller pieces
  * halved cold decode speed at K = 2048 on x86), then, per block in order, the imins of the 8 columns
  * and the float steps.
+ * One activation row (decode, M = 1) on lanes with KL_KQ1 (AVX-512) goes to kqr_row1 instead: the same
+ * chunks and streams, but the GEMV is bound by the vector ports, so its column step is cut to what the
+ * integer dot needs (q4_K: 6 unpack, 4 vpdpbusd, 2 vpackssdw, 2 vpmaddwd/vpdpwssd, 3 to place the scales):
+ * codes from whole 64-byte loads (the activation blocks of a chunk are re-laid once for the 8 columns to
+ * match), q4_K's scales and mins unpacked in general registers, and a column's block isum left as 16 int32
+ * partials; once per block the 8 columns' partials, mins (one vpmaddwd per 4 or 2 columns) and d / dmin are
+ * folded together. The integer sums are exact, so their order is free; the float steps are kqr_tile's.
  * Schedule (the instantiating file defines these before including this header):
  *   KQR_MT  largest activation-row tile (8 or 4)
  *   KQR_BC  superblocks per chunk
+ *   KQR_BC1 optional: kqr_row1's superblocks per chunk (default KQR_BC)
  *   KQR_PF  software prefetch distance in bytes (to L2) along each weight row (0: none)
  *   KQV_MT, KQV_CHUNK  the vec_dot body's (N % 8 != 0)
  *   KQG_MT, KQG_KB, KQG_FA, KQG_MIN_M  optional (lanes with KL_IV): batches of M >= KQG_MIN_M rows go to
@@ -86,10 +94,7 @@ KL_INLINE void kqr_tile(float *y, int64_t N, const uint8_t *w, int64_t wrow, con
         const int bc = nb - b0 < KQR_BC ? (int)(nb - b0) : KQR_BC;
         for (int j = 0; j < nc; j++) {
             for (int bb = 0; bb < bc; bb++) {
-                const uint8_t *blk = w + j * wrow + (b0 + bb) * wblk;
-#if KQR_PF > 0
-                for (int64_t o = 0; o < wblk; o += 64) kl_prefetch_l2(blk + KQR_PF + o);
-#endif
+                const uint8_t *blk = kqv_block(w + j * wrow, b0 + bb, wblk, KQR_PF);
                 const kl_kqs s = kl_kqs_load(blk, fmt);
                 kqr_mins(blk, fmt, mins[bb] + nmin * j);
                 memcpy(&hd[bb][j], blk + KQR_DOFF(fmt), 2);
@@ -129,6 +134,62 @@ KL_INLINE void kqr_tile(float *y, int64_t N, const uint8_t *w, int64_t wrow, con
     }
 }
 
+#if defined(KL_KQ1)
+#ifndef KQR_BC1
+#define KQR_BC1 KQR_BC
+#endif
+/* One activation row (decode) against one group of nc columns: the schedule of kqr_tile (chunks of KQR_BC1
+ * superblocks, each weight row streamed through a chunk before the next), but a column's block isum is
+ * kept as the 16 int32 lanes of kl_kq1_isum and the 8 columns are folded together once per block
+ * (kl_f8_kq1_sum8); the activation blocks of a chunk are re-laid once for the 8 columns (kl_kq1x_load).
+ * The float steps are kqr_tile's, in the same order. */
+KL_INLINE void kqr_row1(float *y, const uint8_t *w, int64_t wrow, const km_block_q8_k *x, int64_t nb, const int fmt,
+                        const int nc) {
+    const int64_t wblk = KL_KQ_WBLK(fmt);
+    kl_kq1x xs[KQR_BC1];
+    kl_kq1i ti[KQR_BC1][8];
+    uint8_t hs[KQR_BC1][8][16] __attribute__((aligned(64))); /* the columns' scales / mins (kl_kq1_isum) */
+    uint32_t dm[KQR_BC1][8];   /* the columns' f16 d (low half) and dmin (high half) */
+    kl_f8 acc = kl_f8_zero(), accm = kl_f8_zero();
+    for (int bb = 0; bb < KQR_BC1; bb++) { /* absent columns: zero terms, lanes never stored */
+        for (int j = nc; j < 8; j++) {
+            memset(hs[bb][j], 0, sizeof hs[bb][j]);
+            dm[bb][j] = 0;
+            memset(&ti[bb][j], 0, sizeof ti[bb][j]);
+        }
+    }
+    for (int64_t b0 = 0; b0 < nb; b0 += KQR_BC1) {
+        const int bc = nb - b0 < KQR_BC1 ? (int)(nb - b0) : KQR_BC1;
+        for (int bb = 0; bb < bc; bb++) kl_kq1x_load(&xs[bb], &x[b0 + bb], fmt);
+        for (int j = 0; j < nc; j++) {
+            for (int bb = 0; bb < bc; bb++) {
+                const uint8_t *blk = kqv_block(w + j * wrow, b0 + bb, wblk, KQR_PF);
+                /* the next column's same block, ~8 blocks of work ahead: into L1 (+4-9% with the weights in L2) */
+                for (int64_t o = 0; o < wblk; o += 64) kl_prefetch_l1(blk + wrow + o);
+                memcpy(&dm[bb][j], blk + KQR_DOFF(fmt), 4);
+                ti[bb][j] = kl_kq1_isum(blk, &xs[bb], fmt, hs[bb][j]);
+            }
+        }
+        for (int bb = 0; bb < bc; bb++) {
+            const km_block_q8_k *xb = &x[b0 + bb];
+            const kl_f8 xd = kl_f8_set1(xb->d);
+            kl_f8 wd, wm;
+            kl_f8_kq1_f16pair(dm[bb], &wd, &wm);
+            acc = kl_f8_fma(kl_f8_kq1_sum8(ti[bb]), kl_f8_mul(wd, xd), acc);
+            accm = kl_f8_fma(kl_f8_kq1_imin8(hs[bb][0], xb, fmt), kl_f8_mul(wm, xd), accm);
+        }
+    }
+    const kl_f8 v = kl_f8_sub(acc, accm);
+    if (nc == 8) {
+        kl_f8_storeu(y, v);
+    } else {
+        float t[8];
+        kl_f8_storeu(t, v);
+        memcpy(y, t, sizeof(float) * (size_t)nc);
+    }
+}
+#endif
+
 /* All rows of one group of nc columns: tiles of KQR_MT rows, then 4, then singles. */
 KL_INLINE void kqr_cols(float *y, int64_t N, const uint8_t *w, int64_t wrow, const km_block_q8_k *x, int64_t M,
                         int64_t nb, const int fmt, const int nc) {
@@ -137,7 +198,11 @@ KL_INLINE void kqr_cols(float *y, int64_t N, const uint8_t *w, int64_t wrow, con
 #if KQR_MT > 4
     for (; m + 4 <= M; m += 4) kqr_tile(y + m * N, N, w, wrow, x + m * nb, nb, fmt, nc, 4);
 #endif
+#if defined(KL_KQ1)
+    for (; m < M; m++) kqr_row1(y + m * N, w, wrow, x + m * nb, nb, fmt, nc);
+#else
     for (; m < M; m++) kqr_tile(y + m * N, N, w, wrow, x + m * nb, nb, fmt, nc, 1);
+#endif
 }
 
 /* The whole linear.token_major.v1 call: thread ith's columns in groups of 8. */
