@@ -184,9 +184,10 @@ KL_INLINE void kq32_row1(float *y, const uint8_t *wr, int64_t wrow, int64_t wblk
 
 #if defined(KL_Q32P)
 /* Decode on row pairs (lanes headers with the kl_f8p ops): rows A = 2p and B = 2p + 1 of a step share one
- * vector per block (row A's eight lanes, then B's), so each 512-bit dot and fma serves two rows; every lane
- * still runs its own chain in block order. The min formats run their chain summs the same way: lane 0 of each
- * half (the other lanes repeat it) = fma(w.m, x.s, summs) per block in order. One group of n (<= 8) blocks
+ * vector per block (the lanes headers choose the lane order: on AVX-512 A's and B's lanes interleave), so each
+ * 512-bit dot and fma serves two rows; every lane still runs its own chain in block order. The min formats run
+ * their chain summs the same way: one lane per row (the other lanes repeat it) = fma(w.m, x.s, summs) per
+ * block in order. One group of n (<= 8) blocks
  * at block g for P (compile-time) pairs; ra / rb the pairs' rows at the slice's first block. */
 KL_INLINE void kq32_group1p(kl_f8p *acc, kl_f8p *mins, const uint8_t *const *ra, const uint8_t *const *rb, int64_t g,
                             int64_t wblk, const int fmt, const kq32_xrow *xr, const int n, const int P) {
