@@ -711,6 +711,15 @@ KL_INLINE kl_f8p kl_f8p_fma_s(kl_f8p a, const float *s, kl_f8p c) { return _mm51
 KL_INLINE kl_f8p kl_f8p_bcast(kl_f8p v, int j) {
     return _mm512_castpd_ps(_mm512_permutexvar_pd(_mm512_set1_epi64(j), _mm512_castps_pd(v)));
 }
+/* Four rows' lanes j of two pairs: lanes 4k + i = (v0[2j], v0[2j + 1], v1[2j], v1[2j + 1])[i] (j < 8). */
+KL_INLINE kl_f8p kl_f8p_pick4(kl_f8p v0, kl_f8p v1, int j) {
+    const __m512i i = _mm512_add_epi32(_mm512_set1_epi32(2 * j), _mm512_set_epi32(17, 16, 1, 0, 17, 16, 1, 0, 17, 16, 1,
+                                                                                  0, 17, 16, 1, 0));
+    return _mm512_permutex2var_ps(v0, i, v1);
+}
+/* lanes 4k + i = p[i] (i < 4); kl_f8p_store4: p[i] = lane i */
+KL_INLINE kl_f8p kl_f8p_load4(const float *p) { return _mm512_broadcast_f32x4(_mm_loadu_ps(p)); }
+KL_INLINE void kl_f8p_store4(float *p, kl_f8p v) { _mm_storeu_ps(p, _mm512_castps512_ps128(v)); }
 KL_INLINE float kl_f8p_first_lo(kl_f8p v) { return _mm512_cvtss_f32(v); }
 KL_INLINE float kl_f8p_first_hi(kl_f8p v) { return _mm_cvtss_f32(_mm_movehdup_ps(_mm512_castps512_ps128(v))); }
 
