@@ -300,17 +300,18 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
 /* w6-q32gemv additions (the 32-element decode, M = 1; implemented in km_lanes_avx512.h only: the bodies test
  * the macros and keep their other path elsewhere):
  *   KL_Q32P                        defined when the lanes header provides the row-pair ops below
- *   kl_f8p                         two rows' kl_f8 lanes, row A's eight then row B's; kl_f8p_zero()
+ *   kl_f8p                         two rows' kl_f8 lanes (lane order the header's own: AVX-512 interleaves them,
+ *                                  lane 2l = A[l], 2l + 1 = B[l]); kl_f8p_zero()
  *   kl_f8p_join(a, b) kl_f8p_lo(v) kl_f8p_hi(v)   build from / split into the two kl_f8
  *   kl_f8p_fma(a, b, c)            lane-wise fma (fused); kl_f8p_fma_s(a, s, c): b = the float *s in every lane
- *   kl_f8p_mul_f8(a, x)            lane l and 8 + l of a times x[l] (one rounding)
- *   kl_f8p_bcast(v, j)             lanes 0-7 = v[j], lanes 8-15 = v[8 + j] (j < 8)
- *   kl_f8p_first_lo(v) kl_f8p_first_hi(v)   v[0], v[8]
- *   kl_f8p_f16s(a, b, stride, n)   lane j < n = the f16 at a + j * stride as f32, lane 8 + j the one at b + j * stride
- *                                  (others +0; reads 4 bytes there); kl_f8p_f16s2(..., &d, &m): d as kl_f8p_f16s,
- *                                  m the same at a + 2, b + 2 (the min formats' d and m from one read)
- *   kl_q32p kl_q32p_load(a, b, fmt); kl_q32p_dot(w, p, fmt) -> kl_f8p: kl_q32_dot of block a (lanes 0-7) and of
- *                                  block b (lanes 8-15) against the same activation block p (exact)
+ *   kl_f8p_mul_f8(a, x)            A's and B's lane l of a times x[l] (one rounding)
+ *   kl_f8p_bcast(v, j)             A's lanes = A's v[j], B's lanes = B's v[j] (j < 8)
+ *   kl_f8p_first_lo(v) kl_f8p_first_hi(v)   A's v[0], B's v[0]
+ *   kl_f8p_f16s(a, b, stride, n)   A's lane j < n = the f16 at a + j * stride as f32, B's lane j the one at
+ *                                  b + j * stride (others +0; reads 4 bytes there); kl_f8p_f16s2(..., &d, &m): d as
+ *                                  kl_f8p_f16s, m the same at a + 2, b + 2 (the min formats' d and m from one read)
+ *   kl_q32p kl_q32p_load(a, b, fmt); kl_q32p_dot(w, p, fmt) -> kl_f8p: kl_q32_dot of block a (A's lanes) and of
+ *                                  block b (B's lanes) against the same activation block p (exact)
  *   KL_Q32C                        defined when the lanes header provides kl_q32c_dot16, kl_fv_f16s
  *   kl_q32c_dot16(w, wrow, n, p, fmt)   lane c < n <= KL_FV_LANES (16) = (float) the exact int32 sum of the 32
  *                                  products (code - off) * x of the block at w + c * wrow against activation block p

@@ -14,7 +14,9 @@
  *     (code - off, q8_0 int8), seeded with 0x4B400000 - 128 * ws4 (ws4 = sum of lane l's four
  *     weights; once per weight block, reused by every activation row);
  *   with VNNI, single rows: vpdpbusd with the unsigned weight code (q8_0 w ^ 0x80, nibble formats the
- *     code) against signed x, seeded with 0x4B400000 - off * xs4 (off 128 for q8_0, else the code offset).
+ *     code) against signed x, seeded with 0x4B400000 - off * xs4 (off 128 for q8_0, else the code offset);
+ *     decode row pairs (kl_q32p) the same on interleaved lanes, the 4-bit formats' high nibbles left in
+ *     place as 16 * code and seeded with 0x49400000 - 16 * off * xs4 (ulp 1/16 there: the float is exact).
  * In every case the int32 lane is exact (|lane| < 2^16 plus seed terms < 2^22), and bits(lane) - 1.5*2^23
  * is its exact float.
  */
@@ -81,6 +83,9 @@ typedef struct {
     __m256i seed;     /* single rows: 0x4B400000 - off1 * xs4 (off1: the code offset; 128 for q8_0 with VNNI) */
     __m256i lo2, hi2; /* quants 0-15 and 16-31, each in both 128-bit halves (kl_q32_dot8) */
     int32_t xsum;     /* the sum of the 32 quants (kl_q32_dot8 of a format with an offset) */
+    __m512i q2d;      /* decode pairs (kl_q32p_dot): the 32 quants as they are, every 4-byte group doubled */
+    __m512i seedd;    /* decode pairs: seed doubled; with VNNI the 4-bit formats' lanes 8-15 (quants 16-31, the
+                       * high nibbles kept as 16 * code) hold 0x49400000 - 16 * off * xs4 */
 } kl_q32xb;
 
 KL_INLINE void kl_q32xb_prep(kl_q32xb *p, const int8_t *qs, const int fmt) {
@@ -92,6 +97,12 @@ KL_INLINE void kl_q32xb_prep(kl_q32xb *p, const int8_t *qs, const int fmt) {
     p->seed2 = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(seed));
     const __m256i qp = KL_VNNI ? _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80)) : q;
     p->q2 = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(qp));
+    p->q2d = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(q));
+    p->seedd = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(p->seed));
+    if (KL_VNNI && fmt != KL_Q32_Q8_0 && KL_Q32_QH(fmt) < 0) /* MAGIC - off * xs4 -> 0x49400000 - 16 * off * xs4 */
+        p->seedd = _mm512_mask_sub_epi32(
+            p->seedd, (__mmask16)0xFF00, _mm512_set1_epi32(0x49400000),
+            _mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(KL_MAGIC_I), p->seedd), 4));
     kl_x86_prep_dot8(&p->lo2, &p->hi2, &p->xsum, qs, fmt);
 }
 
@@ -681,34 +692,47 @@ KL_INLINE kl_fv kl_fv_f16s(const uint8_t *p, int64_t stride, int n) {
 }
 KL_INLINE kl_fv kl_fv_unmagic(kl_iv v) { return _mm512_sub_ps(_mm512_castsi512_ps(v), _mm512_set1_ps(KL_MAGIC_F)); }
 
-/* ---- w6-q32gemv additions (decode row pairs on 256-bit halves; linear/q32_ggml_body.h's kq32_row1) ---- */
+/* ---- w6-q32gemv additions (decode row pairs; linear/q32_ggml_body.h's kq32_row1p) ---- */
 #define KL_Q32P 1
 
-typedef __m512 kl_f8p;   /* lanes 0-7: row A's eight contract lanes, lanes 8-15: row B's (not kl_f8x2's interleave) */
-typedef __m512i kl_q32p; /* a block of rows A and B: single-row layout (kl_q32w) in each 256-bit half */
+typedef __m512 kl_f8p;   /* rows A and B interleaved as in kl_f8x2: lane 2l = A[l], lane 2l + 1 = B[l] */
+typedef __m512i kl_q32p; /* a block of rows A and B: lane 2l = A's bytes of contract lane l, 2l + 1 = B's */
 
+#define KL_AVX512_EVEN _mm512_set_epi32(15, 13, 11, 9, 7, 5, 3, 1, 14, 12, 10, 8, 6, 4, 2, 0)
 KL_INLINE kl_f8p kl_f8p_zero(void) { return _mm512_setzero_ps(); }
-KL_INLINE kl_f8p kl_f8p_join(kl_f8 a, kl_f8 b) { return _mm512_insertf32x8(_mm512_castps256_ps512(a), b, 1); }
-KL_INLINE kl_f8 kl_f8p_lo(kl_f8p v) { return _mm512_castps512_ps256(v); }
-KL_INLINE kl_f8 kl_f8p_hi(kl_f8p v) { return _mm512_extractf32x8_ps(v, 1); }
+KL_INLINE kl_f8p kl_f8p_join(kl_f8 a, kl_f8 b) {
+    return _mm512_permutex2var_ps(_mm512_castps256_ps512(a), KL_AVX512_IL, _mm512_castps256_ps512(b));
+}
+KL_INLINE kl_f8 kl_f8p_lo(kl_f8p v) { return _mm512_castps512_ps256(_mm512_permutexvar_ps(KL_AVX512_EVEN, v)); }
+KL_INLINE kl_f8 kl_f8p_hi(kl_f8p v) { return _mm512_extractf32x8_ps(_mm512_permutexvar_ps(KL_AVX512_EVEN, v), 1); }
 KL_INLINE kl_f8p kl_f8p_fma(kl_f8p a, kl_f8p b, kl_f8p c) { return _mm512_fmadd_ps(a, b, c); }
 KL_INLINE kl_f8p kl_f8p_fma_s(kl_f8p a, const float *s, kl_f8p c) { return _mm512_fmadd_ps(a, _mm512_set1_ps(*s), c); }
+/* every lane pair = (v[2j], v[2j + 1]) (j < 8) */
 KL_INLINE kl_f8p kl_f8p_bcast(kl_f8p v, int j) {
-    return _mm512_permutexvar_ps(_mm512_add_epi32(_mm512_set1_epi32(j), _mm512_set_epi32(8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0)), v);
+    return _mm512_castpd_ps(_mm512_permutexvar_pd(_mm512_set1_epi64(j), _mm512_castps_pd(v)));
 }
+/* Four rows' lanes j of two pairs: lanes 4k + i = (v0[2j], v0[2j + 1], v1[2j], v1[2j + 1])[i] (j < 8). */
+KL_INLINE kl_f8p kl_f8p_pick4(kl_f8p v0, kl_f8p v1, int j) {
+    const __m512i i = _mm512_add_epi32(_mm512_set1_epi32(2 * j), _mm512_set_epi32(17, 16, 1, 0, 17, 16, 1, 0, 17, 16, 1,
+                                                                                  0, 17, 16, 1, 0));
+    return _mm512_permutex2var_ps(v0, i, v1);
+}
+/* lanes 4k + i = p[i] (i < 4); kl_f8p_store4: p[i] = lane i */
+KL_INLINE kl_f8p kl_f8p_load4(const float *p) { return _mm512_broadcast_f32x4(_mm_loadu_ps(p)); }
+KL_INLINE void kl_f8p_store4(float *p, kl_f8p v) { _mm_storeu_ps(p, _mm512_castps512_ps128(v)); }
 KL_INLINE float kl_f8p_first_lo(kl_f8p v) { return _mm512_cvtss_f32(v); }
-KL_INLINE float kl_f8p_first_hi(kl_f8p v) { return _mm_cvtss_f32(_mm512_extractf32x4_ps(v, 2)); }
+KL_INLINE float kl_f8p_first_hi(kl_f8p v) { return _mm_cvtss_f32(_mm_movehdup_ps(_mm512_castps512_ps128(v))); }
 
-/* The 4 bytes at a + j * stride (lanes j < n) and b + j * stride (lanes 8 + j), one gather; other lanes 0. */
+/* The 4 bytes at a + j * stride (lanes 2j, j < n) and b + j * stride (lanes 2j + 1), one gather; other lanes 0. */
 KL_INLINE __m512i kl_avx512_gather_p(const uint8_t *a, const uint8_t *b, int64_t stride, int n) {
-    const __m512i j = _mm512_set_epi32(7, 6, 5, 4, 3, 2, 1, 0, 7, 6, 5, 4, 3, 2, 1, 0);
-    const __m512i hi = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i j = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    const __m512i hi = _mm512_set_epi32(1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0);
     const __m512i idx = _mm512_add_epi32(_mm512_mullo_epi32(j, _mm512_set1_epi32((int32_t)stride)),
                                          _mm512_mullo_epi32(hi, _mm512_set1_epi32((int32_t)(b - a))));
-    const __mmask16 m = (__mmask16)(((1u << n) - 1u) * 0x101u);
+    const __mmask16 m = (__mmask16)((1u << 2 * n) - 1u);
     return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, (const void *)a, 1);
 }
-/* The f16 at a + j * stride as f32 in lane j < n, at b + j * stride in lane 8 + j (others +0). */
+/* The f16 at a + j * stride as f32 in lane 2j (j < n), at b + j * stride in lane 2j + 1 (others +0). */
 KL_INLINE kl_f8p kl_f8p_f16s(const uint8_t *a, const uint8_t *b, int64_t stride, int n) {
     return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(kl_avx512_gather_p(a, b, stride, n)));
 }
@@ -718,54 +742,57 @@ KL_INLINE void kl_f8p_f16s2(const uint8_t *a, const uint8_t *b, int64_t stride, 
     *d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
     *m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
 }
-KL_INLINE kl_f8p kl_f8p_mul_f8(kl_f8p a, kl_f8 x) { return _mm512_mul_ps(a, _mm512_broadcast_f32x8(x)); }
+KL_INLINE kl_f8p kl_f8p_mul_f8(kl_f8p a, kl_f8 x) { return kl_f8x2_mul_f8(a, x); }
 
+/* A's and B's blocks with their 4-byte groups interleaved by one two-source dword permute: nibble formats
+ * take quant bytes 0-15 for lanes 0-7 (low nibbles, elements 0-15) and again for lanes 8-15 (high nibbles,
+ * elements 16-31); the fifth bits follow the same order (pdep spreads each row's 32 bits over its nibbles
+ * of the byte mask). With VNNI the formats without fifth bits keep the high nibbles in place (16 * code;
+ * kl_q32xb's seedd and kl_q32p_dot's magic scale them back). */
 #define KL_0F 0x0F0F0F0F0F0F0F0FLL
 #define KL_F0 (long long)0xF0F0F0F0F0F0F0F0ULL
 KL_INLINE kl_q32p kl_q32p_load(const uint8_t *a, const uint8_t *b, const int fmt) {
     if (fmt == KL_Q32_Q8_0) {
-        const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a + 2))),
-                                             _mm256_loadu_si256((const __m256i *)(b + 2)), 1);
+        const __m512i w = _mm512_permutex2var_epi32(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a + 2))),
+                                                    KL_AVX512_IL,
+                                                    _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2))));
         return KL_VNNI ? _mm512_xor_si512(w, _mm512_set1_epi8((char)0x80)) : w;
     }
-    /* the 16 quant bytes of A in 128-bit chunks 0-1 and of B in 2-3 (broadcast loads), odd chunks shifted to
-     * their high nibbles: the codes in element order per half */
-    __m512i z = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(a + KL_Q32_QS(fmt))));
-    z = _mm512_mask_broadcast_i32x4(z, (__mmask16)0xFF00, _mm_loadu_si128((const __m128i *)(b + KL_Q32_QS(fmt))));
-    if (KL_VNNI && fmt == KL_Q32_Q4_1) /* lanes 4-7 of each half: 16 * code (kl_q32p_dot scales them back) */
-        return _mm512_and_si512(z, _mm512_set_epi64(KL_F0, KL_F0, KL_0F, KL_0F, KL_F0, KL_F0, KL_0F, KL_0F));
-    z = _mm512_and_si512(_mm512_srlv_epi64(z, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0)), _mm512_set1_epi8(0x0F));
+    const __m512i il = _mm512_set_epi32(19, 3, 18, 2, 17, 1, 16, 0, 19, 3, 18, 2, 17, 1, 16, 0);
+    __m512i z = _mm512_permutex2var_epi32(_mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(a + KL_Q32_QS(fmt)))),
+                                          il,
+                                          _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b + KL_Q32_QS(fmt)))));
+    if (KL_VNNI && KL_Q32_QH(fmt) < 0) /* lanes 8-15: 16 * code */
+        return _mm512_and_si512(z, _mm512_set_epi64(KL_F0, KL_F0, KL_F0, KL_F0, KL_0F, KL_0F, KL_0F, KL_0F));
+    z = _mm512_and_si512(_mm512_srlv_epi64(z, _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0)), _mm512_set1_epi8(0x0F));
     if (KL_Q32_QH(fmt) >= 0) {
         uint32_t ha, hb;
         memcpy(&ha, a + KL_Q32_QH(fmt), 4);
         memcpy(&hb, b + KL_Q32_QH(fmt), 4);
-        z = _mm512_mask_add_epi8(z, _cvtu64_mask64((uint64_t)hb << 32 | ha), z, _mm512_set1_epi8(16));
+        const uint64_t m = _pdep_u64(ha, (uint64_t)KL_0F) | _pdep_u64(hb, (uint64_t)KL_F0);
+        z = _mm512_mask_add_epi8(z, _cvtu64_mask64(m), z, _mm512_set1_epi8(16));
     }
     return z;
 }
 
 KL_INLINE kl_f8p kl_q32p_dot(kl_q32p w, const kl_q32xb *p, const int fmt) {
     const __m512 magic = _mm512_set1_ps(KL_MAGIC_F);
-    const __m512i q = _mm512_broadcast_i64x4(p->q);
 #if defined(__AVX512VNNI__)
-    if (fmt == KL_Q32_Q4_1) { /* lanes 4-7 hold 16 * S: the magic 1.5 * 2^19 has ulp 1/16 there, so f = S exactly */
-        const __m512i seed = _mm512_set_epi32(0x49400000, 0x49400000, 0x49400000, 0x49400000, KL_MAGIC_I, KL_MAGIC_I,
-                                              KL_MAGIC_I, KL_MAGIC_I, 0x49400000, 0x49400000, 0x49400000, 0x49400000,
-                                              KL_MAGIC_I, KL_MAGIC_I, KL_MAGIC_I, KL_MAGIC_I);
-        const __m512 mg = _mm512_set_ps(0x1.8p19f, 0x1.8p19f, 0x1.8p19f, 0x1.8p19f, KL_MAGIC_F, KL_MAGIC_F, KL_MAGIC_F,
-                                        KL_MAGIC_F, 0x1.8p19f, 0x1.8p19f, 0x1.8p19f, 0x1.8p19f, KL_MAGIC_F, KL_MAGIC_F,
+    if (fmt != KL_Q32_Q8_0 && KL_Q32_QH(fmt) < 0) { /* lanes 8-15: 16 * the dot on magic 1.5 * 2^19 (ulp 1/16): exact */
+        const __m512 mg = _mm512_set_ps(0x1.8p19f, 0x1.8p19f, 0x1.8p19f, 0x1.8p19f, 0x1.8p19f, 0x1.8p19f, 0x1.8p19f,
+                                        0x1.8p19f, KL_MAGIC_F, KL_MAGIC_F, KL_MAGIC_F, KL_MAGIC_F, KL_MAGIC_F, KL_MAGIC_F,
                                         KL_MAGIC_F, KL_MAGIC_F);
-        return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_dpbusd_epi32(seed, w, q)), mg);
+        return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_dpbusd_epi32(p->seedd, w, p->q2d)), mg);
     }
-    return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_dpbusd_epi32(_mm512_broadcast_i64x4(p->seed), w, q)), magic);
+    return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_dpbusd_epi32(p->seedd, w, p->q2d)), magic);
 #else
     const __m512i one = _mm512_set1_epi16(1);
     if (fmt == KL_Q32_Q8_0) {
-        const __m512i xs = _mm512_mask_sub_epi8(q, _mm512_movepi8_mask(w), _mm512_setzero_si512(), q);
+        const __m512i xs = _mm512_mask_sub_epi8(p->q2d, _mm512_movepi8_mask(w), _mm512_setzero_si512(), p->q2d);
         return _mm512_cvtepi32_ps(_mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(w), xs), one));
     }
-    const __m512i s = _mm512_madd_epi16(_mm512_maddubs_epi16(w, q), one);
-    return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_add_epi32(s, _mm512_broadcast_i64x4(p->seed))), magic);
+    const __m512i s = _mm512_madd_epi16(_mm512_maddubs_epi16(w, p->q2d), one);
+    return _mm512_sub_ps(_mm512_castsi512_ps(_mm512_add_epi32(s, p->seedd)), magic);
 #endif
 }
 

@@ -184,9 +184,10 @@ KL_INLINE void kq32_row1(float *y, const uint8_t *wr, int64_t wrow, int64_t wblk
 
 #if defined(KL_Q32P)
 /* Decode on row pairs (lanes headers with the kl_f8p ops): rows A = 2p and B = 2p + 1 of a step share one
- * vector per block (row A's eight lanes, then B's), so each 512-bit dot and fma serves two rows; every lane
- * still runs its own chain in block order. The min formats run their chain summs the same way: lane 0 of each
- * half (the other lanes repeat it) = fma(w.m, x.s, summs) per block in order. One group of n (<= 8) blocks
+ * vector per block (the lanes headers choose the lane order: on AVX-512 A's and B's lanes interleave), so each
+ * 512-bit dot and fma serves two rows; every lane still runs its own chain in block order. The min formats run
+ * their chain summs the same way: one lane per row (the other lanes repeat it) = fma(w.m, x.s, summs) per
+ * block in order. One group of n (<= 8) blocks
  * at block g for P (compile-time) pairs; ra / rb the pairs' rows at the slice's first block. */
 KL_INLINE void kq32_group1p(kl_f8p *acc, kl_f8p *mins, const uint8_t *const *ra, const uint8_t *const *rb, int64_t g,
                             int64_t wblk, const int fmt, const kq32_xrow *xr, const int n, const int P) {
@@ -208,8 +209,10 @@ KL_INLINE void kq32_group1p(kl_f8p *acc, kl_f8p *mins, const uint8_t *const *ra,
         for (int p = 0; p < P; p++) {
             const kl_f8p f = kl_q32p_dot(kl_q32p_load(ra[p] + b * wblk, rb[p] + b * wblk, fmt), &xr->xb[b], fmt);
             acc[p] = kl_f8p_fma(kl_f8p_bcast(tv[p], j), f, acc[p]);
-            if (KL_Q32_HASMIN(fmt)) mins[p] = kl_f8p_fma_s(kl_f8p_bcast(mv[p], j), &xr->sx[b], mins[p]);
+            if (KL_Q32_HASMIN(fmt) && P != 2) mins[p] = kl_f8p_fma_s(kl_f8p_bcast(mv[p], j), &xr->sx[b], mins[p]);
         }
+        if (KL_Q32_HASMIN(fmt) && P == 2) /* two pairs: the four rows' chains in one vector */
+            mins[0] = kl_f8p_fma_s(kl_f8p_pick4(mv[0], mv[1], j), &xr->sx[b], mins[0]);
     }
 }
 
@@ -225,10 +228,12 @@ KL_INLINE void kq32_row1p(float *y, const uint8_t *wr, int64_t wrow, int64_t wbl
         ra[p] = wr + 2 * p * wrow;
         rb[p] = wr + ib * wrow;
         acc[p] = first ? kl_f8p_zero() : kl_f8p_join(kl_f8_loadu(park + 16 * p), kl_f8_loadu(park + 8 * ib));
-        if (KL_Q32_HASMIN(fmt))
+        if (KL_Q32_HASMIN(fmt) && P != 2)
             mins[p] = first ? kl_f8p_zero()
                             : kl_f8p_join(kl_f8_set1(mpark[2 * p]), kl_f8_set1(mpark[ib]));
     }
+    if (KL_Q32_HASMIN(fmt) && P == 2) /* lanes 4k + i: row i's chain (a missing row 3 repeats row 2's) */
+        mins[0] = first ? kl_f8p_zero() : kl_f8p_load4((const float[4]){mpark[0], mpark[1], mpark[2], mpark[R > 3 ? 3 : 2]});
     int64_t g = 0;
     for (; g + 8 <= ks; g += 8) kq32_group1p(acc, mins, ra, rb, g, wblk, fmt, xr, 8, P);
     switch (ks - g) {
@@ -241,8 +246,11 @@ KL_INLINE void kq32_row1p(float *y, const uint8_t *wr, int64_t wrow, int64_t wbl
     case 6: kq32_group1p(acc, mins, ra, rb, g, wblk, fmt, xr, 6, P); break;
     default: kq32_group1p(acc, mins, ra, rb, g, wblk, fmt, xr, 7, P); break;
     }
+    float m4[4];
+    if (KL_Q32_HASMIN(fmt) && P == 2) kl_f8p_store4(m4, mins[0]);
     for (int p = 0; p < P; p++) {
         const int two = 2 * p + 1 < R;
+        if (KL_Q32_HASMIN(fmt) && P == 2) mins[p] = kl_f8p_join(kl_f8_set1(m4[2 * p]), kl_f8_set1(m4[2 * p + 1]));
         if (last) {
             y[2 * p] = kl_f8_fold(kl_f8p_lo(acc[p]));
             if (two) y[2 * p + 1] = kl_f8_fold(kl_f8p_hi(acc[p]));
