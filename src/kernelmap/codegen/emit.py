@@ -219,8 +219,9 @@ def barrier_groups(plan: PhasePlan, registry: Registry) -> list[list[int]]:
 
 def split_ops(plan: PhasePlan, registry: Registry) -> dict[int, int]:
     """The ops that run as claimed pieces, by index, with their piece counts: weights of at least
-    SPLIT_MIN_BYTES (SPLIT_PIECES pieces), and in a phase of at least SPLIT_MIN_ROWS rows weights of at
-    least SPLIT_GEMM_MIN_BYTES (one piece per SPLIT_GEMM_COLS weight rows, 2 .. SPLIT_PIECES); never an op
+    SPLIT_MIN_BYTES (SPLIT_PIECES pieces); in a phase of at least SPLIT_MIN_ROWS rows weights of at least
+    SPLIT_GEMM_MIN_BYTES (one piece per SPLIT_GEMM_COLS weight rows), in the other phases weights of at least
+    SPLIT_GEMV_MIN_BYTES (one piece per SPLIT_GEMV_COLS weight rows), 2 .. SPLIT_PIECES pieces; never an op
     with scratch (its scratch is per thread)."""
     out: dict[int, int] = {}
     for i, op in enumerate(plan.graph.ops):

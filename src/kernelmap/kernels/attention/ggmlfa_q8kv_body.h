@@ -181,7 +181,6 @@ KL_INLINE void kfq_attention(float *y, const float *q, const void *k_cache, cons
     const int use_vexp = kfa_vexp_usable();
     int64_t lo, hi;
     km_fa_part(M, Hq, pos, window, ith, nth, &lo, &hi);
-    (void)M;
     for (int64_t it = lo; it < hi;) {
         const int64_t m = it / Hq, h = it % Hq, kvh = h / group, p = pos + m;
         const int64_t j0 = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
