@@ -14,18 +14,21 @@ import pytest
 from kernelmap import parity
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llama_fa"
+FIXTURES_AVX2 = FIXTURES.parent / "llama_fa_avx2"  # llama.cpp built without AVX-512 (policy llama-cpu-avx2)
 
 
-def _load(name: str) -> dict:
-    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+def _load(name: str, folder: Path = FIXTURES) -> dict:
+    return json.loads((folder / name).read_text(encoding="utf-8"))
 
 
 class _Replay:
     """A model that returns llama.cpp's recorded top-5 logits (others -100) and greedy tokens, with flaws."""
 
     def __init__(self, *, bad_prompt: int | None = None, bad_top1_at: int | None = None,
-                 nudge_at: int | None = None, decode_ulp: bool = False) -> None:
-        self.greedy, self.teacher = _load("greedy.json"), _load("teacher.json")
+                 nudge_at: int | None = None, decode_ulp: bool = False, folder: Path = FIXTURES,
+                 exact: dict[int, tuple[int, float]] | None = None) -> None:
+        self.greedy, self.teacher = _load("greedy.json", folder), _load("teacher.json", folder)
+        self.exact = exact or {}  # position -> (k, a float32 value the k-th top-5 logit takes there)
         self.n_vocab = 2 + max(max(ids) for ids in self.teacher["top5_ids"])  # the last id is in no top-5
         self.bad_prompt, self.bad_top1_at, self.nudge_at, self.decode_ulp = bad_prompt, bad_top1_at, nudge_at, decode_ulp
         self.pos = 0
@@ -47,6 +50,9 @@ class _Replay:
         row[np.asarray(ids)] = np.asarray(values, np.float32)
         if i == self.nudge_at:
             row[ids[1]] += np.float32(2e-5)
+        if i in self.exact:
+            k, value = self.exact[i]
+            row[ids[k]] = np.float32(value)
         if i == self.bad_top1_at:
             row[-1] = np.float32(values[0]) + 1.0
         return row
@@ -69,9 +75,21 @@ def _by_name(checks) -> dict:
     return {c.name.split(" over ")[0].split(" to llama.cpp")[0].split(" vs llama.cpp")[0]: c for c in checks}
 
 
-def test_tier2_exact_replay_passes_every_bar():
-    checks = parity.tier2(_Replay(), FIXTURES)
+@pytest.mark.parametrize("folder", [FIXTURES, FIXTURES_AVX2], ids=["avx512-build", "avx2-build"])
+def test_tier2_exact_replay_passes_every_bar(folder):
+    checks = parity.tier2(_Replay(folder=folder), folder)
     assert checks and all(c.passed for c in checks), [c for c in checks if not c.passed]
+
+
+def test_tier2_top5_bar_passes_a_value_exactly_halfway_between_two_5_decimal_values():
+    """llama.cpp's logit 19.546875 (a float32, a tie at 5 decimals) is stored as 19.54688: |diff| is 5e-6 plus the
+    double error of 19.54688 (5.0000000016e-6), and the value is bit-identical, so the bar must pass (it did not)."""
+    pos = 88
+    k = _load("teacher.json", FIXTURES_AVX2)["top5_values"][pos].index(19.54688)
+    checks = _by_name(parity.tier2(_Replay(folder=FIXTURES_AVX2, exact={pos: (k, 19.546875)}), FIXTURES_AVX2))
+    assert checks["teacher-forced top-5 logits"].passed, checks["teacher-forced top-5 logits"]
+    checks = _by_name(parity.tier2(_Replay(folder=FIXTURES_AVX2, exact={pos: (k, 19.546873)}), FIXTURES_AVX2))
+    assert not checks["teacher-forced top-5 logits"].passed  # rounds to 19.54687
 
 
 @pytest.mark.parametrize(("flaw", "check"), [

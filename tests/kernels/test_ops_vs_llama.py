@@ -10,6 +10,11 @@ in one call (prefill, M = 4), through every variant this host runs of every prov
 contract; the op's output feeds the next op. Attention runs on llama.cpp's whole K/V caches of layers 2
 and 5: policy llama-cpu must give llama.cpp's 1-thread output, llama-cpu-t2 / -t4 what llama.cpp's own
 flash attention gives on 2 / 4 threads for the same inputs. The fixture's model must be the default model.
+
+llama.cpp's arithmetic depends on the CPU it was built for: a second fixture, tests/fixtures/llama_ops_avx2, is the
+same run of llama.cpp built without AVX-512 (GGML_AVX512=OFF, made on an AMD Zen 3), whose flash attention adds its
+score dot on 8-float lanes. Policy llama-cpu-avx2 must give that build's tensors: the same replay on a sliding and
+a global layer (0, 5), the attention of layers 2 and 5, the embedding, output norm and LM head.
 """
 
 from __future__ import annotations
@@ -31,7 +36,10 @@ from kernelmap.numerics.policy import load_policy
 
 pytestmark = pytest.mark.model
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llama_ops"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+# llama.cpp build -> (fixture folder, the policy that reproduces it, the layers replayed op by op)
+BUILDS = {"avx512": ("llama_ops", "llama-cpu", (0, 2, 5, 11, 17)),
+          "avx2": ("llama_ops_avx2", "llama-cpu-avx2", (0, 5))}
 POLICY = "llama-cpu"
 EPS = ctypes.c_float(1e-6)
 DIM, N_HEAD, N_HEAD_KV, HEAD_DIM, FF = 640, 4, 1, 256, 2048
@@ -44,12 +52,18 @@ def _rope_base(layer: int) -> float:
     return 1e6 if layer in GLOBAL_LAYERS else 10000.0
 
 
-@pytest.fixture(scope="module")
-def fx():
-    doc = json.loads((FIXTURES / "ops.json").read_text(encoding="utf-8"))
-    with np.load(FIXTURES / "ops.npz") as z:
+@functools.cache
+def _load(build: str) -> tuple[dict, dict]:
+    folder = FIXTURES / BUILDS[build][0]
+    doc = json.loads((folder / "ops.json").read_text(encoding="utf-8"))
+    with np.load(folder / "ops.npz") as z:
         arrays = {k: z[k] for k in z.files}
     return arrays, doc
+
+
+def _layer_cases() -> list:
+    return [pytest.param(build, layer, id=f"{build}-{layer}") for build, (_d, _p, layers) in BUILDS.items()
+            for layer in layers]
 
 
 @pytest.fixture(scope="module")
@@ -116,9 +130,10 @@ def _rows_of(raw: np.ndarray, wtype: str, k: int) -> int:
 class _Replay:
     """Replays ops on groups of rows (positions) and records every output row whose hash is not llama.cpp's."""
 
-    def __init__(self, doc: dict, gguf) -> None:
+    def __init__(self, doc: dict, gguf, policy: str = POLICY) -> None:
         self.want: dict[str, str] = doc["sha256"]
         self.gguf = gguf
+        self.policy = policy
         self.bad: dict[str, list[str]] = {}
         self.checked = 0
 
@@ -133,7 +148,7 @@ class _Replay:
            mode: str, **keys: str) -> np.ndarray:
         """Run `call(fn)` through every variant; check each output; return the first variant's output."""
         first = None
-        for name, fn in _variants(op, **keys):
+        for name, fn in _variants(op, self.policy, **keys):
             y = call(fn)
             self.check(f"{op} {name} ({mode})", tensor, y, positions)
             first = y if first is None else first
@@ -142,14 +157,14 @@ class _Replay:
 
     def quantize(self, act: str, x: np.ndarray) -> np.ndarray:
         m, k = x.shape
-        fn = next(fn for name, fn in _variants("quantize_act", activation=act) if name.endswith(".ref"))
+        fn = next(fn for name, fn in _variants("quantize_act", self.policy, activation=act) if name.endswith(".ref"))
         y = np.zeros(m * {"q8_0": k // 32 * 34, "q8_k": k // 256 * 292}[act], np.uint8)
         fn(ptr(y), ptr(np.ascontiguousarray(x, np.float32)), m, k, 0, 1)
         return y
 
     def linear(self, name: str, tensor: str, x: np.ndarray, positions: list[int], mode: str) -> np.ndarray:
         raw, wtype = _w(self.gguf, name)
-        rule = _policy(POLICY).rule_for("linear", weight=wtype)
+        rule = _policy(self.policy).rule_for("linear", weight=wtype)
         xq = self.quantize(rule.activation, x)
         m, k = x.shape
         n = _rows_of(raw, wtype, k)
@@ -233,11 +248,11 @@ def _replay_layer(rp: _Replay, arrays: dict, layer: int, positions: list[int], m
 def _linear_unchecked(rp: _Replay, name: str, x: np.ndarray) -> np.ndarray:
     """attn_output has no llama.cpp tensor of its own in the fixture: its output is checked through the norm."""
     raw, wtype = _w(rp.gguf, name)
-    xq = rp.quantize(_policy(POLICY).rule_for("linear", weight=wtype).activation, x)
+    xq = rp.quantize(_policy(rp.policy).rule_for("linear", weight=wtype).activation, x)
     m, k = x.shape
     n = _rows_of(raw, wtype, k)
     outs = []
-    for _name, fn in _variants("linear", weight=wtype):
+    for _name, fn in _variants("linear", rp.policy, weight=wtype):
         y = np.zeros((m, n), np.float32)
         fn(ptr(y), ptr(raw), ptr(xq), m, n, k, 0, 1)
         outs.append(y)
@@ -249,18 +264,21 @@ def _report(rp: _Replay) -> str:
     return "; ".join(f"{label}: {len(keys)} rows differ, first {keys[:3]}" for label, keys in sorted(rp.bad.items()))
 
 
-def test_ops_fixture_is_the_default_model_and_a_build_without_amx(fx, gguf):
-    doc = fx[1]
-    assert doc["model"]["sha256"] == gguf.sha256(), f"{FIXTURES / 'ops.json'}: made with {doc['model']}"
+@pytest.mark.parametrize("build", sorted(BUILDS))
+def test_ops_fixture_is_the_default_model_and_a_build_without_amx(build, gguf):
+    doc = _load(build)[1]
+    assert doc["model"]["sha256"] == gguf.sha256(), f"{BUILDS[build][0]}/ops.json: made with {doc['model']}"
     assert doc["peer"]["n_threads"] == 1 and doc["peer"]["flash_attn"] and doc["peer"]["n_batch"] == 1, doc["peer"]
     assert "AMX" not in doc["peer"]["system_info"] and doc["peer"]["llama_cpp_python"] == "0.3.36", doc["peer"]
+    # the build the fixture claims: AVX512 in llama.cpp's system_info exactly for the AVX-512 build
+    assert ("AVX512 = 1" in doc["peer"]["system_info"]) == (build == "avx512"), doc["peer"]["system_info"]
 
 
 @pytest.mark.parametrize("mode", ["decode", "prefill"])
-@pytest.mark.parametrize("layer", [0, 2, 5, 11, 17])
-def test_layer_ops_llama_inputs_give_llama_outputs(fx, gguf, layer, mode):
-    arrays, doc = fx
-    rp = _Replay(doc, gguf)
+@pytest.mark.parametrize(("build", "layer"), _layer_cases())
+def test_layer_ops_llama_inputs_give_llama_outputs(gguf, build, layer, mode):
+    arrays, doc = _load(build)
+    rp = _Replay(doc, gguf, BUILDS[build][1])
     for run in doc["runs"]:
         for positions in _groups(tuple(run), mode):
             _replay_layer(rp, arrays, layer, positions, mode)
@@ -268,13 +286,15 @@ def test_layer_ops_llama_inputs_give_llama_outputs(fx, gguf, layer, mode):
 
 
 @pytest.mark.parametrize("mode", ["decode", "prefill"])
-@pytest.mark.parametrize(("policy", "tensor"), [("llama-cpu", "kqv_out"), ("llama-cpu-t2", "kqv_t2"),
-                                                 ("llama-cpu-t4", "kqv_t4")])
+@pytest.mark.parametrize(("build", "policy", "tensor"), [("avx512", "llama-cpu", "kqv_out"),
+                                                          ("avx512", "llama-cpu-t2", "kqv_t2"),
+                                                          ("avx512", "llama-cpu-t4", "kqv_t4"),
+                                                          ("avx2", "llama-cpu-avx2", "kqv_out")])
 @pytest.mark.parametrize("layer", [2, 5])
-def test_attention_long_context_gives_llama_outputs(fx, gguf, layer, policy, tensor, mode):
+def test_attention_long_context_gives_llama_outputs(gguf, layer, build, policy, tensor, mode):
     """Attention past llama.cpp's 256-cell view step and its 512-token window, on a sliding and a global layer."""
-    arrays, doc = fx
-    rp = _Replay(doc, gguf)
+    arrays, doc = _load(build)
+    rp = _Replay(doc, gguf, BUILDS[build][1])
     kc = np.ascontiguousarray(arrays[f"k:{layer}"][None])  # [Hkv][C][D] f16
     vc = np.ascontiguousarray(arrays[f"v:{layer}"][None])
     c = kc.shape[1]
@@ -305,9 +325,10 @@ def test_attention_long_context_gives_llama_outputs(fx, gguf, layer, policy, ten
 
 
 @pytest.mark.parametrize("mode", ["decode", "prefill"])
-def test_embedding_output_norm_and_lm_head_give_llama_outputs(fx, gguf, mode):
-    arrays, doc = fx
-    rp = _Replay(doc, gguf)
+@pytest.mark.parametrize("build", sorted(BUILDS))
+def test_embedding_output_norm_and_lm_head_give_llama_outputs(gguf, build, mode):
+    arrays, doc = _load(build)
+    rp = _Replay(doc, gguf, BUILDS[build][1])
     raw, wtype = _w(gguf, "token_embd.weight")
     vocab = _rows_of(raw, wtype, DIM)
     scale = ctypes.c_float(float(np.sqrt(np.float32(DIM))))
@@ -326,3 +347,28 @@ def test_embedding_output_norm_and_lm_head_give_llama_outputs(fx, gguf, mode):
             h = rp.rmsnorm(_wf32(gguf, "output_norm.weight"), "result_norm", final, positions, mode)
             rp.linear("token_embd.weight", "logits", h, positions, mode)
     assert rp.checked and not rp.bad, _report(rp)
+
+
+@pytest.mark.parametrize(("build", "other"), [("avx512", "llama-cpu-avx2"), ("avx2", "llama-cpu")])
+def test_attention_of_one_build_is_not_the_other_builds(gguf, build, other):
+    """The two llama.cpp builds' attentions differ, so each policy's test above can fail: the other build's
+    policy misses most of this build's kqv_out rows (layer 2, decode)."""
+    arrays, doc = _load(build)
+    rp = _Replay(doc, gguf, BUILDS[build][1])
+    kc = np.ascontiguousarray(arrays["k:2"][None])
+    vc = np.ascontiguousarray(arrays["v:2"][None])
+    fn = next(fn for name, fn in _variants("attention", other) if name.endswith(".ref"))
+    positions = [p for run in doc["runs"] for p in range(run[0], run[0] + run[1]) if p > 0]
+    for p in positions:  # llama.cpp's own roped Q is not in the fixture: recompute it as the replay does
+        x = arrays[f"x:2:{p}"][None].astype(np.float32)
+        h = rp.rmsnorm(_wf32(gguf, "blk.2.attn_norm.weight"), "attn_norm:2", x, [p], "decode")
+        q = rp.linear("blk.2.attn_q.weight", "Qcur:2", h, [p], "decode")
+        qr = np.zeros_like(q)
+        rope = next(fn for name, fn in _variants("qk_norm_rope", rp.policy, style="neox") if name.endswith(".ref"))
+        rope(ptr(qr), ptr(q), ptr(_wf32(gguf, "blk.2.attn_q_norm.weight")), 1, N_HEAD, HEAD_DIM, p, EPS,
+             ctypes.c_float(_rope_base(2)), ctypes.c_float(1.0), 0, 1)
+        y = np.zeros_like(qr)
+        fn(ptr(y), ptr(qr), ptr(kc), ptr(vc), 1, N_HEAD, N_HEAD_KV, HEAD_DIM, kc.shape[1], p, SCALE, WINDOW, 0, 1)
+        rp.check("attention", "kqv_out:2", y, [p])
+    assert set(rp.bad) <= {"attention"}, _report(rp)  # the inputs are the build's own
+    assert len(rp.bad.get("attention", [])) >= len(positions) // 2, _report(rp)

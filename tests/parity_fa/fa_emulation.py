@@ -54,17 +54,32 @@ def fma_f32(a: np.ndarray, b: np.ndarray | float, c: np.ndarray | float) -> np.n
     return r.astype(np.float32)
 
 
-def dot_f16(k16: np.ndarray, q16: np.ndarray) -> np.ndarray:
-    """ggml_vec_dot_f16 (AVX512 build) of each row of k16 [N, D] with q16 [D]; both hold f16 values.
+def dot_f16(k16: np.ndarray, q16: np.ndarray, width: int = 64) -> np.ndarray:
+    """ggml_vec_dot_f16 (AVX512 build; width=32: the AVX2 build) of each row of k16 [N, D] with q16 [D] (f16 values).
 
     Main part (D rounded down to 64): accumulator a (0..3), lane l (0..15) sums elements 64t + 16a + l
     over t in order with FMA (f16 x f16 products are exact in f32, so each step is one f32 add). Then
     acc0 += acc2, acc1 += acc3, acc0 += acc1; lanes l += l+8, l += l+4, l += l+2, then lane0 + lane1.
     Tail elements (D mod 64) are added one by one in double to that float, the result rounded to float.
+    The AVX2 build (width 32) has lanes of 8: accumulator a, lane l sums elements 32t + 8a + l; acc0 += acc2,
+    acc1 += acc3, acc0 += acc1; then l += l+4 (the 128-bit halves) and (l0 + l1) + (l2 + l3); tail D mod 32.
     """
     k = np.asarray(k16, np.float32)
     q = np.asarray(q16, np.float32)
     n, d = k.shape
+    if width == 32:
+        npart = d - d % 32
+        acc = np.zeros((n, 4, 8), np.float32)
+        for t in range(0, npart, 32):
+            acc = (acc + (k[:, t:t + 32] * q[t:t + 32]).reshape(n, 4, 8)).astype(np.float32)
+        v = ((acc[:, 0] + acc[:, 2]).astype(np.float32) + (acc[:, 1] + acc[:, 3]).astype(np.float32)).astype(np.float32)
+        t4 = (v[:, :4] + v[:, 4:]).astype(np.float32)
+        res = ((t4[:, 0] + t4[:, 1]).astype(np.float32) + (t4[:, 2] + t4[:, 3]).astype(np.float32))
+        res = res.astype(np.float32).astype(np.float64)
+        for i in range(npart, d):
+            res = res + (k[:, i] * q[i]).astype(np.float32).astype(np.float64)
+        return res.astype(np.float32)
+    assert width == 64, width
     npart = d - d % 64
     acc = np.zeros((n, 4, 16), np.float32)
     for t in range(0, npart, 64):
@@ -83,7 +98,7 @@ def dot_f16(k16: np.ndarray, q16: np.ndarray) -> np.ndarray:
 
 
 def _online(q16: np.ndarray, k16: np.ndarray, v16: np.ndarray, keys: np.ndarray,
-            s_fma: bool = True) -> tuple[np.float32, np.float32, np.ndarray]:
+            s_fma: bool = True, dot_width: int = 64) -> tuple[np.float32, np.float32, np.ndarray]:
     """The online softmax over `keys` in order: (M, S, f32(VKQ16)), not normalized (M = -inf, S = 0 for no keys)."""
     d = q16.shape[0]
     vkq = np.zeros(d, np.float32)
@@ -93,7 +108,7 @@ def _online(q16: np.ndarray, k16: np.ndarray, v16: np.ndarray, keys: np.ndarray,
         return big_m, big_s, vkq
     kk = np.asarray(k16[keys], np.float32)
     vv = np.asarray(v16[keys], np.float32)
-    s_all = dot_f16(kk, q16)
+    s_all = dot_f16(kk, q16, dot_width)
     for j in range(keys.size):
         s = s_all[j]
         ms = _F32(1.0)
@@ -118,7 +133,7 @@ def _q16(q: np.ndarray, scale: float) -> np.ndarray:
 
 
 def attend_row(q: np.ndarray, k16: np.ndarray, v16: np.ndarray, keys: np.ndarray, scale: float,
-               s_fma: bool = True) -> np.ndarray:
+               s_fma: bool = True, dot_width: int = 64) -> np.ndarray:
     """One query row of one head: q f32 [D], caches [C, D] (f16 values), visible key indices in order.
 
     Q16 = f16(f32(q * scale)) (llama.cpp scales Q with ggml_scale before the attention and passes
@@ -128,7 +143,7 @@ def attend_row(q: np.ndarray, k16: np.ndarray, v16: np.ndarray, keys: np.ndarray
     """
     if keys.size == 0:
         return np.zeros(q.shape[0], np.float32)
-    _m, big_s, vkq = _online(_q16(q, scale), k16, v16, keys, s_fma)
+    _m, big_s, vkq = _online(_q16(q, scale), k16, v16, keys, s_fma, dot_width)
     inv = _F32(0.0) if big_s == 0 else _F32(_F32(1.0) / big_s)
     return (vkq * inv).astype(np.float32)
 
@@ -179,12 +194,14 @@ def attend_row_split(q: np.ndarray, k16: np.ndarray, v16: np.ndarray, keys: np.n
 
 
 def attention(q: np.ndarray, k_cache: np.ndarray, v_cache: np.ndarray, n_q_heads: int, pos0: int,
-              scale: float, window: int = 0, s_fma: bool = True, n_split: int | None = None) -> np.ndarray:
+              scale: float, window: int = 0, s_fma: bool = True, n_split: int | None = None,
+              dot_width: int = 64) -> np.ndarray:
     """Causal GQA like ops.attention: q [M, Hq*D], caches [Hkv, C, D] -> y f32 [M, Hq*D].
 
     Row m is at position p = pos0 + m and sees keys j <= p (and p - j < window when window > 0),
     visited in ascending j; query head h reads KV head h // (Hq / Hkv). Cache values are rounded to f16.
     With n_split, each row is computed as llama.cpp decoding it alone on n_split threads (attend_row_split).
+    dot_width 32: the score dot of llama.cpp's AVX2 build (dot_f16).
     """
     q = np.asarray(q, np.float32)
     m = q.shape[0]
@@ -200,7 +217,7 @@ def attention(q: np.ndarray, k_cache: np.ndarray, v_cache: np.ndarray, n_q_heads
         keys = np.arange(lo, p + 1)
         for h in range(n_q_heads):
             if n_split is None:
-                y[r, h] = attend_row(qh[r, h], k16[h // group], v16[h // group], keys, scale, s_fma)
+                y[r, h] = attend_row(qh[r, h], k16[h // group], v16[h // group], keys, scale, s_fma, dot_width)
             else:
                 y[r, h] = attend_row_split(qh[r, h], k16[h // group], v16[h // group], keys, scale, p, n_split)
     return y.reshape(m, n_q_heads * d)

@@ -15,6 +15,11 @@
 
 #define KM_FA_DMAX 512
 
+/* The score dot: the AVX-512 build's unless the including file names another of ggmlfa_dot_ref.h (the dot32 ref). */
+#ifndef KM_FA_DOT
+#define KM_FA_DOT km_fa_dot_ref
+#endif
+
 /* q16[d] = f16_rne(qr[d] * scale), d < D */
 static inline void km_fa_ref_q16(km_half *q16, const float *qr, float scale, int64_t D) {
     for (int64_t d = 0; d < D; d++) q16[d] = km_fp32_to_fp16(qr[d] * scale);
@@ -27,7 +32,7 @@ static inline void km_fa_ref_keys(const km_half *q16, const km_half *kh, const k
         int64_t js, int64_t je, float *big_m, float *big_s, km_half *vkq) {
     float mm = *big_m, ss = *big_s;
     for (int64_t j = js; j <= je; j++) {
-        const float s = km_fa_dot_ref(kh + (j % C) * D, q16, D);
+        const float s = KM_FA_DOT(kh + (j % C) * D, q16, D);
         float ms = 1.0f, vs = 1.0f;
         if (s > mm) {
             ms = expf(mm - s);

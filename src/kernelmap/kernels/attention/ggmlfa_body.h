@@ -6,11 +6,14 @@
  *   attention_kq.f16kv.ggml_fa.v1 (ggmlfa_kq_ref.c): Q16 = f16(q), each score f32(dot) * scale (q_scale = 1,
  *     kq = scale): the multiply comes after the fold and the double tail, before the online softmax;
  *   attention.f16kv.ggml_fa_split<N>.v1 (ggmlfa_split_ref.c): the ggml_fa order per key range of llama.cpp's
- *     N-thread split, partials merged by attention_ggmlfa_split.h (n_split = N; 1 = no split).
+ *     N-thread split, partials merged by attention_ggmlfa_split.h (n_split = N; 1 = no split);
+ *   attention.f16kv.ggml_fa_dot32.v1 (ggmlfa_dot32_ref.c): ggml_fa with the score dot of llama.cpp's AVX2 build
+ *     (the second family parameter, KFA_DOTW = 32 partials instead of the AVX-512 build's 64).
  * The refs' contract comments list every rounding; the steps here make the same ones per element:
- *   score: element i < D64 of the K row times Q16 into partial i mod 64 by fma in increasing i (64 partials
- *     = 64 / KL_FV_LANES native vectors), first fold P[l] = (A0[l] + A2[l]) + (A1[l] + A3[l]) lane-wise, the
- *     rest by kl_fold16x16 (16 keys at a time), the D % 64 tail in double (plain C), then * kq;
+ *   score: element i < DW (D rounded down to W = KFA_DOTW, 64 or 32) of the K row times Q16 into partial i mod W
+ *     by fma in increasing i (W / KL_FV_LANES native vectors), first fold P[l] = (A0[l] + A2[l]) + (A1[l] + A3[l])
+ *     lane-wise (Aa = partials aW/4 ..), the rest by kl_fold16x16 (W = 64: 16 keys at a time) or per key in plain
+ *     C (W = 32: T[l] = P[l] + P[l+4], (T0 + T1) + (T2 + T3)), the D % W tail in double (plain C), then * kq;
  *   online softmax, key by key (plain C scalars; expf by kl_fv_expf over a block, which is the C library's
  *     expf bit for bit: checked on a sample at first use, libm expf on any difference);
  *   VKQ columns: f32 copies of f16 values, each key's optional rescale kl_fv_rt16(VKQ * ms) and
@@ -26,11 +29,12 @@
  * so each item still visits its keys in increasing j). Keys go in blocks of KFA_KB: (1) the block's scores
  * for every item (KFA_SG items share each widened K vector), (2) the softmax scalars per item, (3) VKQ in
  * column chunks held in registers (KFA_NV vectors per item for up to 4 items, KFA_NV8 for more), each V
- * vector widened once for all items. With KFA_FUSED, when D % 64 == 0 and D / chunk >= items, blocks are
+ * vector widened once for all items. With KFA_FUSED, when D % W == 0 and D / chunk >= items, blocks are
  * 16 keys and chunk c of (3) also computes item c's scores of the next block from K rows widened once,
  * so score FMAs overlap the VKQ chain's f16 conversions.
  * Schedule parameters (the instantiation #defines them): KFA_KB (16 or 32), KFA_SG, KFA_NV, KFA_NV8 (<= 4),
- * KFA_PAIRS, KFA_FUSED (0 / 1), KFA_EXPF_HOOK (1: export the test hook km_ggmlfa_expf_check<lanes>).
+ * KFA_PAIRS, KFA_FUSED (0 / 1), KFA_EXPF_HOOK (1: export the test hook km_ggmlfa_expf_check<lanes>); the
+ * numerics parameter KFA_DOTW (64 when not defined; 32 needs KL_FV_LANES <= 8: its first fold is on 8 lanes).
  */
 #ifndef KM_GGMLFA_BODY_H
 #define KM_GGMLFA_BODY_H
@@ -47,8 +51,17 @@
 #define KFA_DMAX 512
 #define KFA_GMAX 8                   /* items per group (row pairs of 4 heads) */
 #define KFA_KBF 16                   /* keys per block, fused schedule */
-#define KFA_PV (64 / KL_FV_LANES)    /* native vectors of the 64 dot partials */
-#define KFA_FV (16 / KL_FV_LANES)    /* native vectors of 16 fold lanes */
+#ifndef KFA_DOTW
+#define KFA_DOTW 64                  /* dot partials: llama.cpp's AVX-512 build (32: its AVX2 build) */
+#endif
+#if KFA_DOTW != 64 && KFA_DOTW != 32
+#error "ggmlfa_body.h: KFA_DOTW must be 64 or 32"
+#endif
+#if KL_FV_LANES > KFA_DOTW / 4
+#error "ggmlfa_body.h: the first fold of KFA_DOTW partials needs lanes of at most KFA_DOTW / 4 floats"
+#endif
+#define KFA_PV (KFA_DOTW / KL_FV_LANES)        /* native vectors of the dot partials */
+#define KFA_FV (KFA_DOTW / 4 / KL_FV_LANES)    /* native vectors of the first fold's lanes (16 or 8) */
 #define KFA_AI static inline __attribute__((always_inline))
 #define KFA_ALIGN __attribute__((aligned(64)))
 
@@ -82,8 +95,8 @@ int64_t KFA_HOOK(uint32_t lo, int64_t n, uint32_t *first) {
 
 /* ---- scores ---- */
 
-/* The first fold step of one key's 64 partials a[] to its 16 P lanes at pk: P[l] = (A0[l] + A2[l]) + (A1[l] + A3[l]),
- * Aa[l] = partial 16a + l. */
+/* The first fold step of one key's W partials a[] to its W/4 P lanes at pk (a slot of 16): P[l] = (A0[l] + A2[l]) +
+ * (A1[l] + A3[l]), Aa[l] = partial (W/4)a + l. */
 KFA_AI void kfa_fold4(float *pk, const kl_fv *a) {
     for (int t = 0; t < KFA_FV; t++) {
         kl_fv_storeu(pk + t * KL_FV_LANES, kl_fv_add(kl_fv_add(a[t], a[2 * KFA_FV + t]),
@@ -93,14 +106,14 @@ KFA_AI void kfa_fold4(float *pk, const kl_fv *a) {
 
 /* P lanes pb[(g*KB + k)*16 ..] of keys k < nk (K rows kr + k*D) for the G items of widened Q16 rows qf + g*D. */
 KFA_AI void kfa_partials(float *pb, const km_half *kr, int64_t nk, const float *qf, int64_t D, const int G) {
-    const int64_t d64 = D & ~(int64_t)63;
+    const int64_t dw = D & ~(int64_t)(KFA_DOTW - 1);
     for (int64_t k = 0; k < nk; k++) {
         const km_half *kk = kr + k * D;
         kl_fv a[KFA_SG][KFA_PV];
         for (int g = 0; g < G; g++) {
             for (int r = 0; r < KFA_PV; r++) a[g][r] = kl_fv_zero();
         }
-        for (int64_t c = 0; c < d64; c += 64) {
+        for (int64_t c = 0; c < dw; c += KFA_DOTW) {
             for (int r = 0; r < KFA_PV; r++) {
                 const kl_fv x = kl_fv_load_f16(kk + c + r * KL_FV_LANES);
                 for (int g = 0; g < G; g++) a[g][r] = kl_fv_fma(x, kl_fv_loadu(qf + g * D + c + r * KL_FV_LANES), a[g][r]);
@@ -110,20 +123,30 @@ KFA_AI void kfa_partials(float *pb, const km_half *kr, int64_t nk, const float *
     }
 }
 
-/* The rest of the score after the P lanes: the fold (16 keys at a time), the D % 64 tail in double (each
- * product in float), then times kq (skipped when kq is 1: the same value). */
+/* The rest of the score after the P lanes: the fold (W = 64: 16 keys at a time; W = 32: per key), the D % W tail
+ * in double (each product in float), then times kq (skipped when kq is 1: the same value). */
 KFA_AI void kfa_finish(float *sc, const float *pb, const km_half *kr, int64_t nk, const float *qf, int64_t D, float kq,
         const int G) {
-    const int64_t d64 = D & ~(int64_t)63;
+    const int64_t dw = D & ~(int64_t)(KFA_DOTW - 1);
+#if KFA_DOTW == 64
     for (int g = 0; g < G; g++) {
         for (int64_t k = 0; k < nk; k += 16) kl_fold16x16(sc + g * KFA_KB + k, pb + (g * KFA_KB + k) * 16);
     }
-    if (d64 < D) {
+#else
+    for (int g = 0; g < G; g++) {
+        for (int64_t k = 0; k < nk; k++) {
+            const float *p = pb + (g * KFA_KB + k) * 16;
+            const float t0 = p[0] + p[4], t1 = p[1] + p[5], t2 = p[2] + p[6], t3 = p[3] + p[7];
+            sc[g * KFA_KB + k] = (t0 + t1) + (t2 + t3);
+        }
+    }
+#endif
+    if (dw < D) {
         for (int g = 0; g < G; g++) {
             for (int64_t k = 0; k < nk; k++) {
                 const km_half *kk = kr + k * D;
                 double res = (double)sc[g * KFA_KB + k];
-                for (int64_t i = d64; i < D; i++) res += (double)(km_fp16_to_fp32(kk[i]) * qf[g * D + i]);
+                for (int64_t i = dw; i < D; i++) res += (double)(km_fp16_to_fp32(kk[i]) * qf[g * D + i]);
                 sc[g * KFA_KB + k] = (float)res;
             }
         }
@@ -193,7 +216,7 @@ KFA_AI void kfa_vchunk(float *acc, int64_t D, int64_t d0, const km_half *vr, int
             const float *kk = kf + k * D;
             kl_fv s[KFA_PV];
             for (int r = 0; r < KFA_PV; r++) s[r] = kl_fv_zero();
-            for (int64_t c = 0; c < D; c += 64) {
+            for (int64_t c = 0; c < D; c += KFA_DOTW) {
                 for (int r = 0; r < KFA_PV; r++) {
                     s[r] = kl_fv_fma(kl_fv_loadu(kk + c + r * KL_FV_LANES), kl_fv_loadu(qg + c + r * KL_FV_LANES), s[r]);
                 }
@@ -244,7 +267,7 @@ KFA_AI void kfa_run(kfa_state *st, int g0, const km_half *kb, const km_half *vb,
     uint8_t nmask[KFA_KB];
     float *qf = st->qf + g0 * D, *acc = st->acc + g0 * D, *big_m = st->big_m + g0, *big_s = st->big_s + g0;
     const int64_t cw = (int64_t)(G > 4 ? KFA_NV8 : KFA_NV) * KL_FV_LANES;
-    const int fused = KFA_FUSED && D % 64 == 0 && D % cw == 0 && D / cw >= G;
+    const int fused = KFA_FUSED && D % KFA_DOTW == 0 && D % cw == 0 && D / cw >= G;
     const int64_t step = fused ? KFA_KBF : KFA_KB;
     if (fused && js <= je) kfa_scores(sc, kb + js * D, je + 1 - js < step ? je + 1 - js : step, qf, D, st->kq, G);
     for (int64_t jb = js; jb <= je; jb += step) {

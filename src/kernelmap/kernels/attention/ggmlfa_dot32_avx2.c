@@ -1,0 +1,23 @@
+/* attention/ggmlfa_dot32_avx2.c — km_attention_f16kv_ggmlfa_dot32__avx2: contract attention.f16kv.ggml_fa_dot32.v1.
+ *
+ * An instantiation of the family body attention/ggmlfa_body.h with its numerics parameter KFA_DOTW = 32 (the score
+ * dot of llama.cpp's AVX2 build) on the AVX2 + FMA + F16C lanes (also what an AVX-512 CPU runs: the dot32 order folds 8-float lanes): byte-identical to
+ * km_attention_f16kv_ggmlfa_dot32__ref (ggmlfa_dot32_ref.c), and so to every other ISA's variant, for every (ith, nth) and M.
+ */
+#include "km_lanes_avx2.h"
+
+#define KFA_DOTW 32   /* contract attention.f16kv.ggml_fa_dot32.v1 */
+#define KFA_KB 32     /* keys per block */
+#define KFA_SG 2      /* items per score pass (8 ymm of partials) */
+#define KFA_NV 2      /* vectors per item in a VKQ chunk (16 columns) */
+#define KFA_NV8 1     /* the same for row pairs (unused: no pairs) */
+#define KFA_PAIRS 0   /* row pairs */
+#define KFA_FUSED 0   /* next block's scores inside the VKQ pass */
+#define KFA_EXPF_HOOK 0 /* no expf test hook (the ggml_fa unit exports it; same kl_fv_expf) */
+#include "ggmlfa_body.h"
+
+void km_attention_f16kv_ggmlfa_dot32__avx2(float *y, const float *q, const void *k_cache, const void *v_cache,
+        int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window, int ith,
+        int nth) {
+    kfa_attention(y, q, k_cache, v_cache, M, Hq, Hkv, D, C, pos, scale, 1.0f, window, 1, ith, nth);
+}
