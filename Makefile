@@ -7,7 +7,7 @@ PROMPT    ?= The capital of France is
 TOKENS    ?= 64
 THREADS   ?= 2
 
-.PHONY: run test test-slow cross-tools install install-dev lint audit peer parity fixtures family-fixtures bench sanitize clean
+.PHONY: run test test-slow cross-tools install install-dev lint audit peer parity fixtures fixtures-avx2 family-fixtures bench sanitize clean
 
 $(VENV)/.stamp-base: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -81,8 +81,12 @@ MODEL_CMD  = $(VPY) -P -c 'from kernelmap.runtime import default_model_path; pri
 
 peer: .venv-peer/.stamp .venv-peer/.stamp-server
 
-# Rewrites every committed peer fixture (each script records the llama.cpp build and CPU path it ran).
+# Rewrites every committed peer fixture (each script records the llama.cpp build and CPU path it ran). They are
+# the AVX-512 build's (policy llama-cpu): refused when this host's peer is another build. On an AVX2-only host,
+# `make fixtures-avx2` rewrites the AVX2 build's (policy llama-cpu-avx2) instead.
 fixtures: peer install-dev
+	@grep -q 'AVX512 = 1' .venv-peer/peer-build.json \
+	    || { echo "error: .venv-peer is not llama.cpp's AVX-512 build (see .venv-peer/peer-build.json): the committed fixtures are that build's; on this host use make fixtures-avx2"; exit 1; }
 	$(PEER_PY) -P tests/fixtures/make_llama_fixtures.py --model "$$($(MODEL_CMD))"
 	$(PEER_PY) -P tests/fixtures/make_tokenizer_fixtures.py
 	$(PEER_PY) -P tests/parity_fa/make_fa_fixtures.py --threads 1 --model "$$($(MODEL_CMD))"
@@ -91,6 +95,10 @@ fixtures: peer install-dev
 	$(PEER_PY) -P tests/fixtures/make_op_fixtures.py --model "$$($(MODEL_CMD))"
 	$(PEER_PY) -P tests/kernels/nonlinear_fixtures.py --write
 	PYTHONPATH=src $(PEER_PY) -P tests/fixtures/kquant/make_kquant_fixtures.py --model "$$($(MODEL_CMD))"
+
+fixtures-avx2: peer install-dev
+	$(PEER_PY) -P tests/fixtures/make_op_fixtures.py --out tests/fixtures/llama_ops_avx2 --model "$$($(MODEL_CMD))"
+	$(PEER_PY) -P tests/parity_fa/make_fa_fixtures.py --threads 1 --out tests/fixtures/llama_fa_avx2 --model "$$($(MODEL_CMD))"
 
 # Tiny synthetic models of every family, quantized and run by llama.cpp (VOCAB_DIR: llama.cpp's models/ folder).
 family-fixtures: peer install-dev
@@ -104,6 +112,7 @@ parity: peer install-dev
 	$(PEER_PY) -P tests/fixtures/make_llama_fixtures.py --compare --model "$$($(MODEL_CMD))"
 	$(KM) parity --tier 1 --tier 2 --tier 3
 	$(KM) parity --tier 2 --tier 3 --policy llama-cpu-t2 --fixtures tests/fixtures/llama_fa_t2
+	$(KM) parity --tier 2 --tier 3 --policy llama-cpu-avx2 --fixtures tests/fixtures/llama_fa_avx2
 
 bench: install-dev
 	$(VPY) benchmarks/resolve.py

@@ -13,6 +13,12 @@ Each file records the llama.cpp build and CPU path (tests/fixtures/peer_build.py
 --compare records the same data live and runs `kernelmap parity --tier 2 --tier 3` (the project venv) with
 the policy for N threads (or --cache-type q8_0: llama-cpu-kvq8) on it: exits 1 unless every claimed bar holds (all greedy prompts, every top-1,
 top-5 logits to the fixture rounding, the perplexity). Nothing here runs in `make test`.
+
+The policy also depends on the CPU the peer was built for (tests/fixtures/peer_build.py builds it for this host):
+llama.cpp's AVX-512 build is what llama-cpu / -t<N> / -kvq8 reproduce; its AVX2 build (no AVX-512: e.g. an AMD
+Zen 3 host) adds its flash attention's score dot on 8-float lanes, which llama-cpu-avx2 reproduces on 1 thread
+with an f16 cache (fixtures tests/fixtures/llama_fa_avx2). For another combination no policy makes the claim:
+--compare says so and exits 0 without comparing, and writing refuses the AVX-512 build's folders.
 """
 
 from __future__ import annotations
@@ -125,12 +131,35 @@ def _write(greedy: dict, teacher: dict, out: Path) -> None:
         tmp.replace(out / name)
 
 
-def policy_for(threads: int, cache_type: str = "f16") -> str:
-    """The numerics policy that reproduces llama.cpp on `threads` threads (flash attention, one token per eval);
-    a q8_0 cache is never split across threads, so llama-cpu-kvq8 covers every thread count."""
+def peer_isa() -> str:
+    """'avx512' or 'avx2': which x86 build the llama.cpp importable here is (its system_info)."""
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
+    return "avx512" if "AVX512 = 1" in info else "avx2" if "AVX2 = 1" in info else "other"
+
+
+def policy_for(threads: int, cache_type: str = "f16", isa: str = "avx512") -> str | None:
+    """The numerics policy that reproduces llama.cpp's `isa` build on `threads` threads (flash attention, one token
+    per eval), None when none does; a q8_0 cache is never split across threads, so llama-cpu-kvq8 covers every
+    thread count of the AVX-512 build."""
+    if isa == "avx2":
+        return "llama-cpu-avx2" if threads == 1 and cache_type == "f16" else None
+    if isa != "avx512":
+        return None
     if cache_type == "q8_0":
         return "llama-cpu-kvq8"
     return "llama-cpu" if threads == 1 else f"llama-cpu-t{threads}"
+
+
+def default_out(threads: int, cache_type: str, isa: str) -> Path | None:
+    """The committed fixture folder of this configuration, None when there is none."""
+    if isa == "avx2":
+        return OUT.with_name("llama_fa_avx2") if threads == 1 and cache_type == "f16" else None
+    if isa != "avx512":
+        return None
+    return (OUT.with_name("llama_fa_kvq8") if cache_type == "q8_0" else
+            OUT if threads == 1 else OUT.with_name(f"llama_fa_t{threads}"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,18 +176,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare", action="store_true",
                     help="record live and run `kernelmap parity --tier 2 --tier 3` on it; exit 1 if a bar fails")
     args = ap.parse_args(argv)
+    isa = peer_isa()
+    policy = policy_for(args.threads, args.cache_type, isa)
+    out = args.out or default_out(args.threads, args.cache_type, isa)
+    what = f"llama.cpp's {isa} build on {args.threads} thread(s) with a {args.cache_type} cache"
+    if args.compare and policy is None:
+        print(f"SKIPPED: no numerics policy reproduces {what}: nothing to compare (see this script's docstring)")
+        return 0
+    if not args.compare and out is None:
+        raise SystemExit(f"error: no committed fixture folder holds {what}; give --out DIR")
     model = args.model or _base().default_model()
     greedy, teacher = record(model, settings(args.flash_attn, args.sequential, args.threads, args.cache_type), args.sequential)
     if args.compare:
         with tempfile.TemporaryDirectory() as tmp:
             _write(greedy, teacher, Path(tmp))
             cmd = [str(ROOT / ".venv" / "bin" / "kernelmap"), "parity", "--tier", "2", "--tier", "3", "--no-reference",
-                   "--fixtures", tmp, "--policy", policy_for(args.threads, args.cache_type), "-m", model]
+                   "--fixtures", tmp, "--policy", policy, "-m", model]
             print("live llama.cpp (" + ", ".join(f"{k}={v}" for k, v in greedy["peer"].items() if k != "build")
-                  + f") vs policy {policy_for(args.threads, args.cache_type)}:", flush=True)
+                  + f") vs policy {policy}:", flush=True)
             return subprocess.run(cmd, check=False).returncode
-    out = args.out or (OUT.with_name("llama_fa_kvq8") if args.cache_type == "q8_0" else
-                       OUT if args.threads == 1 else OUT.with_name(f"llama_fa_t{args.threads}"))
     _write(greedy, teacher, out)
     print(f"wrote {out / 'greedy.json'} and {out / 'teacher.json'}; teacher perplexity "
           f"{teacher['perplexity']:.4f}, batched-vs-this top-1 agreement {teacher['peer_sequential_top1_agreement']}")
