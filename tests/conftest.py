@@ -3,7 +3,8 @@
 - tests/support (shared helpers) and tests/kernels (kernel_harness and its friends) are importable
   from every test directory.
 - The kernel and model build caches go to a per-session temporary directory unless KERNELMAP_CACHE
-  is already set, so the suite never depends on (or pollutes) the user's cache.
+  is already set, so the suite never depends on (or pollutes) the user's cache (it only copies the
+  user cache's content-addressed audit entries, see below).
 - Tests marked `slow` run only with KERNELMAP_SLOW=1 (`make test-slow`); `make test` skips them with
   that reason.
 - `model_path` is the default model's GGUF (kernelmap.runtime.default_model_path()); a missing model
@@ -28,6 +29,20 @@ for _sub in ("kernels", "support"):  # support first on sys.path
 
 if "KERNELMAP_CACHE" not in os.environ:
     os.environ["KERNELMAP_CACHE"] = tempfile.mkdtemp(prefix="km-test-cache-")
+    # One exception: the audit's C-definition entries (gcc -aux-info of every kernel source, ~45 s on two cores)
+    # that `make audit` has just written to the user cache are copied in. They are content-addressed (compiler
+    # version, source, headers, flags), so an entry either describes the very file it is looked up for or is
+    # never hit; the kernel and model builds stay isolated.
+    try:
+        from platformdirs import user_cache_dir
+
+        _user_cdefs = Path(user_cache_dir("kernelmap")) / "cdefs"
+        if _user_cdefs.is_dir():
+            import shutil
+
+            shutil.copytree(_user_cdefs, Path(os.environ["KERNELMAP_CACHE"]) / "cdefs")
+    except (ImportError, OSError):
+        pass  # an optimisation only: the audit tests recompute what is missing
 
 SLOW_ENV = "KERNELMAP_SLOW"
 # skip reasons of the form "<map> [<variant>]: host lacks <features>" (kernel_harness and older tests)
