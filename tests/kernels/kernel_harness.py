@@ -154,12 +154,17 @@ def _library(map_id: str, units_key: tuple[tuple[str, tuple[str, ...]], ...]) ->
 
 
 def load_map_library(map_id: str) -> tuple[ctypes.CDLL, dict[str, Any]]:
-    """Compile every variant source of a map (each with its own cflags) into one .so; return (lib, map).
+    """Compile every variant source of a map this CPU can run (each with its own cflags) into one .so; return
+    (lib, map).
 
     A variant whose source file does not exist fails the test (AssertionError naming map, variant, file).
+    Variants the CPU lacks features for are not built (no test can call them here: bind() gives a function
+    that skips the test when called); `make audit` still compiles their sources with their cflags (gcc
+    -fsyntax-only -aux-info), and a CPU that has the features builds and runs them.
     """
     spec = load_map(map_id)
     seen: dict[str, tuple[str, ...]] = {}
+    listed: dict[str, tuple[str, ...]] = {}
     # a batch row wrapper calls the kernels of the maps it names (`calls`): build those into the library too
     callees = [v for cid in spec.get("calls", ()) for v in load_map(cid)["variants"]]
     for v in [*spec["variants"], *callees]:
@@ -169,9 +174,11 @@ def load_map_library(map_id: str) -> tuple[ctypes.CDLL, dict[str, Any]]:
         flags = tuple(v.get("cflags", ()))
         if flags_arch(flags) not in (None, host_arch()):
             continue  # another architecture's variant: the aarch64 suite builds and runs it under qemu
-        if src in seen and seen[src] != flags:
+        if src in listed and listed[src] != flags:
             raise AssertionError(f"{map_id}: source {src} listed with two different cflags sets")
-        seen[src] = flags
+        listed[src] = flags
+        if host_can_run(v.get("requires", ()))[0]:
+            seen[src] = flags
     key = tuple(sorted(seen.items()))
     return ctypes.CDLL(_library(map_id, key)), spec
 
@@ -226,7 +233,14 @@ def bind(lib: ctypes.CDLL, spec: dict[str, Any], variant: str) -> Callable[..., 
     by_name = {v["name"]: v for v in spec["variants"]}
     if variant not in by_name:
         raise AssertionError(f"{spec['id']}: no variant {variant!r} (have {sorted(by_name)})")
-    fn = getattr(lib, by_name[variant]["symbol"])
+    v = by_name[variant]
+    ok, why = host_can_run(v.get("requires", ()))
+    if not ok:  # not built into the library (load_map_library): calling it is a skip, as running it would be
+        def _skip(*_args: Any) -> None:
+            pytest.skip(f"{spec['id']} [{variant}]: {why}")
+
+        return _skip
+    fn = getattr(lib, v["symbol"])
     fn.argtypes = [_argtype(p, spec) for p in spec["call_abi"]["params"]]
     fn.restype = None
     return fn

@@ -102,8 +102,8 @@ def test_llama_cpu_kvq8_policy_selects_the_rotated_q8_0_cache_for_k_and_v():
 
 
 def test_policy_unknown_name_lists_shipped_policies():
-    assert policy_names() == ["f32-reference", "kernelmap-fast", "llama-cpu", "llama-cpu-kvq8", "llama-cpu-t2",
-                              "llama-cpu-t4"]
+    assert policy_names() == ["f32-reference", "kernelmap-fast", "llama-cpu", "llama-cpu-avx2", "llama-cpu-kvq8",
+                              "llama-cpu-t2", "llama-cpu-t4"]
     with pytest.raises(PolicyError) as exc:
         load_policy("llama-cpuu")
     assert exc.value.hint == "closest: llama-cpu"
