@@ -109,6 +109,7 @@ parity: peer install-dev
 	$(PEER_PY) -P tests/fixtures/make_tokenizer_fixtures.py --check
 	$(PEER_PY) -P tests/parity_fa/make_fa_fixtures.py --compare --threads 1 --model "$$($(MODEL_CMD))"
 	$(PEER_PY) -P tests/parity_fa/make_fa_fixtures.py --compare --threads 2 --model "$$($(MODEL_CMD))"
+	$(PEER_PY) -P tests/parity_fa/make_fa_fixtures.py --compare --threads 2 --cache-type q8_0 --model "$$($(MODEL_CMD))"
 	$(PEER_PY) -P tests/fixtures/make_llama_fixtures.py --compare --model "$$($(MODEL_CMD))"
 	$(KM) parity --tier 1 --tier 2 --tier 3
 	$(KM) parity --tier 2 --tier 3 --policy llama-cpu-t2 --fixtures tests/fixtures/llama_fa_t2

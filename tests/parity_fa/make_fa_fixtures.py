@@ -17,7 +17,8 @@ top-5 logits to the fixture rounding, the perplexity). Nothing here runs in `mak
 The policy also depends on the CPU the peer was built for (tests/fixtures/peer_build.py builds it for this host):
 llama.cpp's AVX-512 build is what llama-cpu / -t<N> / -kvq8 reproduce; its AVX2 build (no AVX-512: e.g. an AMD
 Zen 3 host) adds its flash attention's score dot on 8-float lanes, which llama-cpu-avx2 reproduces on 1 thread
-with an f16 cache (fixtures tests/fixtures/llama_fa_avx2). For another combination no policy makes the claim:
+with an f16 cache (fixtures tests/fixtures/llama_fa_avx2); with a q8_0 cache both builds compute the same bits
+(llama-cpu-kvq8 on any thread count). For another combination no policy makes the claim:
 --compare says so and exits 0 without comparing, and writing refuses the AVX-512 build's folders.
 """
 
@@ -143,8 +144,8 @@ def policy_for(threads: int, cache_type: str = "f16", isa: str = "avx512") -> st
     """The numerics policy that reproduces llama.cpp's `isa` build on `threads` threads (flash attention, one token
     per eval), None when none does; a q8_0 cache is never split across threads, so llama-cpu-kvq8 covers every
     thread count of the AVX-512 build."""
-    if isa == "avx2":
-        return "llama-cpu-avx2" if threads == 1 and cache_type == "f16" else None
+    if isa == "avx2":  # its q8_0-cache path is the AVX-512 build's (make_kvq8_op_fixtures.py on both: same bytes)
+        return "llama-cpu-kvq8" if cache_type == "q8_0" else "llama-cpu-avx2" if threads == 1 else None
     if isa != "avx512":
         return None
     if cache_type == "q8_0":
