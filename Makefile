@@ -6,6 +6,9 @@ KM        := $(VENV)/bin/kernelmap
 PROMPT    ?= The capital of France is
 TOKENS    ?= 64
 THREADS   ?= 2
+# pytest worker processes of `make test` (pytest-xdist; modules stay whole on one worker, so a module-scoped
+# model build is made once; the build cache is shared and its installs are locked and atomic)
+TEST_WORKERS ?= 2
 
 .PHONY: run test test-slow cross-tools install install-dev lint audit peer parity fixtures fixtures-avx2 family-fixtures bench sanitize clean
 
@@ -33,7 +36,7 @@ audit: install-dev cross-tools  # the audit reads aarch64 sources with the cross
 	$(KM) maps audit --check
 
 test: install-dev cross-tools lint audit
-	$(VENV)/bin/pytest -q -x --durations=15
+	$(VENV)/bin/pytest -q -x -n $(TEST_WORKERS) --dist loadscope --durations=15
 
 # tests/aarch64 cross-compiles with aarch64-linux-gnu-gcc and runs the results under qemu-aarch64: install
 # the Debian packages when missing (root + apt-get), else say loudly that the suite will be skipped.

