@@ -270,27 +270,33 @@ KL_INLINE void kq32_row1p(float *y, const uint8_t *wr, int64_t wrow, int64_t wbl
 }
 #endif
 
-/* The min formats: the chains summs = fma(w.m, x.s, summs) of columns [0, nc) (w at the first column's
- * slice) for T activation rows, one K slice, vectorized across 8 columns (lanes = columns: each lane
+/* The min formats: the chains summs = fma(w.m, x.s, summs) of the n (<= 8) columns of the group at column g (w at
+ * the first column's slice) for T activation rows, one K slice, vectorized across 8 columns (lanes = columns: each lane
  * one chain, blocks in order). mpark holds 8 floats per (8-column group, row) between slices; the last
  * slice adds the chains to y (y = fold(acc) + summs, the fold already stored there). */
+KL_INLINE void kq32_mins8(float *y, int64_t ystride, const uint8_t *w, int64_t wrow, int64_t wblk, const kq32_xrow *xr,
+                          int64_t ks, int first, int last, float *mpark, int64_t g, const int n, const int T) {
+    float *pk = mpark + g * T;
+    kl_f8 acc[KQ32_TT];
+    for (int t = 0; t < T; t++) acc[t] = first ? kl_f8_zero() : kl_f8_loadu(pk + 8 * t);
+    for (int64_t b = 0; b < ks; b++) {
+        const kl_f8 m = kl_f8_f16s(w + g * wrow + b * wblk + 2, wrow, n);
+        for (int t = 0; t < T; t++) acc[t] = kl_f8_fma(m, kl_f8_set1(xr[t].sx[b]), acc[t]);
+    }
+    for (int t = 0; t < T; t++) {
+        kl_f8_storeu(pk + 8 * t, acc[t]);
+        if (last)
+            for (int c = 0; c < n; c++) y[t * ystride + g + c] = y[t * ystride + g + c] + pk[8 * t + c];
+    }
+}
+
+/* Full groups with a compile-time column count of 8 (a run-time n leaves kl_f8_f16s a loop assembling its
+ * vector in memory: a store-forwarding stall per block), then the tail group. */
 KL_INLINE void kq32_mins(float *y, int64_t ystride, const uint8_t *w, int64_t wrow, int64_t wblk, const kq32_xrow *xr,
                          int64_t ks, int first, int last, float *mpark, int64_t nc, const int T) {
-    for (int64_t g = 0; g < nc; g += 8) {
-        const int n = nc - g >= 8 ? 8 : (int)(nc - g);
-        float *pk = mpark + g * T;
-        kl_f8 acc[KQ32_TT];
-        for (int t = 0; t < T; t++) acc[t] = first ? kl_f8_zero() : kl_f8_loadu(pk + 8 * t);
-        for (int64_t b = 0; b < ks; b++) {
-            const kl_f8 m = kl_f8_f16s(w + g * wrow + b * wblk + 2, wrow, n);
-            for (int t = 0; t < T; t++) acc[t] = kl_f8_fma(m, kl_f8_set1(xr[t].sx[b]), acc[t]);
-        }
-        for (int t = 0; t < T; t++) {
-            kl_f8_storeu(pk + 8 * t, acc[t]);
-            if (last)
-                for (int c = 0; c < n; c++) y[t * ystride + g + c] = y[t * ystride + g + c] + pk[8 * t + c];
-        }
-    }
+    int64_t g = 0;
+    for (; g + 8 <= nc; g += 8) kq32_mins8(y, ystride, w, wrow, wblk, xr, ks, first, last, mpark, g, 8, T);
+    if (g < nc) kq32_mins8(y, ystride, w, wrow, wblk, xr, ks, first, last, mpark, g, (int)(nc - g), T);
 }
 
 /* Columns [c0, c1) for T activation rows, one K slice; park holds 16 floats per accumulator of the
