@@ -86,7 +86,7 @@ peer: .venv-peer/.stamp .venv-peer/.stamp-server
 
 # Rewrites every committed peer fixture (each script records the llama.cpp build and CPU path it ran). They are
 # the AVX-512 build's (policy llama-cpu): refused when this host's peer is another build. On an AVX2-only host,
-# `make fixtures-avx2` rewrites the AVX2 build's (policy llama-cpu-avx2) instead.
+# `make fixtures-avx2` rewrites the AVX2 build's (policies llama-cpu-avx2 and llama-cpu-avx2-t2) instead.
 fixtures: peer install-dev
 	@grep -q 'AVX512 = 1' .venv-peer/peer-build.json \
 	    || { echo "error: .venv-peer is not llama.cpp's AVX-512 build (see .venv-peer/peer-build.json): the committed fixtures are that build's; on this host use make fixtures-avx2"; exit 1; }
@@ -102,6 +102,7 @@ fixtures: peer install-dev
 fixtures-avx2: peer install-dev
 	$(PEER_PY) -P tests/fixtures/make_op_fixtures.py --out tests/fixtures/llama_ops_avx2 --model "$$($(MODEL_CMD))"
 	$(PEER_PY) -P tests/parity_fa/make_fa_fixtures.py --threads 1 --out tests/fixtures/llama_fa_avx2 --model "$$($(MODEL_CMD))"
+	$(PEER_PY) -P tests/parity_fa/make_fa_fixtures.py --threads 2 --out tests/fixtures/llama_fa_avx2_t2 --model "$$($(MODEL_CMD))"
 
 # Tiny synthetic models of every family, quantized and run by llama.cpp (VOCAB_DIR: llama.cpp's models/ folder).
 family-fixtures: peer install-dev
@@ -117,6 +118,7 @@ parity: peer install-dev
 	$(KM) parity --tier 1 --tier 2 --tier 3
 	$(KM) parity --tier 2 --tier 3 --policy llama-cpu-t2 --fixtures tests/fixtures/llama_fa_t2
 	$(KM) parity --tier 2 --tier 3 --policy llama-cpu-avx2 --fixtures tests/fixtures/llama_fa_avx2
+	$(KM) parity --tier 2 --tier 3 --policy llama-cpu-avx2-t2 --fixtures tests/fixtures/llama_fa_avx2_t2
 
 bench: install-dev
 	$(VPY) benchmarks/resolve.py

@@ -15,6 +15,7 @@ from kernelmap import parity
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llama_fa"
 FIXTURES_AVX2 = FIXTURES.parent / "llama_fa_avx2"  # llama.cpp built without AVX-512 (policy llama-cpu-avx2)
+FIXTURES_AVX2_T2 = FIXTURES.parent / "llama_fa_avx2_t2"  # the same build on 2 threads (llama-cpu-avx2-t2)
 
 
 def _load(name: str, folder: Path = FIXTURES) -> dict:
@@ -75,7 +76,8 @@ def _by_name(checks) -> dict:
     return {c.name.split(" over ")[0].split(" to llama.cpp")[0].split(" vs llama.cpp")[0]: c for c in checks}
 
 
-@pytest.mark.parametrize("folder", [FIXTURES, FIXTURES_AVX2], ids=["avx512-build", "avx2-build"])
+@pytest.mark.parametrize("folder", [FIXTURES, FIXTURES_AVX2, FIXTURES_AVX2_T2],
+                         ids=["avx512-build", "avx2-build", "avx2-build-t2"])
 def test_tier2_exact_replay_passes_every_bar(folder):
     checks = parity.tier2(_Replay(folder=folder), folder)
     assert checks and all(c.passed for c in checks), [c for c in checks if not c.passed]

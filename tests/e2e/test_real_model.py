@@ -31,6 +31,8 @@ ROOT_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FIXTURES = ROOT_FIXTURES / "llama_fa"  # flash attention, one token per decode, 1 thread
 FIXTURES_T2 = ROOT_FIXTURES / "llama_fa_t2"  # the same on 2 threads
 FIXTURES_KVQ8 = ROOT_FIXTURES / "llama_fa_kvq8"  # 1 thread, q8_0 K and V cache (policy llama-cpu-kvq8)
+FIXTURES_AVX2 = ROOT_FIXTURES / "llama_fa_avx2"  # llama.cpp built without AVX-512, 1 thread (llama-cpu-avx2)
+FIXTURES_AVX2_T2 = ROOT_FIXTURES / "llama_fa_avx2_t2"  # the same build on 2 threads (llama-cpu-avx2-t2)
 LONG = ROOT_FIXTURES / "llama_long"
 N_CTX = 1024
 # segment ends: both sides of llama.cpp's KV view steps (256, 512, 768 cells) and of the 512-token window
@@ -56,6 +58,25 @@ def gemma_t2():
     m = load(default_model_path(), threads=2, n_ctx=N_CTX, options=CompileOptions(policy="llama-cpu-t2"))
     yield m
     m.close()
+
+
+def _gemma_policy(policy: str):
+    from kernelmap.compiler import CompileOptions
+    from kernelmap.runtime import default_model_path, load
+
+    m = load(default_model_path(), threads=2, n_ctx=N_CTX, options=CompileOptions(policy=policy))
+    yield m
+    m.close()
+
+
+@pytest.fixture(scope="module")
+def gemma_avx2():
+    yield from _gemma_policy("llama-cpu-avx2")
+
+
+@pytest.fixture(scope="module")
+def gemma_avx2_t2():
+    yield from _gemma_policy("llama-cpu-avx2-t2")
 
 
 @pytest.fixture(scope="module")
@@ -115,14 +136,19 @@ def test_fixtures_were_made_with_the_default_model_and_a_build_without_amx(gemma
     from kernelmap.gguf import open_gguf
 
     sha = open_gguf(gemma.info["gguf"]).sha256()
-    for path in [FIXTURES / "greedy.json", FIXTURES / "teacher.json", FIXTURES_T2 / "greedy.json",
-                 FIXTURES_T2 / "teacher.json", FIXTURES_KVQ8 / "greedy.json", FIXTURES_KVQ8 / "teacher.json",
-                 *sorted(LONG.glob("t*.json"))]:
+    avx2_builds = (FIXTURES_AVX2, FIXTURES_AVX2_T2)
+    for path in [*(folder / name for folder in (FIXTURES, FIXTURES_T2, FIXTURES_KVQ8, *avx2_builds)
+                   for name in ("greedy.json", "teacher.json")), *sorted(LONG.glob("t*.json"))]:
         doc = json.loads(path.read_text(encoding="utf-8"))
         assert doc["model"]["sha256"] == sha, f"{path}: made with another model file ({doc['model']})"
         peer = doc["peer"]
         assert peer["llama_cpp_python"] == "0.3.36" and "AMX" not in peer["system_info"], (path, peer)
         assert peer["flash_attn"] and peer["n_batch"] == 1, (path, peer)
+        # the build each folder stands for (its policy reproduces that build and no other)
+        avx512 = "AVX512 = 1" in peer["system_info"]
+        assert avx512 != (path.parent in avx2_builds), (path, peer["system_info"])
+        if path.parent in (FIXTURES_T2, FIXTURES_AVX2_T2):
+            assert peer["n_threads"] == 2, (path, peer)
 
 
 def test_real_model_tier1_self_consistency(gemma):
@@ -131,11 +157,12 @@ def test_real_model_tier1_self_consistency(gemma):
         assert check.passed, check
 
 
-@pytest.mark.parametrize("which", ["t1", pytest.param("t2", marks=[pytest.mark.slow, SLOW]),
-                                   pytest.param("kvq8", marks=[pytest.mark.slow, SLOW])])
+@pytest.mark.parametrize("which", ["t1", *(pytest.param(w, marks=[pytest.mark.slow, SLOW])
+                                         for w in ("t2", "kvq8", "avx2", "avx2_t2"))])
 def test_real_model_greedy_teacher_forced_and_perplexity_equal_llama_cpp(request, which):
     model_fixture, fixtures = {"t1": ("gemma", FIXTURES), "t2": ("gemma_t2", FIXTURES_T2),
-                               "kvq8": ("gemma_kvq8", FIXTURES_KVQ8)}[which]
+                               "kvq8": ("gemma_kvq8", FIXTURES_KVQ8), "avx2": ("gemma_avx2", FIXTURES_AVX2),
+                               "avx2_t2": ("gemma_avx2_t2", FIXTURES_AVX2_T2)}[which]
     model = request.getfixturevalue(model_fixture)
     checks = tier2(model, fixtures) + tier3(model, fixtures)
     failed = [c for c in checks if not c.passed]

@@ -1,10 +1,11 @@
-"""Tests for attention_f16kv_ggmlfa_split<N>: llama.cpp's N-thread flash-attention order, for every map and variant.
+"""Tests for attention_f16kv_ggmlfa_split<N> and _dot32_split2: llama.cpp's N-thread flash-attention order.
 
-Each split map (N = 2, 4) is checked: every variant the map declares byte-identical with its ref for
+Each split map (N = 2, 4; and N = 2 with the 8-lane score dot of llama.cpp's AVX2 build) is checked: every variant the map declares byte-identical with its ref for
 every (ith, nth); ref equal to the NumPy emulation of llama.cpp's N-thread split (tests/parity_fa/
-fa_emulation.py: split_chunks + attend_row_split, itself checked against llama.cpp's own attention
-outputs by tests/kernels/test_ops_vs_llama.py); below a 512-cell KV view (positions < 256) equal to
-the one-thread contract attention_f16kv_ggmlfa. Cases straddle llama.cpp's view lengths (256, 512, 768,
+fa_emulation.py: split_chunks + attend_row_split with the map's dot width, itself checked against
+llama.cpp's own attention outputs by tests/kernels/test_ops_vs_llama.py); below a 512-cell KV view
+(positions < 256) equal to the one-thread contract of the same dot (attention_f16kv_ggmlfa or
+attention_f16kv_ggmlfa_dot32). Cases straddle llama.cpp's view lengths (256, 512, 768,
 1024, 1280 cells), sliding windows that leave whole ranges empty, row pairs with different view lengths
 and heads sharing a KV head. Cache rows at or beyond pos + M are NaN, so a read past the causal limit
 fails loudly.
@@ -19,8 +20,13 @@ from ggmlfa_cases import inputs as _inputs
 from ggmlfa_cases import run as _run
 from kernel_harness import assert_close_or_equal, bind, load_map_library, map_variants, skip_unless_runnable
 
-SPLIT_MAPS = {2: "attention_f16kv_ggmlfa_split2", 4: "attention_f16kv_ggmlfa_split4"}
-PLAIN_MAP = "attention_f16kv_ggmlfa"
+# key: (map id, n_split, score-dot width, the one-thread map of the same dot)
+SPLITS = {
+    "split2": ("attention_f16kv_ggmlfa_split2", 2, 64, "attention_f16kv_ggmlfa"),
+    "split4": ("attention_f16kv_ggmlfa_split4", 4, 64, "attention_f16kv_ggmlfa"),
+    "dot32_split2": ("attention_f16kv_ggmlfa_dot32_split2", 2, 32, "attention_f16kv_ggmlfa_dot32"),
+}
+SPLIT_MAPS = {key: spec[0] for key, spec in SPLITS.items()}
 CASES = {
     # name: (M, Hq, Hkv, D, C, pos, window, scale, data)
     "decode_255_no_split": (1, 4, 1, 256, 300, 255, 0, 0.0625, "normal"),
@@ -73,12 +79,13 @@ def test_attention_ggmlfa_split_variants_match_ref(libs, n, variant, case_name):
 def test_attention_ggmlfa_split_ref_matches_emulation(libs, n, case_name):
     case = CASES[case_name]
     m, hq, hkv, d, c, pos, window, scale, _data = case
+    _mid, n_split, width, _plain = SPLITS[n]
     q, kc, vc = _inputs(case)
     got = _run(_fn(libs, n, "ref"), q, kc, vc, case, 1)
     want = _emulation().attention(q, kc.astype(np.float32), vc.astype(np.float32), hq, pos, scale, window,
-                                  n_split=n)
+                                  n_split=n_split, dot_width=width)
     assert_close_or_equal(want, got, map_id=SPLIT_MAPS[n], variant="ref",
-                          context=f"{case_name} vs NumPy emulation of llama.cpp on {n} threads")
+                          context=f"{case_name} vs NumPy emulation of llama.cpp on {n_split} threads, dot {width}")
 
 
 @pytest.mark.parametrize(("n", "variant"), ALL_PARAMS)
@@ -96,13 +103,14 @@ def test_attention_ggmlfa_split_threads_identical(libs, n, variant):
 
 @pytest.mark.parametrize("n", sorted(SPLIT_MAPS))
 def test_attention_ggmlfa_split_below_512_cells_equals_ggml_fa(libs, n):
-    plain_lib, plain_spec = load_map_library(PLAIN_MAP)
+    plain_map = SPLITS[n][3]
+    plain_lib, plain_spec = load_map_library(plain_map)
     plain = bind(plain_lib, plain_spec, "ref")
     split = _fn(libs, n, "ref")
     case = (256, 4, 1, 256, 300, 0, 0, 0.0625, "normal")  # rows at positions 0 .. 255: KV views of 256 cells
     q, kc, vc = _inputs(case)
     assert_close_or_equal(_run(plain, q, kc, vc, case, 1), _run(split, q, kc, vc, case, 1), map_id=SPLIT_MAPS[n],
-                          variant="ref", context="positions 0..255 vs attention_f16kv_ggmlfa")
+                          variant="ref", context=f"positions 0..255 vs {plain_map}")
     case = (1, 4, 1, 256, 300, 256, 0, 0.0625, "normal")  # position 256: a 512-cell view, split
     q, kc, vc = _inputs(case)
     assert not np.array_equal(_run(plain, q, kc, vc, case, 1), _run(split, q, kc, vc, case, 1)), (

@@ -101,9 +101,18 @@ def test_llama_cpu_kvq8_policy_selects_the_rotated_q8_0_cache_for_k_and_v():
     assert pol.rule_for("linear", weight="q4_k").contract == load_policy().rule_for("linear", weight="q4_k").contract
 
 
+def test_llama_cpu_avx2_t2_policy_is_the_avx2_build_on_two_threads_and_keeps_its_scope():
+    pol, base = load_policy("llama-cpu-avx2-t2"), load_policy("llama-cpu-avx2")
+    assert pol.rule_for("attention").contract == "attention.f16kv.ggml_fa_dot32_split2.v1"
+    assert pol.rule_for("linear", weight="q5_0").contract == base.rule_for("linear", weight="q5_0").contract
+    for p in (pol, base):  # fail-closed: a weight type never checked against the AVX2 build has no rule
+        with pytest.raises(PolicyError):
+            p.rule_for("linear", weight="q4_0")
+
+
 def test_policy_unknown_name_lists_shipped_policies():
-    assert policy_names() == ["f32-reference", "kernelmap-fast", "llama-cpu", "llama-cpu-avx2", "llama-cpu-kvq8",
-                              "llama-cpu-t2", "llama-cpu-t4"]
+    assert policy_names() == ["f32-reference", "kernelmap-fast", "llama-cpu", "llama-cpu-avx2", "llama-cpu-avx2-t2",
+                              "llama-cpu-kvq8", "llama-cpu-t2", "llama-cpu-t4"]
     with pytest.raises(PolicyError) as exc:
         load_policy("llama-cpuu")
     assert exc.value.hint == "closest: llama-cpu"

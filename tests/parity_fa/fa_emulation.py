@@ -168,19 +168,20 @@ def split_chunks(p: int, n_split: int) -> list[tuple[int, int]]:
 
 
 def attend_row_split(q: np.ndarray, k16: np.ndarray, v16: np.ndarray, keys: np.ndarray, scale: float,
-                     p: int, n_split: int) -> np.ndarray:
+                     p: int, n_split: int, dot_width: int = 64) -> np.ndarray:
     """attend_row as llama.cpp computes it with n_split threads: one online softmax per key range of
     split_chunks(p, n_split), then the partials merged in range order in f32:
     M' = fmaxf(M, Mc), so = expf(M - M'), sn = expf(Mc - M'), V = fma(V, so, f32(Vc * sn)),
-    S = fma(S, so, f32(Sc * sn)) (ranges without a visible key, Sc == 0, skipped); y = V * (1/S) if S != 0."""
+    S = fma(S, so, f32(Sc * sn)) (ranges without a visible key, Sc == 0, skipped); y = V * (1/S) if S != 0.
+    dot_width 32: every score dot as llama.cpp's AVX2 build computes it (dot_f16)."""
     chunks = split_chunks(p, n_split)
     if llama_n_kv(p) < 512:
-        return attend_row(q, k16, v16, keys, scale)
+        return attend_row(q, k16, v16, keys, scale, dot_width=dot_width)
     q16 = _q16(q, scale)
     big_m, big_s = _F32(-np.inf), _F32(0.0)
     acc = np.zeros(q.shape[0], np.float32)
     for lo, hi in chunks:
-        mc, sc, vc = _online(q16, k16, v16, keys[(keys >= lo) & (keys < hi)])
+        mc, sc, vc = _online(q16, k16, v16, keys[(keys >= lo) & (keys < hi)], dot_width=dot_width)
         if sc == 0:
             continue
         m_new = _F32(np.fmax(big_m, mc))
@@ -219,5 +220,6 @@ def attention(q: np.ndarray, k_cache: np.ndarray, v_cache: np.ndarray, n_q_heads
             if n_split is None:
                 y[r, h] = attend_row(qh[r, h], k16[h // group], v16[h // group], keys, scale, s_fma, dot_width)
             else:
-                y[r, h] = attend_row_split(qh[r, h], k16[h // group], v16[h // group], keys, scale, p, n_split)
+                y[r, h] = attend_row_split(qh[r, h], k16[h // group], v16[h // group], keys, scale, p, n_split,
+                                           dot_width)
     return y.reshape(m, n_q_heads * d)

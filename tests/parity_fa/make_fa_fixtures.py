@@ -145,7 +145,9 @@ def policy_for(threads: int, cache_type: str = "f16", isa: str = "avx512") -> st
     per eval), None when none does; a q8_0 cache is never split across threads, so llama-cpu-kvq8 covers every
     thread count of the AVX-512 build."""
     if isa == "avx2":  # its q8_0-cache path is the AVX-512 build's (make_kvq8_op_fixtures.py on both: same bytes)
-        return "llama-cpu-kvq8" if cache_type == "q8_0" else "llama-cpu-avx2" if threads == 1 else None
+        if cache_type == "q8_0":
+            return "llama-cpu-kvq8"
+        return {1: "llama-cpu-avx2", 2: "llama-cpu-avx2-t2"}.get(threads)
     if isa != "avx512":
         return None
     if cache_type == "q8_0":
@@ -156,7 +158,9 @@ def policy_for(threads: int, cache_type: str = "f16", isa: str = "avx512") -> st
 def default_out(threads: int, cache_type: str, isa: str) -> Path | None:
     """The committed fixture folder of this configuration, None when there is none."""
     if isa == "avx2":
-        return OUT.with_name("llama_fa_avx2") if threads == 1 and cache_type == "f16" else None
+        if cache_type != "f16" or threads not in (1, 2):
+            return None
+        return OUT.with_name("llama_fa_avx2" if threads == 1 else "llama_fa_avx2_t2")
     if isa != "avx512":
         return None
     return (OUT.with_name("llama_fa_kvq8") if cache_type == "q8_0" else

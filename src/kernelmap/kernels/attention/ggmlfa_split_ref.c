@@ -23,47 +23,7 @@
  * Partition: (row, head) items it = m*Hq + h in contiguous ranges of equal work (attention_ggmlfa_part.h);
  * no reduction crosses items.
  */
-#include "km_common.h"
-#include "attention_ggmlfa_part.h"
-#include "attention_ggmlfa_ref_body.h"
-#include "attention_ggmlfa_split.h"
-
-static void split_ref(float *y, const float *q, const void *k_cache, const void *v_cache, int64_t M, int64_t Hq,
-        int64_t Hkv, int64_t C, int64_t D, int64_t pos, float scale, int64_t window, int64_t n_split, int ith,
-        int nth) {
-    const km_half *kc = (const km_half *)k_cache; /* [Hkv][C][D] */
-    const km_half *vc = (const km_half *)v_cache; /* [Hkv][C][D] */
-    const int64_t group = Hq / Hkv;
-    int64_t lo, hi;
-    km_fa_part(M, Hq, pos, window, ith, nth, &lo, &hi);
-    for (int64_t it = lo; it < hi; it++) {
-        const int64_t m = it / Hq, h = it % Hq, kvh = h / group;
-        const int64_t p = pos + m;
-        const int64_t j0 = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
-        const km_half *kh = kc + kvh * C * D, *vh = vc + kvh * C * D;
-        km_half q16[KM_FA_DMAX]; /* [D] */
-        km_half vkq[KM_FA_DMAX]; /* [D] */
-        float part[KM_FA_DMAX];  /* [D] f32 of one range's VKQ */
-        float acc[KM_FA_DMAX];   /* [D] merged */
-        km_fa_ref_q16(q16, q + it * D, scale, D);
-        if (!km_fa_is_split(p)) { /* the plain one-row path of ggml_fa.v1 */
-            km_fa_ref_row(y + it * D, q16, kh, vh, D, C, j0, p);
-            continue;
-        }
-        float fin_m = -INFINITY, fin_s = 0.0f;
-        for (int64_t d = 0; d < D; d++) acc[d] = 0.0f;
-        for (int64_t t = 0; t < n_split; t++) {
-            int64_t js, je;
-            km_fa_split_keys(p, j0, n_split, t, &js, &je);
-            float big_m = -INFINITY, big_s = 0.0f;
-            for (int64_t d = 0; d < D; d++) vkq[d] = 0;
-            km_fa_ref_keys(q16, kh, vh, D, C, js, je, &big_m, &big_s, vkq);
-            for (int64_t d = 0; d < D; d++) part[d] = km_fp16_to_fp32(vkq[d]);
-            km_fa_split_merge(&fin_m, &fin_s, acc, big_m, big_s, part, D);
-        }
-        km_fa_split_store(y + it * D, acc, fin_s, D);
-    }
-}
+#include "attention_ggmlfa_split_ref.h"
 
 /* Both maps' entry points live in this one unit; each is declared here, since a build that selects one
  * map's variant declares only that one (builds refuse undeclared exports). */
@@ -77,11 +37,11 @@ void km_attention_f16kv_ggmlfa_split4__ref(float *y, const float *q, const void 
 void km_attention_f16kv_ggmlfa_split2__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
         int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale,
         int64_t window, int ith, int nth) {
-    split_ref(y, q, k_cache, v_cache, M, Hq, Hkv, C, D, pos, scale, window, 2, ith, nth);
+    km_fa_split_ref(y, q, k_cache, v_cache, M, Hq, Hkv, C, D, pos, scale, window, 2, ith, nth);
 }
 
 void km_attention_f16kv_ggmlfa_split4__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
         int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale,
         int64_t window, int ith, int nth) {
-    split_ref(y, q, k_cache, v_cache, M, Hq, Hkv, C, D, pos, scale, window, 4, ith, nth);
+    km_fa_split_ref(y, q, k_cache, v_cache, M, Hq, Hkv, C, D, pos, scale, window, 4, ith, nth);
 }
