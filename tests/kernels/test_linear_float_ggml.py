@@ -1,7 +1,8 @@
 """Differential tests for the float ggml-order linears: f16, bf16 and f32 weights (llama.cpp's x86 vec_dot orders).
 
 Contracts linear.<t>.<t>.ggml.v1 (the activation row already in the weight's type): f16 / f32 accumulate 64 f32
-lanes by fma and reduce (s0 + s2) + (s1 + s3), halves, then the 8-lane fold; f16 adds its K % 64 tail in double,
+lanes by fma and reduce (s0 + s2) + (s1 + s3), halves, then the 8-lane fold (linear.<t>.<t>.ggml_dot32.v1, llama.cpp's
+AVX2 build: 32 lanes for every type, (a0 + a2) + (a1 + a3), halves, then two horizontal adds or, bf16, the fold); f16 adds its K % 64 tail in double,
 f32 the tail the peer's binary computes; bf16 runs vdpbf16ps (DAZ / FTZ, odd element first) into two 16-lane
 accumulators reduced separately and added in double. Every SIMD variant must be byte-identical to the ref (M 1..17
 with tile tails, N tails, K with and without a 64-tail, subnormal bf16 products, huge magnitudes, nth 1..3); the
@@ -25,8 +26,9 @@ from linear_ggml_harness import (
     simd_variants,
 )
 
-TYPES = ("f16", "bf16", "f32")
-MAP_IDS = {"f16": "linear_f16_f16_ggml", "bf16": "linear_bf16_bf16_ggml", "f32": "linear_f32_f32_ggml"}
+TYPES = ("f16", "bf16", "f32", "f16_dot32", "bf16_dot32", "f32_dot32")  # <t>_dot32: llama.cpp's AVX2 build's order
+MAP_IDS = {t: f"linear_{t}_{t}_ggml" for t in ("f16", "bf16", "f32")} | {
+    f"{t}_dot32": f"linear_{t}_{t}_ggml_dot32" for t in ("f16", "bf16", "f32")}
 SIMD = [(t, v) for t in TYPES for v in map_variants(MAP_IDS[t], ref=False)]
 # (M, N, K): decode row pairs with tails, prefill tiles of 4 / 2 / 1 rows, K = 64 * n with and without a tail
 SHAPES = [(1, 1, 64), (1, 7, 640), (1, 16, 17), (1, 9, 200), (2, 5, 1000), (3, 4, 127), (4, 3, 64), (5, 6, 192),
@@ -36,7 +38,7 @@ _run = runner(w_offset=4, x_offset=36)
 
 def convert(xf: np.ndarray, t: str) -> np.ndarray:
     """f32 values -> rows of type t as llama.cpp converts them (f16 / bf16 bits, or the f32 values)."""
-    return {"f16": fo.to_f16, "bf16": fo.to_bf16, "f32": lambda a: np.asarray(a, np.float32)}[t](xf)
+    return {"f16": fo.to_f16, "bf16": fo.to_bf16, "f32": lambda a: np.asarray(a, np.float32)}[t.removesuffix("_dot32")](xf)
 
 
 def rows(t: str, m: int, k: int, rng: np.random.Generator, scale: float = 1.0, tiny: bool = False) -> np.ndarray:

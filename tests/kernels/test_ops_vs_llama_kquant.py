@@ -7,6 +7,11 @@ input at 6 positions and llama.cpp's outputs of those rows; for q2_K / q4_K also
 the order it uses for tensors of N % 8 != 0 rows; plus llama.cpp's dequantize_row_<t> of 8 rows).
 Each case quantizes the input with the policy's activation quantizer and runs every variant this host can run
 of the policy's provider; 0 differing elements is the only pass.
+
+Two llama.cpp builds, two fixture folders: kquant (its AVX-512 build, policy llama-cpu) and kquant_avx2 (its AVX2
+build, GGML_AVX512=OFF, policy llama-cpu-avx2; make fixtures-avx2). A type the build's policy has no rule for is
+refused by it, and the test then shows why: llama-cpu's kernel must miss some of that build's outputs (the AVX2
+build's repacked q2_K gemv rounds differently), so a refusal that is no longer needed fails here too.
 """
 
 from __future__ import annotations
@@ -17,22 +22,31 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixture_builds import claims, load_builds
 from kernel_harness import bind, load_map_library, ptr, runnable_variants
 
 from kernelmap.maps.registry import load_registry
 from kernelmap.numerics.policy import load_policy
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kquant"
-POLICY = "llama-cpu"
-SETTINGS = json.loads((FIXTURES / "settings.json").read_text(encoding="utf-8"))
+_ROOT = Path(__file__).resolve().parents[1] / "fixtures"
+# build: (fixture folder, the policy that claims that build's bits)
+BUILDS = {"avx512": (_ROOT / "kquant", "llama-cpu"), "avx2": (_ROOT / "kquant_avx2", "llama-cpu-avx2")}
+SETTINGS_BY_BUILD = {b: json.loads((folder / "settings.json").read_text(encoding="utf-8"))
+                     for b, (folder, _) in BUILDS.items()}
+SETTINGS = SETTINGS_BY_BUILD["avx512"]
 TENSORS = sorted(SETTINGS["tensors"])
 TYPES = sorted({t["type"] for t in SETTINGS["tensors"].values()})
+BUILD_PARAM = pytest.mark.parametrize("build", sorted(BUILDS))
 
 
 @pytest.fixture(scope="module")
-def fx() -> dict[str, np.ndarray]:
-    z = np.load(FIXTURES / "ops.npz")
-    return {k: z[k] for k in z.files}
+def fx_builds() -> dict[str, dict[str, np.ndarray]]:
+    return load_builds(BUILDS)
+
+
+def _claims(build: str, op: str, **keys: str) -> bool:
+    """Whether the build's policy has a rule for the op (a refused one is checked to be needed instead)."""
+    return claims(BUILDS[build][1], op, **keys)
 
 
 @functools.cache
@@ -40,8 +54,10 @@ def _registry():
     return load_registry()
 
 
-def _provider(op: str, **keys: str) -> tuple[str, object]:
-    rule = load_policy(POLICY).rule_for(op, **keys)
+def _provider(op: str, build: str = "avx512", **keys: str) -> tuple[str, object]:
+    """The build's policy's provider; for an op that policy refuses, llama-cpu's (what the refusal is checked on)."""
+    policy = BUILDS[build][1] if _claims(build, op, **keys) else "llama-cpu"
+    rule = load_policy(policy).rule_for(op, **keys)
     ids = [p.id for p in _registry().by_op(op) if p.contract == rule.contract and p.status == "production"]
     assert len(ids) == 1, f"{rule.contract}: production providers {ids}"
     return ids[0], rule
@@ -54,8 +70,8 @@ def _variants(map_id: str):
     return [(n, bind(lib, spec, n)) for n in names]
 
 
-def _quantize_q8_k(x: np.ndarray) -> np.ndarray:
-    map_id, _ = _provider("quantize_act", activation="q8_k")
+def _quantize_q8_k(x: np.ndarray, build: str) -> np.ndarray:
+    map_id, _ = _provider("quantize_act", build, activation="q8_k")
     lib, spec = load_map_library(map_id)
     k = x.size
     y = np.zeros(k // 256 * 292, np.uint8)
@@ -63,15 +79,22 @@ def _quantize_q8_k(x: np.ndarray) -> np.ndarray:
     return y
 
 
-def test_kquant_fixture_covers_every_kquant_type() -> None:
-    assert TYPES == ["q2_k", "q3_k", "q4_k", "q5_k", "q6_k"]
-    assert SETTINGS["n_threads"] == 1 and SETTINGS["flash_attn"] and SETTINGS["n_batch"] == 1
+@BUILD_PARAM
+def test_kquant_fixture_covers_every_kquant_type(build: str) -> None:
+    settings = SETTINGS_BY_BUILD[build]
+    assert sorted({t["type"] for t in settings["tensors"].values()}) == ["q2_k", "q3_k", "q4_k", "q5_k", "q6_k"]
+    assert sorted(settings["tensors"]) == TENSORS
+    assert settings["n_threads"] == 1 and settings["flash_attn"] and settings["n_batch"] == 1
+    assert ("AVX512 = 1" in settings["system_info"]) == (build == "avx512"), settings["system_info"]
 
 
+@BUILD_PARAM
 @pytest.mark.parametrize("key", TENSORS)
-def test_kquant_linear_llama_inputs_give_llama_outputs(fx, key: str) -> None:
+def test_kquant_linear_llama_inputs_give_llama_outputs(fx_builds, build: str, key: str) -> None:
+    fx = fx_builds[build]
     info = SETTINGS["tensors"][key]
-    map_id, rule = _provider("linear", weight=info["type"])
+    claimed = _claims(build, "linear", weight=info["type"])
+    map_id, rule = _provider("linear", build, weight=info["type"])
     assert rule.activation == "q8_k"
     w = np.ascontiguousarray(fx[f"{key}:w"])
     xs, want = fx[f"{key}:x"], fx[f"{key}:y"]
@@ -80,7 +103,7 @@ def test_kquant_linear_llama_inputs_give_llama_outputs(fx, key: str) -> None:
     bad: dict[str, list[int]] = {}
     for vname, fn in _variants(map_id):
         for pos in range(xs.shape[0]):
-            xq = _quantize_q8_k(xs[pos])
+            xq = _quantize_q8_k(xs[pos], build)
             y = np.full(n, np.nan, np.float32)
             fn(ptr(y), ptr(w), ptr(xq), 1, n, k, 0, 1)
             diff = np.flatnonzero(y.view(np.uint32) != want[pos].view(np.uint32))
@@ -88,30 +111,42 @@ def test_kquant_linear_llama_inputs_give_llama_outputs(fx, key: str) -> None:
                 bad.setdefault(vname, []).append(int(diff.size))
                 print(f"{map_id} [{vname}] {key} position {pos}: {diff.size} of {n} differ, first rows "
                       f"{diff[:4].tolist()}: got {y[diff[:4]].tolist()} want {want[pos][diff[:4]].tolist()}")
+    if not claimed:
+        assert bad, (f"{BUILDS[build][1]} refuses {info['type']} linears, but llama-cpu's {map_id} gives the {build} "
+                     f"build's outputs on {key}: the rule can be added")
+        return
     assert not bad, f"{map_id} on {key}: differing elements per variant {bad}"
 
 
+@BUILD_PARAM
 @pytest.mark.parametrize("key", [k for k in TENSORS if SETTINGS["tensors"][k]["type"] in ("q2_k", "q4_k")])
-def test_kquant_linear_unrepacked_rows_give_llama_vec_dot(fx, key: str) -> None:
+def test_kquant_linear_unrepacked_rows_give_llama_vec_dot(fx_builds, build: str, key: str) -> None:
     """q2_K / q4_K weights of N % 8 != 0 rows (63 here), which llama.cpp does not repack: its vec_dot order."""
+    fx = fx_builds[build]
     info = SETTINGS["tensors"][key]
-    map_id, _ = _provider("linear", weight=info["type"])
+    if not _claims(build, "linear", weight=info["type"]):
+        pytest.skip(f"{BUILDS[build][1]} refuses {info['type']} (its repacked order: "
+                    "test_kquant_linear_llama_inputs_give_llama_outputs)")
+    map_id, _ = _provider("linear", build, weight=info["type"])
     n, k = 63, info["K"]
     w = np.ascontiguousarray(fx[f"{key}:w"][:n])
     xs, want = fx[f"{key}:x"], fx[f"{key}:y_vec_dot"][:, :n]
     bad: dict[str, int] = {}
     for vname, fn in _variants(map_id):
         for pos in range(xs.shape[0]):
-            xq = _quantize_q8_k(xs[pos])  # kept alive across the call
+            xq = _quantize_q8_k(xs[pos], build)  # kept alive across the call
             y = np.full(n, np.nan, np.float32)
             fn(ptr(y), ptr(w), ptr(xq), 1, n, k, 0, 1)
             bad[vname] = bad.get(vname, 0) + int((y.view(np.uint32) != want[pos].view(np.uint32)).sum())
     assert not any(bad.values()), f"{map_id} on {key} (N = {n}): differing elements per variant {bad}"
 
 
+@BUILD_PARAM
 @pytest.mark.parametrize("typ", TYPES)
-def test_kquant_embedding_rows_give_llama_dequantize(fx, typ: str) -> None:
-    map_id, _ = _provider("embedding", weight=typ)
+def test_kquant_embedding_rows_give_llama_dequantize(fx_builds, build: str, typ: str) -> None:
+    fx = fx_builds[build]
+    assert _claims(build, "embedding", weight=typ), f"{BUILDS[build][1]}: no embedding rule for {typ}"
+    map_id, _ = _provider("embedding", build, weight=typ)
     table = np.ascontiguousarray(fx[f"{typ}:deq_w"])
     want = fx[f"{typ}:deq_y"]
     rows, d = want.shape

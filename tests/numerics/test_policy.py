@@ -105,9 +105,14 @@ def test_llama_cpu_avx2_t2_policy_is_the_avx2_build_on_two_threads_and_keeps_its
     pol, base = load_policy("llama-cpu-avx2-t2"), load_policy("llama-cpu-avx2")
     assert pol.rule_for("attention").contract == "attention.f16kv.ggml_fa_dot32_split2.v1"
     assert pol.rule_for("linear", weight="q5_0").contract == base.rule_for("linear", weight="q5_0").contract
-    for p in (pol, base):  # fail-closed: a weight type never checked against the AVX2 build has no rule
+    assert pol.rule_for("linear", weight="q4_0").contract == "linear.q4_0.q8_0.ggml.v1"
+    for t in ("f16", "bf16", "f32"):  # the AVX2 build's 8-lane float dots
+        assert pol.rule_for("linear", weight=t).contract == f"linear.{t}.{t}.ggml_dot32.v1"
+    for p in (pol, base):  # fail-closed: q2_K's repacked order differs in the AVX2 build; no rule
         with pytest.raises(PolicyError):
-            p.rule_for("linear", weight="q4_0")
+            p.rule_for("linear", weight="q2_k")
+        with pytest.raises(PolicyError):  # other families' ops were not compared with that build
+            p.rule_for("swiglu")
 
 
 def test_policy_unknown_name_lists_shipped_policies():

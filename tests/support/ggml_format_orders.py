@@ -181,12 +181,37 @@ def _ftz(v: np.ndarray) -> np.ndarray:
 
 def linear_float(xt: np.ndarray, wt: np.ndarray, typ: str) -> np.ndarray:
     """y [M, N]: ggml_vec_dot_<typ> of activation rows xt (already in the weight's type: f16 / bf16 bits, or f32)
-    against weight rows wt of the same type."""
-    conv = {"f16": lambda a: np.asarray(a, np.uint16).view(np.float16).astype(F32), "bf16": bf16_to_f32,
-            "f32": lambda a: np.asarray(a, F32)}[typ]
+    against weight rows wt of the same type. typ "<t>_dot32": ggml_vec_dot_<t> of llama.cpp's AVX2 build (four
+    8-lane accumulators by fma over K - K % 32, P = (a0 + a2) + (a1 + a3), T[l] = P[l] + P[l + 4]; f16 and f32
+    (T0 + T1) + (T2 + T3), bf16 (T0 + T2) + (T1 + T3); the tail in double (f16, bf16) or as the f32 binary's)."""
+    f16 = lambda a: np.asarray(a, np.uint16).view(np.float16).astype(F32)  # noqa: E731
+    f32 = lambda a: np.asarray(a, F32)  # noqa: E731
+    conv = {"f16": f16, "f16_dot32": f16, "bf16": bf16_to_f32, "bf16_dot32": bf16_to_f32, "f32": f32,
+            "f32_dot32": f32}[typ]
     x, w = conv(np.atleast_2d(xt)), conv(np.atleast_2d(wt))
     m, k = x.shape
     n = w.shape[0]
+    if typ.endswith("_dot32"):
+        out = np.zeros((m, n), F32)
+        np32 = k - k % 32
+        for r in range(m):
+            acc = np.zeros((n, 4, 8), F32)
+            for i in range(0, np32, 32):
+                acc = fma32(w[:, i:i + 32].reshape(n, 4, 8), x[r, i:i + 32].reshape(1, 4, 8), acc)
+            p = ((acc[:, 0] + acc[:, 2]).astype(F32) + (acc[:, 1] + acc[:, 3]).astype(F32)).astype(F32)
+            t = (p[:, :4] + p[:, 4:]).astype(F32)
+            if typ == "bf16_dot32":
+                red = ((t[:, 0] + t[:, 2]).astype(F32) + (t[:, 1] + t[:, 3]).astype(F32)).astype(F32)
+            else:
+                red = ((t[:, 0] + t[:, 1]).astype(F32) + (t[:, 2] + t[:, 3]).astype(F32)).astype(F32)
+            if typ == "f32_dot32":
+                out[r] = _f32_tail(red, w[:, np32:], x[r, np32:])
+                continue
+            s = red.astype(np.float64)
+            for i in range(np32, k):
+                s = s + (w[:, i] * x[r, i]).astype(F32).astype(np.float64)
+            out[r] = s.astype(F32)
+        return out
     np_ = k - k % 64
     out = np.zeros((m, n), F32)
     for r in range(m):

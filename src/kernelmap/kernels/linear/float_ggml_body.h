@@ -18,6 +18,15 @@
  * Lanes here are kl_f8 vectors: a 16-lane accumulator is two kl_f8 (lanes 0-7, 8-15), so the reduction is
  * kl_f8_add and kl_f8_fold; the double-precision and tail steps are plain C (one IEEE operation each).
  *
+ * Numerics parameter KFL_DOTW (64 when not defined): 32 gives llama.cpp's AVX2 build (GGML_AVX512 off), contracts
+ * linear.<t>.<t>.ggml_dot32.v1: np = K - K % 32, four 8-lane accumulators a0..a3 (element i -> a[(i % 32) / 8],
+ * lane i % 8) by fma for every type (bf16 too: the product of two bf16 is exact in f32, so fma = its mul + add;
+ * no flushing), P = (a0 + a2) + (a1 + a3) lane-wise, then
+ *   f16 (the score dot of attention.f16kv.ggml_fa_dot32.v1), f32: T[l] = P[l] + P[l + 4], r = (T0 + T1) + (T2 + T3)
+ *     (two horizontal adds); f16 adds its tail in double, f32 its tail as above;
+ *   bf16: r = kl_f8_fold(P) (its own reduction: halves, then movehl, then movehdup), sum = (double) r plus the
+ *     tail in double.
+ *
  * Schedule (the instantiating file defines these before including this header):
  *   KFL_R1  weight rows per decode step (M = 1): independent accumulator sets
  *   KFL_TT  activation rows per prefill tile (one weight row against KFL_TT activation rows)
@@ -33,6 +42,13 @@
 #define KFL_F16 1
 #define KFL_BF16 2
 #define KFL_F32 4
+
+#ifndef KFL_DOTW
+#define KFL_DOTW 64 /* numerics: llama.cpp's AVX-512 build (32: its AVX2 build) */
+#endif
+#if KFL_DOTW != 64 && KFL_DOTW != 32
+#error "float_ggml_body.h: KFL_DOTW must be 64 or 32"
+#endif
 
 #define KFL_ESIZE(fmt) ((fmt) == KFL_F32 ? 4 : 2)
 #define KFL_NACC 8 /* kl_f8 accumulators per output: 64 lanes (f16, f32); bf16 uses 4 of them */
@@ -66,10 +82,10 @@ KL_INLINE void kfl_steps(kl_f8 *acc, const uint8_t *const *wr, const uint8_t *co
                          const int R, const int T) {
     const int64_t es = KFL_ESIZE(fmt);
     for (int i = 0; i < R * T * KFL_NACC; i++) acc[i] = kl_f8_zero();
-    for (int64_t i = 0; i < np; i += 64) {
+    for (int64_t i = 0; i < np; i += KFL_DOTW) {
         for (int r = 0; r < R; r++)
-            for (int64_t o = 0; o < 64 * es; o += 64) kl_prefetch_l2(wr[r] + i * es + KFL_PF + o);
-        if (fmt == KFL_BF16) {
+            for (int64_t o = 0; o < KFL_DOTW * es; o += 64) kl_prefetch_l2(wr[r] + i * es + KFL_PF + o);
+        if (fmt == KFL_BF16 && KFL_DOTW == 64) {
             for (int q = 0; q < 4; q++)
                 for (int r = 0; r < R; r++)
                     for (int t = 0; t < T; t++) {
@@ -78,7 +94,7 @@ KL_INLINE void kfl_steps(kl_f8 *acc, const uint8_t *const *wr, const uint8_t *co
                                           (const uint16_t *)(xr[t] + (i + 16 * q) * 2));
                     }
         } else {
-            for (int q = 0; q < 8; q++) {
+            for (int q = 0; q < KFL_DOTW / 8; q++) {
                 kl_f8 wv[KFL_R1 > KFL_TT ? KFL_R1 : KFL_TT];
                 for (int r = 0; r < R; r++) wv[r] = kfl_load(wr[r] + (i + 8 * q) * es, fmt);
                 for (int t = 0; t < T; t++) {
@@ -95,6 +111,13 @@ KL_INLINE void kfl_steps(kl_f8 *acc, const uint8_t *const *wr, const uint8_t *co
 
 /* One output from its accumulators (a[0..7]) and the tail [np, K) of its rows w, x. */
 KL_INLINE float kfl_finish(const kl_f8 *a, const uint8_t *w, const uint8_t *x, int64_t np, int64_t K, const int fmt) {
+#if KFL_DOTW == 32
+    if (fmt == KFL_BF16) {
+        double s = (double)kl_f8_fold(kl_f8_add(kl_f8_add(a[0], a[2]), kl_f8_add(a[1], a[3])));
+        for (int64_t i = np; i < K; i++) s += (double)(kfl_elem(w, i, fmt) * kfl_elem(x, i, fmt));
+        return (float)s;
+    }
+#endif
     if (fmt == KFL_BF16) {
         double s = 0.0;
         s += (double)kl_f8_fold(kl_f8_add(a[0], a[1]));
@@ -102,9 +125,16 @@ KL_INLINE float kfl_finish(const kl_f8 *a, const uint8_t *w, const uint8_t *x, i
         for (int64_t i = np; i < K; i++) s += (double)(kfl_elem(w, i, fmt) * kfl_elem(x, i, fmt));
         return (float)s;
     }
+#if KFL_DOTW == 32
+    float p[8];
+    kl_f8_storeu(p, kl_f8_add(kl_f8_add(a[0], a[2]), kl_f8_add(a[1], a[3])));
+    const float t0 = p[0] + p[4], t1 = p[1] + p[5], t2 = p[2] + p[6], t3 = p[3] + p[7];
+    const float r = (t0 + t1) + (t2 + t3);
+#else
     const kl_f8 lo = kl_f8_add(kl_f8_add(a[0], a[4]), kl_f8_add(a[2], a[6]));
     const kl_f8 hi = kl_f8_add(kl_f8_add(a[1], a[5]), kl_f8_add(a[3], a[7]));
     const float r = kl_f8_fold(kl_f8_add(lo, hi));
+#endif
     if (fmt == KFL_F16) {
         double s = (double)r;
         for (int64_t i = np; i < K; i++) s += (double)(kfl_elem(w, i, fmt) * kfl_elem(x, i, fmt));
@@ -125,7 +155,7 @@ KL_INLINE float kfl_finish(const kl_f8 *a, const uint8_t *w, const uint8_t *x, i
 /* R weight rows from column n x T activation rows from row m. */
 KL_INLINE void kfl_tile(float *y, int64_t N, const uint8_t *w, const uint8_t *x, int64_t rowb, int64_t n, int64_t m,
                         int64_t K, const int fmt, const int R, const int T) {
-    const int64_t np = K - K % 64;
+    const int64_t np = K - K % KFL_DOTW;
     const uint8_t *wr[KFL_R1 > 1 ? KFL_R1 : 1], *xr[KFL_TT];
     for (int r = 0; r < R; r++) wr[r] = w + (n + r) * rowb;
     for (int t = 0; t < T; t++) xr[t] = x + (m + t) * rowb;
