@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from kernelmap.circuits.expr import parse_eval
 from kernelmap.errors import RequestError
 
 __all__ = ["SHAPES_PATH", "Workload", "bench_cases", "constraint_failure", "make_workload", "weight_data"]
@@ -59,7 +60,7 @@ def evaluate(text: str | int | float, names: dict[str, Any]) -> Fraction:
     """Evaluate an integer/dim expression (+ - * / parentheses, ceil()) with exact fractions."""
     if isinstance(text, (int, float)):
         return Fraction(text)
-    tree = ast.parse(str(text), mode="eval")
+    tree = parse_eval(str(text))
 
     def walk(node: ast.AST) -> Fraction:
         if isinstance(node, ast.Expression):

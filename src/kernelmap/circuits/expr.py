@@ -5,6 +5,11 @@ an environment of names. Output: an int, float or bool. The text is parsed with 
 and walked over a whitelist of node types (numbers, names, + - * / // %, comparisons, and/or/not,
 ``a if c else b``, and the functions sqrt, ceil, floor, min, max, f32 (round to float32, so a circuit
 can state C's float arithmetic: ``f32(1 / f32(sqrt(head_dim)))``); nothing is ever `eval`ed.
+
+Parsing goes through `parse_eval`, which holds a lock: CPython 3.11's parser is not safe to call from two
+threads at once (its AST constructor keeps one recursion-depth counter per interpreter and raises
+"SystemError: AST constructor recursion depth mismatch" when two parses interleave), and compile_model does run
+in several threads (the family tests compile two models at a time; the server compiles off its event loop).
 """
 
 from __future__ import annotations
@@ -12,12 +17,21 @@ from __future__ import annotations
 import ast
 import math
 import struct
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 from kernelmap.errors import CircuitError
 
-__all__ = ["Expr", "evaluate"]
+__all__ = ["Expr", "evaluate", "parse_eval"]
+
+_PARSE_LOCK = threading.Lock()
+
+
+def parse_eval(text: str) -> ast.Expression:
+    """ast.parse(text, mode="eval"), one thread at a time (see the module docstring)."""
+    with _PARSE_LOCK:
+        return ast.parse(text, mode="eval")
 
 def _f32(x: float) -> float:
     """Round to the nearest float32 (C's (float) cast): f32(1 / f32(sqrt(d))) is C's 1.0f/sqrtf(d)."""
@@ -54,7 +68,7 @@ class Expr:
         self.where = where
         self.pointer = pointer
         try:
-            tree = ast.parse(text, mode="eval")
+            tree = parse_eval(text)
         except SyntaxError as exc:
             raise CircuitError(f"expression does not parse: {exc.msg}", path=where, pointer=pointer,
                                value=text) from None
