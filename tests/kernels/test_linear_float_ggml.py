@@ -27,8 +27,9 @@ from linear_ggml_harness import (
 )
 
 TYPES = ("f16", "bf16", "f32", "f16_dot32", "bf16_dot32", "f32_dot32")  # <t>_dot32: llama.cpp's AVX2 build's order
-MAP_IDS = {t: f"linear_{t}_{t}_ggml" for t in ("f16", "bf16", "f32")} | {
-    f"{t}_dot32": f"linear_{t}_{t}_ggml_dot32" for t in ("f16", "bf16", "f32")}
+MAP_IDS = {"f16": "linear_f16_f16_ggml", "bf16": "linear_bf16_bf16_ggml", "f32": "linear_f32_f32_ggml",
+           "f16_dot32": "linear_f16_f16_ggml_dot32", "bf16_dot32": "linear_bf16_bf16_ggml_dot32",
+           "f32_dot32": "linear_f32_f32_ggml_dot32"}
 SIMD = [(t, v) for t in TYPES for v in map_variants(MAP_IDS[t], ref=False)]
 # (M, N, K): decode row pairs with tails, prefill tiles of 4 / 2 / 1 rows, K = 64 * n with and without a tail
 SHAPES = [(1, 1, 64), (1, 7, 640), (1, 16, 17), (1, 9, 200), (2, 5, 1000), (3, 4, 127), (4, 3, 64), (5, 6, 192),
