@@ -1,8 +1,9 @@
-"""Differential tests for linear_q2_k / q3_k / q5_k _q8_k_ggml (contracts linear.<t>.q8_k.ggml.v1: llama.cpp's x86 order).
+"""Differential tests for linear_q2_k / q3_k / q5_k _q8_k_ggml (contracts linear.<t>.q8_k.ggml.v1: llama.cpp's x86 order)
+and linear_q2_k_q8_k_ggml_vecdot (linear.q2_k.q8_k.ggml_vecdot.v1: its AVX2 build's q2_K).
 
 q2_K follows llama.cpp's repacked 8x8 gemv/gemm order (the q4_K shape) for weights of N % 8 == 0 rows and its
 vec_dot order otherwise (llama.cpp repacks only those), q3_K and q5_K its vec_dot order (the q6_K shape, q5_K
-with its f32 min chain). Every SIMD variant this host runs must be byte-identical
+with its f32 min chain); q2_k_vecdot takes the vec_dot order at every N (the AVX2 build never repacks q2_K). Every SIMD variant this host runs must be byte-identical
 to the ref (M 1..130 across the row tiles and their tails, N across the 8-column groups and the column
 chunks, 1..11 superblocks, tiny and huge scales, extreme codes, nth 1..4, threads); the ref must equal
 the NumPy statement of llama.cpp's order (tests/support/ggml_linear_orders) bit for bit; and the ref
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ggml_linear_orders import linear_q2_k, linear_q3_k, linear_q5_k
+from ggml_linear_orders import linear_q2_k, linear_q2_k_vec_dot, linear_q3_k, linear_q5_k
 from hypothesis import given
 from hypothesis import strategies as st
 from kernel_harness import load_map_library, map_variants, skip_unless_runnable
@@ -32,10 +33,11 @@ from linear_ggml_harness import (
     simd_variants,
 )
 
-TYPES = ["q2_k", "q3_k", "q5_k"]
-BLOCK = {"q2_k": 84, "q3_k": 110, "q5_k": 176}
-D_OFFSETS = {"q2_k": (80, 82), "q3_k": (108,), "q5_k": (0, 2)}
-ORACLE = {"q2_k": linear_q2_k, "q3_k": linear_q3_k, "q5_k": linear_q5_k}
+# the weight type of each tested provider; q2_k_vecdot: the AVX2 build's q2_K (vec_dot order at every N)
+TYPES = ["q2_k", "q2_k_vecdot", "q3_k", "q5_k"]
+BLOCK = {"q2_k": 84, "q2_k_vecdot": 84, "q3_k": 110, "q5_k": 176}
+D_OFFSETS = {"q2_k": (80, 82), "q2_k_vecdot": (80, 82), "q3_k": (108,), "q5_k": (0, 2)}
+ORACLE = {"q2_k": linear_q2_k, "q2_k_vecdot": linear_q2_k_vec_dot, "q3_k": linear_q3_k, "q5_k": linear_q5_k}
 
 # (M, N, superblocks): row tiles of 8/4/2/1 and their tails, N across 8-column groups and their tails,
 # 1..11 superblocks; the last three cross the vec_dot variants' 64 KiB column chunks
@@ -48,7 +50,8 @@ SHAPES = [(1, 1, 1), (1, 7, 3), (2, 5, 9), (3, 4, 8), (4, 9, 4), (5, 13, 2), (7,
 _run = runner(w_offset=2, x_offset=36)  # weights: 2-byte alignment only
 
 
-MAP_IDS = {"q2_k": "linear_q2_k_q8_k_ggml", "q3_k": "linear_q3_k_q8_k_ggml", "q5_k": "linear_q5_k_q8_k_ggml"}
+MAP_IDS = {"q2_k": "linear_q2_k_q8_k_ggml", "q2_k_vecdot": "linear_q2_k_q8_k_ggml_vecdot", "q3_k": "linear_q3_k_q8_k_ggml",
+           "q5_k": "linear_q5_k_q8_k_ggml"}
 
 
 def map_id(t: str) -> str:

@@ -9,9 +9,10 @@ Each case quantizes the input with the policy's activation quantizer and runs ev
 of the policy's provider; 0 differing elements is the only pass.
 
 Two llama.cpp builds, two fixture folders: kquant (its AVX-512 build, policy llama-cpu) and kquant_avx2 (its AVX2
-build, GGML_AVX512=OFF, policy llama-cpu-avx2; make fixtures-avx2). A type the build's policy has no rule for is
-refused by it, and the test then shows why: llama-cpu's kernel must miss some of that build's outputs (the AVX2
-build's repacked q2_K gemv rounds differently), so a refusal that is no longer needed fails here too.
+build, GGML_AVX512=OFF, policy llama-cpu-avx2; make fixtures-avx2). The AVX2 build does not repack q2_K tensors
+(its outputs equal its own vec_dot on every row: checked below), so llama-cpu-avx2 takes q2_K through
+linear.q2_k.q8_k.ggml_vecdot.v1. A type a build's policy had no rule for would be refused by it, and the test then
+shows why: llama-cpu's kernel must miss some of that build's outputs, so a refusal that is no longer needed fails.
 """
 
 from __future__ import annotations
@@ -139,6 +140,17 @@ def test_kquant_linear_unrepacked_rows_give_llama_vec_dot(fx_builds, build: str,
             fn(ptr(y), ptr(w), ptr(xq), 1, n, k, 0, 1)
             bad[vname] = bad.get(vname, 0) + int((y.view(np.uint32) != want[pos].view(np.uint32)).sum())
     assert not any(bad.values()), f"{map_id} on {key} (N = {n}): differing elements per variant {bad}"
+
+
+@pytest.mark.parametrize("key", [k for k in TENSORS if SETTINGS["tensors"][k]["type"] == "q2_k"])
+def test_kquant_avx2_build_does_not_repack_q2_k(fx_builds, key: str) -> None:
+    """Why the two builds need two q2_K contracts: the AVX2 build's MUL_MAT outputs on a tensor of N % 8 == 0 rows
+    are its own vec_dot's bit for bit, while the AVX-512 build's (repacked 8x8 gemv) differ from its vec_dot."""
+    for build, same in (("avx2", True), ("avx512", False)):
+        y, v = fx_builds[build][f"{key}:y"], fx_builds[build][f"{key}:y_vec_dot"]
+        assert y.shape == v.shape and SETTINGS_BY_BUILD[build]["tensors"][key]["rows"] % 8 == 0
+        assert np.array_equal(y.view(np.uint32), v.view(np.uint32)) == same, (build, key)
+    assert load_policy("llama-cpu-avx2").rule_for("linear", weight="q2_k").contract == "linear.q2_k.q8_k.ggml_vecdot.v1"
 
 
 @BUILD_PARAM

@@ -108,10 +108,9 @@ def test_llama_cpu_avx2_t2_policy_is_the_avx2_build_on_two_threads_and_keeps_its
     assert pol.rule_for("linear", weight="q4_0").contract == "linear.q4_0.q8_0.ggml.v1"
     for t in ("f16", "bf16", "f32"):  # the AVX2 build's 8-lane float dots
         assert pol.rule_for("linear", weight=t).contract == f"linear.{t}.{t}.ggml_dot32.v1"
-    for p in (pol, base):  # fail-closed: q2_K's repacked order differs in the AVX2 build; no rule
-        with pytest.raises(PolicyError):
-            p.rule_for("linear", weight="q2_k")
-        with pytest.raises(PolicyError):  # other families' ops were not compared with that build
+    for p in (pol, base):  # that build never repacks q2_K: its vec_dot order at every N
+        assert p.rule_for("linear", weight="q2_k").contract == "linear.q2_k.q8_k.ggml_vecdot.v1"
+        with pytest.raises(PolicyError):  # fail-closed: other families' ops were not compared with that build
             p.rule_for("swiglu")
 
 

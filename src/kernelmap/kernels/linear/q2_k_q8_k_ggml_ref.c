@@ -18,7 +18,8 @@
  *     acc = fmaf((float)isum, fd, acc);  accm = fmaf((float)imin, fm, accm)
  *   y = acc - accm (f32). No other float operation; fmaf() is the only fused one. (The same shape as
  *   linear.q4_k.q8_k.ggml.v1 with q2_K's codes, 16 scales and 16 mins.)
- * When N % 8 != 0 llama.cpp does not repack the tensor and its vec_dot_q2_K_q8_K order applies instead:
+ * When N % 8 != 0 llama.cpp does not repack the tensor and its vec_dot_q2_K_q8_K order applies instead
+ * (km_q2_k_vec_dot_ref in q2_k_vecdot_ref.h, shared with linear.q2_k.q8_k.ggml_vecdot.v1):
  *   8 f32 lanes acc[l] = +0; per superblock, P[l] = mn[2l] * bsums[2l] + mn[2l+1] * bsums[2l+1] and
  *   lane[l] = sum_{c<8} sum_{i<4} sc[e/16] * q[e] * q8[e] (e = 32c + 4l + i) (exact int32),
  *   dmin = -(x.d * fp16(w.dmin)), d = x.d * fp16(w.d), acc[l] = fmaf(dmin, (float)P[l], acc[l]) then
@@ -28,34 +29,7 @@
 
 #include "km_common.h"
 #include "km_kquant.h"
-
-/* The 2-bit code of value e (0..255) of a q2_k block. */
-static int q2_code(const km_block_q2_k *b, int e) { return (b->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3; }
-
-/* y for one (weight row, activation row) in llama.cpp's vec_dot_q2_K_q8_K order (N % 8 != 0). */
-static float q2_vec_dot(const km_block_q2_k *wr, const km_block_q8_k *xr, int64_t nb) {
-    float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    for (int64_t b = 0; b < nb; ++b) {
-        const km_block_q2_k *wb = &wr[b];
-        const km_block_q8_k *xb = &xr[b];
-        const float d = xb->d * km_fp16_to_fp32(wb->d);
-        const float dmin = -(xb->d * km_fp16_to_fp32(wb->dmin));
-        for (int l = 0; l < 8; ++l) {
-            const int32_t p = (int32_t)(wb->scales[2 * l] >> 4) * xb->bsums[2 * l] +
-                              (int32_t)(wb->scales[2 * l + 1] >> 4) * xb->bsums[2 * l + 1];
-            int32_t lane = 0;
-            for (int c = 0; c < 8; ++c) {
-                for (int i = 0; i < 4; ++i) {
-                    const int e = 32 * c + 4 * l + i;
-                    lane += (int32_t)(wb->scales[e / 16] & 0x0F) * q2_code(wb, e) * (int32_t)xb->qs[e];
-                }
-            }
-            acc[l] = fmaf(dmin, (float)p, acc[l]);
-            acc[l] = fmaf(d, (float)lane, acc[l]);
-        }
-    }
-    return km_kq_reduce8(acc);
-}
+#include "q2_k_vecdot_ref.h"
 
 void km_linear_q2_k_q8_k_ggml__ref(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
                                    int ith, int nth) {
@@ -65,7 +39,7 @@ void km_linear_q2_k_q8_k_ggml__ref(float *y, const void *w, const void *x, int64
     if (N % 8 != 0) {
         for (int64_t n = n0; n < n1; ++n)
             for (int64_t m = 0; m < M; ++m)
-                y[m * N + n] = q2_vec_dot((const km_block_q2_k *)w + n * nb, (const km_block_q8_k *)x + m * nb, nb);
+                y[m * N + n] = km_q2_k_vec_dot_ref((const km_block_q2_k *)w + n * nb, (const km_block_q8_k *)x + m * nb, nb);
         return;
     }
     for (int64_t n = n0; n < n1; ++n) {
@@ -80,7 +54,7 @@ void km_linear_q2_k_q8_k_ggml__ref(float *y, const void *w, const void *x, int64
                 for (int j = 0; j < 16; ++j) {
                     int32_t dot = 0;
                     for (int i = 0; i < 16; ++i) {
-                        dot += q2_code(wb, 16 * j + i) * xb->qs[16 * j + i];
+                        dot += km_q2_code_ref(wb, 16 * j + i) * xb->qs[16 * j + i];
                     }
                     isum += (int32_t)(wb->scales[j] & 0x0F) * dot;
                     imin += (int32_t)(wb->scales[j] >> 4) * xb->bsums[j];
