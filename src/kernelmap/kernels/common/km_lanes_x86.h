@@ -41,10 +41,12 @@ KL_INLINE float kl_f8_fold(kl_f8 v) {
 KL_INLINE void kl_prefetch_l1(const void *p) { _mm_prefetch((const char *)p, _MM_HINT_T0); }
 KL_INLINE void kl_prefetch_l2(const void *p) { _mm_prefetch((const char *)p, _MM_HINT_T1); }
 
-/* 32 int8 from 16 packed nibbles: low nibbles are elements 0..15, high nibbles 16..31. */
+/* 32 int8 from 16 packed nibbles: low nibbles are elements 0..15, high nibbles 16..31. The 16 bytes are loaded into
+ * both halves (vbroadcasti128: a load, no shuffle uop) and the upper half shifted by 4 (vpsrlvq): one vector uop
+ * fewer than shifting a copy and inserting it (vinserti128), which shows in the compute-bound AVX2 decode GEMVs. */
 KL_INLINE __m256i kl_x86_nibbles32(const uint8_t *qs) {
-    const __m128i q = _mm_loadu_si128((const __m128i *)qs);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    return _mm256_and_si256(_mm256_srlv_epi64(q, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
 }
 
 /* Byte j = 0xFF where bit j of the little-endian 32-bit word at p is set. */

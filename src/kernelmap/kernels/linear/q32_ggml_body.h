@@ -140,21 +140,24 @@ KL_INLINE void kq32_tile(float *y, int64_t ystride, const uint8_t *w, int64_t wr
 /* Decode: one group of n (<= 8) blocks at block g for R (compile-time, <= KQ32_R1) adjacent weight rows
  * and one activation row, one accumulator per row (R independent fma chains). The rows' block reads
  * form R interleaved forward streams, so the software prefetch goes to L2: with L1 prefetches the
- * interleaved streams ran 2-3x slower from cold memory (measured on x86). */
+ * interleaved streams ran 2-3x slower from cold memory (measured on x86). The per-block scales t go through
+ * memory and come back as broadcast loads: kept in a register, each block's lane j cost a permute (and its
+ * index vector) on the vector ports, which bound these GEMVs on AVX2 (q5_0 hot: ~9.6 -> ~10.8 GMAC/s per core
+ * with the nibble load above, Zen 3). */
 KL_INLINE void kq32_group1(kl_f8 *acc, const uint8_t *wr, int64_t wrow, int64_t g, int64_t wblk, const int fmt,
                            const kq32_xrow *xr, const int n, const int R) {
-    kl_f8 tv[KQ32_R1];
+    float tv[KQ32_R1][8] __attribute__((aligned(32)));
     const kl_f8 dx = kl_f8_loadu(xr->dx + g);
     for (int r = 0; r < R; r++) {
         const uint8_t *p = wr + r * wrow + g * wblk;
-        tv[r] = kl_f8_mul(kl_f8_f16s(p, wblk, n), dx);
+        kl_f8_storeu(tv[r], kl_f8_mul(kl_f8_f16s(p, wblk, n), dx));
         for (int64_t o = 0; o < n * wblk; o += 64) kl_prefetch_l2(p + KQ32_PF + o);
     }
     for (int j = 0; j < n; j++) {
         const int64_t b = g + j;
         for (int r = 0; r < R; r++) {
             const kl_f8 f = kl_q32_dot(kl_q32w_load(wr + r * wrow + b * wblk, fmt), &xr->xb[b], fmt);
-            acc[r] = kl_f8_fma(kl_f8_bcast(tv[r], j), f, acc[r]);
+            acc[r] = kl_f8_fma(kl_f8_set1(tv[r][j]), f, acc[r]);
         }
     }
 }
