@@ -1,4 +1,6 @@
-"""Tests for attention_kq_f16kv_ggmlfa's SIMD variants: each byte-identical with ref for every partition.
+"""Tests for attention_kq_f16kv_ggmlfa's and attention_kq_f16kv_ggmlfa_dot32's SIMD variants: each byte-identical
+with its ref for every partition (the _dot32 map: the same with the AVX2 build's 32-partial score dot,
+attention_kq.f16kv.ggml_fa_dot32.v1).
 
 Contract attention_kq.f16kv.ggml_fa.v1 is llama.cpp's CPU flash attention with kq_scale multiplying each
 score after the f16 dot (the Llama / Qwen graphs). Its SIMD variants are the ggml_fa kernels with the
@@ -17,7 +19,7 @@ from ggmlfa_cases import run as _run
 from kernel_harness import assert_close_or_equal, bind, load_map_library, map_variants, skip_unless_runnable
 from test_attention_ggmlfa import CASES as GGMLFA_CASES
 
-MAP_ID = "attention_kq_f16kv_ggmlfa"
+MAP_IDS = ("attention_kq_f16kv_ggmlfa", "attention_kq_f16kv_ggmlfa_dot32")
 CASES = {
     **GGMLFA_CASES,
     # (M, Hq, Hkv, D, C, pos, window, scale, data): SmolLM2-135M's heads (9 query heads on 3 KV heads, D 64)
@@ -32,30 +34,33 @@ CASES = {
 NTH = (1, 2, 3, 5)
 
 
+MAP_VARIANTS = [(m, v) for m in MAP_IDS for v in map_variants(m, ref=False)]
+
+
 @pytest.fixture(scope="module")
-def lib_spec():
-    return load_map_library(MAP_ID)
+def lib_specs():
+    return {m: load_map_library(m) for m in MAP_IDS}
 
 
-@pytest.mark.parametrize("variant", map_variants(MAP_ID, ref=False))
+@pytest.mark.parametrize("map_id,variant", MAP_VARIANTS)
 @pytest.mark.parametrize("case_name", sorted(CASES))
-def test_attention_kq_variants_match_ref(lib_spec, variant, case_name):
-    skip_unless_runnable(MAP_ID, variant)
-    lib, spec = lib_spec
+def test_attention_kq_variants_match_ref(lib_specs, map_id, variant, case_name):
+    skip_unless_runnable(map_id, variant)
+    lib, spec = lib_specs[map_id]
     case = CASES[case_name]
     q, kc, vc = _inputs(case)
     want = _run(bind(lib, spec, "ref"), q, kc, vc, case, 1)
     assert np.isfinite(want).all()
     for nth in NTH:
         got = _run(bind(lib, spec, variant), q, kc, vc, case, nth)
-        assert_close_or_equal(want, got, map_id=MAP_ID, variant=variant, context=f"{case_name} nth={nth}")
+        assert_close_or_equal(want, got, map_id=map_id, variant=variant, context=f"{case_name} nth={nth}")
 
 
-@pytest.mark.parametrize("variant", map_variants(MAP_ID, ref=False))
+@pytest.mark.parametrize("map_id,variant", MAP_VARIANTS)
 @pytest.mark.parametrize("bad_value", [np.inf, -np.inf, np.nan])
-def test_attention_kq_nonfinite_scores_match_ref(lib_spec, variant, bad_value):
-    skip_unless_runnable(MAP_ID, variant)
-    lib, spec = lib_spec
+def test_attention_kq_nonfinite_scores_match_ref(lib_specs, map_id, variant, bad_value):
+    skip_unless_runnable(map_id, variant)
+    lib, spec = lib_specs[map_id]
     case = (3, 4, 1, 64, 60, 40, 0, 0.125, "normal")
     q, kc, vc = _inputs(case)
     kc[0, 7, :] = bad_value  # a visible key with an infinite / NaN score: new maxima, NaN vs, inf - inf
@@ -63,5 +68,5 @@ def test_attention_kq_nonfinite_scores_match_ref(lib_spec, variant, bad_value):
     want = _run(bind(lib, spec, "ref"), q, kc, vc, case, 1)
     got = _run(bind(lib, spec, variant), q, kc, vc, case, 2)
     assert np.array_equal(want.view(np.uint32), got.view(np.uint32)), (
-        f"{MAP_ID} [{variant}] non-finite score {bad_value}: "
+        f"{map_id} [{variant}] non-finite score {bad_value}: "
         f"{int((want.view(np.uint32) != got.view(np.uint32)).sum())} elements differ from ref")

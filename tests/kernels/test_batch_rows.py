@@ -30,7 +30,8 @@ def test_batch_rows_wrappers_cover_every_position_dependent_op():
     assert ops == {"rope", "kv_append", "attention", "qk_norm_rope", "rope_ff", "attention_kq"}
     # by name, so a new wrapper is a visible change here (and the audit sees each map's test)
     assert WRAPPERS == ["attention_f16kv_ggmlfa_dot32_rows", "attention_f16kv_ggmlfa_rows", "attention_f16kv_rows", "attention_f32kv_rows",
-                        "attention_kq_f16kv_ggmlfa_rows", "attention_kq_q8_0kv_rot_ggmlfa_rows",
+                        "attention_kq_f16kv_ggmlfa_dot32_rows", "attention_kq_f16kv_ggmlfa_rows",
+                        "attention_kq_q8_0kv_rot_ggmlfa_rows",
                         "attention_q8_0kv_rot_ggmlfa_rows", "kv_append_f16_rows", "kv_append_f32_rows",
                         "kv_append_q8_0_rotk_rows", "kv_append_q8_0_rotv_rows", "qk_norm_rope_neox_f32_rows", "rope_ff_neox_f32_rows", "rope_ff_normal_f32_rows",
                         "rope_neox_f32_rows", "rope_normal_f32_rows"]

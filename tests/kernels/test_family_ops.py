@@ -168,42 +168,79 @@ def ggml_v_expf(x) -> np.float32:
     return F(_LIBM.ldexpf(float(j), int(n)))
 
 
-def _silu_lane(x):
-    return F(F(x) / F(F(1.0) + ggml_v_expf(F(F(0.0) - F(x)))))
+def _bits_f32(u: int) -> np.float32:
+    return np.array([u & 0xFFFFFFFF], np.uint32).view(F)[0]
+
+
+def ggml_v_expf8(x) -> np.float32:
+    """One lane of ggml_v_expf in llama.cpp's AVX2 build: the same reduction, the polynomial without its 1, then
+    fma(j, k, k) with k = 2^n from z's bits (|n| <= 126), the two-factor scaling to 192, s1 * s1 beyond."""
+    x = F(x)
+    r = F(float.fromhex("0x1.8p23"))
+    z = fma(x, F(float.fromhex("0x1.715476p+0")), r)
+    n = F(z - r)
+    b = fma(-n, F(float.fromhex("0x1.7f7d1cp-20")), fma(-n, F(float.fromhex("0x1.62e4p-1")), x))
+    e = (int(np.array([z], F).view(np.uint32)[0]) << 23) & 0xFFFFFFFF
+    k = _bits_f32(e + 0x3F800000)
+    u = F(b * b)
+    j = fma(fma(fma(F(float.fromhex("0x1.0e4020p-7")), b, F(float.fromhex("0x1.573e2ep-5"))), u,
+                fma(F(float.fromhex("0x1.555e66p-3")), b, F(float.fromhex("0x1.fffdb6p-2")))),
+            u, F(F(float.fromhex("0x1.ffffecp-1")) * b))
+    if not abs(n) > 126:
+        return fma(j, k, k)
+    g = 0x82000000 if n <= 0 else 0
+    s1, s2 = _bits_f32(g + 0x7F000000), _bits_f32(e - g)
+    if abs(n) > 192:
+        return F(s1 * s1)
+    return F(fma(s2, j, s2) * s1)
+
+
+# map id -> (vector width of the peer build, one-lane exp of that build)
+SWIGLU_MAPS = {"swiglu_f32_ggml": (16, ggml_v_expf), "swiglu_f32_ggml_exp8": (8, ggml_v_expf8)}
+SWIGLU_VARIANTS = [(m, v) for m in SWIGLU_MAPS for v in map_variants(m)]
+
+
+def _silu_lane(x, expf=ggml_v_expf):
+    return F(F(x) / F(F(1.0) + expf(F(F(0.0) - F(x)))))
 
 
 def _silu_tail(x):
     return F(F(x) / F(F(1.0) + F(_LIBM.expf(float(-F(x))))))
 
 
-@pytest.mark.parametrize("variant", map_variants("swiglu_f32_ggml"))
-def test_swiglu_ggml_matches_numpy_lane_model(variant):
-    skip_unless_runnable("swiglu_f32_ggml", variant)
-    lib, spec = load_map_library("swiglu_f32_ggml")
+@pytest.mark.parametrize("map_id,variant", SWIGLU_VARIANTS)
+def test_swiglu_ggml_matches_numpy_lane_model(map_id, variant):
+    """swiglu.f32.ggml.v1 (AVX-512 build: 16 lanes) and swiglu.f32.ggml_exp8.v1 (AVX2 build: 8 lanes, its exp)
+    against the NumPy lane model of that build, vector columns and scalar tail, exp's every range."""
+    skip_unless_runnable(map_id, variant)
+    lib, spec = load_map_library(map_id)
+    width, expf = SWIGLU_MAPS[map_id]
     rng = np.random.default_rng(5)
-    m, n = 3, 37  # columns 0..31 take the vector lane, 32..36 the scalar tail
+    m, n = 3, 37  # columns below 32 (the 16-lane build) / 32 (the 8-lane build) take the vector lane, then the tail
     gate = (rng.standard_normal((m, n)) * 6).astype(F)
     gate[0, :8] = [0.0, -0.0, 88.0, -88.0, 120.0, -120.0, 1e-30, np.nan]
+    gate[2, :12] = [87.5, -87.5, 100.0, -100.0, 130.0, -130.0, 150.0, -150.0, 200.0, -200.0, 103.0, -103.0]
     gate[1, 32:] = [0.0, -104.0, 89.0, np.inf, -np.inf]
     up = rng.standard_normal((m, n)).astype(F)
     want = np.empty_like(gate)
-    for i in range(m):
-        for j in range(n):
-            s = _silu_lane(gate[i, j]) if j < 32 else _silu_tail(gate[i, j])
-            want[i, j] = F(s * up[i, j])
+    with np.errstate(all="ignore"):
+        for i in range(m):
+            for j in range(n):
+                s = _silu_lane(gate[i, j], expf) if j < n - n % width else _silu_tail(gate[i, j])
+                want[i, j] = F(s * up[i, j])
     for nth in (1, 2, 4):
         with np.errstate(all="ignore"):
             (y,) = _run(bind(lib, spec, variant), [((m, n), F)], [ptr(gate), ptr(up), m, n], nth)
-        assert_close_or_equal(want, y, map_id="swiglu_f32_ggml", variant=variant, context=f"nth={nth}")
+        assert_close_or_equal(want, y, map_id=map_id, variant=variant, context=f"nth={nth}")
 
 
-@pytest.mark.parametrize("variant", map_variants("swiglu_f32_ggml", ref=False))
-def test_swiglu_ggml_variants_byte_identical_to_ref(variant):
-    """Every SIMD variant of swiglu.f32.ggml.v1 returns the ref's bytes: exp underflow to subnormals and to 0,
-    overflow, |n| > 192, NaN, infinities, signed zeros; row lengths with and without a scalar tail, rows that
-    start inside another thread's chunk, nth 1..5, and y aliasing gate."""
-    skip_unless_runnable("swiglu_f32_ggml", variant)
-    lib, spec = load_map_library("swiglu_f32_ggml")
+@pytest.mark.parametrize("map_id,variant", [(m, v) for m, v in SWIGLU_VARIANTS if v != "ref"])
+def test_swiglu_ggml_variants_byte_identical_to_ref(map_id, variant):
+    """Every SIMD variant of swiglu.f32.ggml.v1 / ggml_exp8.v1 returns its ref's bytes: exp underflow to subnormals
+    and to 0, overflow, |n| > 126 and > 192, NaN, infinities, signed zeros; row lengths with and without a scalar
+    tail, rows that start inside another thread's chunk, nth 1..5, and y aliasing gate."""
+    skip_unless_runnable(map_id, variant)
+    lib, spec = load_map_library(map_id)
     rng = np.random.default_rng(23)
     special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 1e30, -1e30, 80.0, -80.0, 87.0, -87.0,
                         88.7, -88.7, 89.0, -89.0, 100.0, -100.0, 103.9, -103.9, 104.0, -104.0, 110.0, -110.0,
@@ -220,12 +257,12 @@ def test_swiglu_ggml_variants_byte_identical_to_ref(variant):
             for nth in (1, 2, 3, 5):
                 (got,) = _run(bind(lib, spec, variant), [((m, n), F)], [ptr(gate), ptr(up), m, n], nth)
                 bad = np.flatnonzero(want.view(np.uint32) != got.view(np.uint32))
-                assert bad.size == 0, (f"swiglu_f32_ggml [{variant}] {m}x{n} nth={nth}: {bad.size} differing; first at "
+                assert bad.size == 0, (f"{map_id} [{variant}] {m}x{n} nth={nth}: {bad.size} differing; first at "
                                        f"{bad[:5].tolist()}: gate {flat[bad[:5]].tolist()} want {want.reshape(-1)[bad[:5]].tolist()} "
                                        f"got {got.reshape(-1)[bad[:5]].tolist()}")
             inplace = gate.copy()
             bind(lib, spec, variant)(ptr(inplace), ptr(inplace), ptr(up), m, n, 0, 1)
-            assert np.array_equal(inplace.view(np.uint32), want.view(np.uint32)), f"swiglu_f32_ggml [{variant}] in place {m}x{n}"
+            assert np.array_equal(inplace.view(np.uint32), want.view(np.uint32)), f"{map_id} [{variant}] in place {m}x{n}"
 
 
 # --- MoE router -----------------------------------------------------------------------------------------------
@@ -528,14 +565,20 @@ def test_embedding_q4_0_matches_gguf_dequantize(variant):
 
 # --- attention with kq_scale ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("variant", map_variants("attention_kq_f16kv_ggmlfa"))
+# attention_kq map -> the attention map of the same build's score dot
+_KQ_PAIRS = {"attention_kq_f16kv_ggmlfa": "attention_f16kv_ggmlfa",
+             "attention_kq_f16kv_ggmlfa_dot32": "attention_f16kv_ggmlfa_dot32"}
+
+
+@pytest.mark.parametrize("kq_map,variant", [(k, v) for k in _KQ_PAIRS for v in map_variants(k)])
 @pytest.mark.parametrize("d,scale_exp", [(64, -3), (128, -4), (96, -2)])
-def test_attention_kq_equals_ggmlfa_when_q_is_prescaled(d, scale_exp, variant):
+def test_attention_kq_equals_ggmlfa_when_q_is_prescaled(d, scale_exp, kq_map, variant):
     """With q already f16 and a power-of-two scale (no f16 subnormals), scaling q before its f16 rounding
-    (attention.f16kv.ggml_fa.v1) and scaling each score (attention_kq) give the same bits."""
-    skip_unless_runnable("attention_kq_f16kv_ggmlfa", variant)
-    lib, spec = load_map_library("attention_kq_f16kv_ggmlfa")
-    glib, gspec = load_map_library("attention_f16kv_ggmlfa")
+    (attention.f16kv.ggml_fa.v1 / _dot32.v1) and scaling each score (attention_kq, the same build's dot) give the
+    same bits."""
+    skip_unless_runnable(kq_map, variant)
+    lib, spec = load_map_library(kq_map)
+    glib, gspec = load_map_library(_KQ_PAIRS[kq_map])
     rng = np.random.default_rng(d)
     m, hq, hkv, c, pos = 3, 4, 2, 40, 20
     q = rng.uniform(0.5, 2.0, (m, hq * d)).astype(np.float16).astype(F) * rng.choice([-1, 1], (m, hq * d)).astype(F)

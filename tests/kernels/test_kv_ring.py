@@ -24,7 +24,7 @@ from kernel_harness import (
 )
 
 ATTENTION_MAPS = ("attention_f16kv_ggmlfa", "attention_kq_f16kv_ggmlfa", "attention_f16kv_ggmlfa_split2",
-                  "attention_f16kv_ggmlfa_split4")
+                  "attention_f16kv_ggmlfa_split4", "attention_f16kv_ggmlfa_dot32", "attention_kq_f16kv_ggmlfa_dot32")
 CASES = {
     # name: (M, Hq, Hkv, D, pos, window, scale)
     "decode_wrapped": (1, 4, 1, 256, 300, 64, 0.0625),

@@ -110,8 +110,12 @@ def test_llama_cpu_avx2_t2_policy_is_the_avx2_build_on_two_threads_and_keeps_its
         assert pol.rule_for("linear", weight=t).contract == f"linear.{t}.{t}.ggml_dot32.v1"
     for p in (pol, base):  # that build never repacks q2_K: its vec_dot order at every N
         assert p.rule_for("linear", weight="q2_k").contract == "linear.q2_k.q8_k.ggml_vecdot.v1"
-        with pytest.raises(PolicyError):  # fail-closed: other families' ops were not compared with that build
-            p.rule_for("swiglu")
+        assert p.rule_for("swiglu").contract == "swiglu.f32.ggml_exp8.v1"  # that build's 8-lane exp
+        assert p.rule_for("attention_kq").contract == "attention_kq.f16kv.ggml_fa_dot32.v1"
+        with pytest.raises(PolicyError):  # fail-closed: the MoE ops were not all explained against that build
+            p.rule_for("moe_router", weight="f32")
+        with pytest.raises(PolicyError):
+            p.rule_for("rope_ff", style="neox")
 
 
 def test_policy_unknown_name_lists_shipped_policies():

@@ -1,0 +1,79 @@
+"""The family models on llama.cpp's AVX2 build (GGML_AVX512=OFF) under llama-cpu-avx2: every logit bit for bit.
+
+Fixtures: tests/fixtures/families_avx2 (tests/fixtures/families/record_build.py: the committed family models of
+tests/fixtures/families run by the AVX2 peer, prompt + 32 greedy steps, every logit after every token). Three
+contracts make that build's arithmetic on these models, besides Gemma's: swiglu.f32.ggml_exp8.v1 (its SiLU's 8-lane
+exp), attention_kq.f16kv.ggml_fa_dot32.v1 (the kq-scaled attention with its 8-lane score dot) and the dot32 f16
+linears. Every dense cell (Llama with rope frequency factors, Qwen2 with biases, Qwen3 with q/k norm, Phi-3, and
+the 192-wide Llama at Q4_K_M's q5_0/q8_0 fallback) must be bit-exact at every one of its 40 positions; the MoE
+cells must be refused (fail closed: its router and expert ops were not all explained against that build: in a
+trial with llama-cpu's MoE rules its Q4_K_M and Q4_0 cells differed by ~1e-6). The matrix compiles with the ref
+variants (every SIMD variant equals its ref under the same contract, tested per kernel); make test runs three
+cells that cover the three contracts and every other family op, KERNELMAP_SLOW=1 all 24.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kernelmap.compiler import CompileOptions
+from kernelmap.families.matrix import load_fixtures, run_cell
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+DENSE = ("llama", "qwen2", "qwen3", "phi3", "llama-d192")
+PRESETS = ("Q8_0", "Q4_K_M", "Q4_0", "F16")
+EXACT = [(a, p) for a in DENSE for p in PRESETS]
+REFUSED = [("qwen3moe", p) for p in PRESETS]
+# rope_ff + swiglu + attention_kq (llama), q/k norm + f16 linears (qwen3 F16), bias (qwen2)
+FAST = [("llama", "Q4_K_M"), ("qwen3", "F16"), ("qwen2", "Q4_0")]
+OPTIONS = CompileOptions(max_rows=16, isa=frozenset(), policy="llama-cpu-avx2")
+
+
+@pytest.fixture(scope="module")
+def fixtures():
+    return load_fixtures(FIX / "families_avx2")
+
+
+def test_families_avx2_fixtures_are_the_committed_models_on_the_avx2_build(fixtures):
+    base = load_fixtures(FIX / "families")
+    info = fixtures["settings"]["system_info"]
+    assert "AVX2 = 1" in info and "AVX512 = 1" not in info, info
+    assert fixtures["settings"]["version"] == base["settings"]["version"] and fixtures["settings"]["n_threads"] == 1
+    assert fixtures["settings"]["flash_attn"] and fixtures["settings"]["type_k"] == "f16"
+    assert fixtures["steps"] == base["steps"] and sorted(fixtures["models"]) == sorted(base["models"])
+    for arch, entry in base["models"].items():
+        for preset, p in entry["presets"].items():
+            assert fixtures["models"][arch]["presets"][preset]["sha256"] == p["sha256"], (arch, preset)
+            assert (FIX / "families_avx2" / "peer" / f"{arch}-{preset}.npz").is_file()
+    every = EXACT + REFUSED
+    assert len(every) == len(set(every)) == 24 and not set(FAST) - set(EXACT)
+
+
+def _check(cell, arch, preset):
+    detail = json.dumps(cell.as_dict(), default=str)[:600]
+    if (arch, preset) in REFUSED:  # fail closed, naming the op the policy has no rule for
+        assert cell.status == "refused" and "moe_router" in cell.error and "llama-cpu-avx2" in cell.error, detail
+        return
+    assert cell.status == "bit-exact" and cell.positions == 40, detail
+    assert cell.greedy_identical and cell.prefill_exact and not cell.reasons, detail
+
+
+@pytest.mark.parametrize("arch,preset", FAST, ids=[f"{a}-{p}" for a, p in FAST])
+def test_avx2_build_family_cell_is_bit_exact(fixtures, tmp_path, arch, preset):
+    cell = run_cell(fixtures, arch, preset, work=tmp_path, options=OPTIONS)
+    _check(cell, arch, preset)
+    want = {"llama": {"swiglu.f32.ggml_exp8.v1", "attention_kq.f16kv.ggml_fa_dot32.v1", "rope_ff.normal.f32.v1"},
+            "qwen3": {"linear.f16.f16.ggml_dot32.v1", "qk_norm_rope.neox.f32.v1"},
+            "qwen2": {"bias_add.f32.v1"}}[arch]
+    assert want <= set(cell.contracts), cell.contracts
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("KERNELMAP_SLOW"), reason="slow (24 cells): set KERNELMAP_SLOW=1")
+@pytest.mark.parametrize("arch,preset", EXACT + REFUSED, ids=[f"{a}-{p}" for a, p in EXACT + REFUSED])
+def test_family_matrix_avx2_build_cell_is_bit_exact(fixtures, tmp_path, arch, preset):
+    _check(run_cell(fixtures, arch, preset, work=tmp_path, options=OPTIONS), arch, preset)
