@@ -1,15 +1,15 @@
 """The family models on llama.cpp's AVX2 build (GGML_AVX512=OFF) under llama-cpu-avx2: every logit bit for bit.
 
 Fixtures: tests/fixtures/families_avx2 (tests/fixtures/families/record_build.py: the committed family models of
-tests/fixtures/families run by the AVX2 peer, prompt + 32 greedy steps, every logit after every token). Three
+tests/fixtures/families run by the AVX2 peer, prompt + 32 greedy steps, every logit after every token). These
 contracts make that build's arithmetic on these models, besides Gemma's: swiglu.f32.ggml_exp8.v1 (its SiLU's 8-lane
-exp), attention_kq.f16kv.ggml_fa_dot32.v1 (the kq-scaled attention with its 8-lane score dot) and the dot32 f16
-linears. Every dense cell (Llama with rope frequency factors, Qwen2 with biases, Qwen3 with q/k norm, Phi-3, and
-the 192-wide Llama at Q4_K_M's q5_0/q8_0 fallback) must be bit-exact at every one of its 40 positions; the MoE
-cells must be refused (fail closed: its router and expert ops were not all explained against that build: in a
-trial with llama-cpu's MoE rules its Q4_K_M and Q4_0 cells differed by ~1e-6). The matrix compiles with the ref
-variants (every SIMD variant equals its ref under the same contract, tested per kernel); make test runs three
-cells that cover the three contracts and every other family op, KERNELMAP_SLOW=1 all 24.
+exp), attention_kq.f16kv.ggml_fa_dot32.v1 (the kq-scaled attention with its 8-lane score dot), the dot32 f16
+linears, and for the MoE moe_router.f32.ggml_dot32.v1 (its router's 8-lane logit dot and softmax exp). Every
+cell (Llama with rope frequency factors, Qwen2 with biases, Qwen3 with q/k norm, Phi-3, the 192-wide Llama at
+Q4_K_M's q5_0/q8_0 fallback, Qwen3-MoE) must be bit-exact at every one of its 40 positions, but Qwen3-MoE F16,
+which must be refused naming its f16 expert tensor (no f16 moe_linear rule in either policy). The matrix compiles
+with the ref variants (every SIMD variant equals its ref under the same contract, tested per kernel); make test
+runs four cells that cover the new contracts and every other family op, KERNELMAP_SLOW=1 all 24.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from kernelmap.compiler import CompileOptions
 from kernelmap.families.matrix import load_fixtures, run_cell
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
-DENSE = ("llama", "qwen2", "qwen3", "phi3", "llama-d192")
+ROWS = ("llama", "qwen2", "qwen3", "phi3", "llama-d192", "qwen3moe")
 PRESETS = ("Q8_0", "Q4_K_M", "Q4_0", "F16")
-EXACT = [(a, p) for a in DENSE for p in PRESETS]
-REFUSED = [("qwen3moe", p) for p in PRESETS]
-# rope_ff + swiglu + attention_kq (llama), q/k norm + f16 linears (qwen3 F16), bias (qwen2)
-FAST = [("llama", "Q4_K_M"), ("qwen3", "F16"), ("qwen2", "Q4_0")]
+REFUSED = [("qwen3moe", "F16")]
+EXACT = [(a, p) for a in ROWS for p in PRESETS if (a, p) not in REFUSED]
+# rope_ff + swiglu + attention_kq (llama), q/k norm + f16 linears (qwen3 F16), bias (qwen2), the MoE router + experts
+FAST = [("llama", "Q4_K_M"), ("qwen3", "F16"), ("qwen2", "Q4_0"), ("qwen3moe", "Q4_K_M")]
 OPTIONS = CompileOptions(max_rows=16, isa=frozenset(), policy="llama-cpu-avx2")
 
 
@@ -55,8 +55,8 @@ def test_families_avx2_fixtures_are_the_committed_models_on_the_avx2_build(fixtu
 
 def _check(cell, arch, preset):
     detail = json.dumps(cell.as_dict(), default=str)[:600]
-    if (arch, preset) in REFUSED:  # fail closed, naming the op the policy has no rule for
-        assert cell.status == "refused" and "moe_router" in cell.error and "llama-cpu-avx2" in cell.error, detail
+    if (arch, preset) in REFUSED:  # fail closed, naming the tensor and its type
+        assert cell.status == "refused" and "ffn_up_exps.weight/type" in cell.error and "f16" in cell.error, detail
         return
     assert cell.status == "bit-exact" and cell.positions == 40, detail
     assert cell.greedy_identical and cell.prefill_exact and not cell.reasons, detail
@@ -68,7 +68,8 @@ def test_avx2_build_family_cell_is_bit_exact(fixtures, tmp_path, arch, preset):
     _check(cell, arch, preset)
     want = {"llama": {"swiglu.f32.ggml_exp8.v1", "attention_kq.f16kv.ggml_fa_dot32.v1", "rope_ff.normal.f32.v1"},
             "qwen3": {"linear.f16.f16.ggml_dot32.v1", "qk_norm_rope.neox.f32.v1"},
-            "qwen2": {"bias_add.f32.v1"}}[arch]
+            "qwen2": {"bias_add.f32.v1"},
+            "qwen3moe": {"moe_router.f32.ggml_dot32.v1", "moe_linear.q4_k.q8_k.ggml.v1", "moe_combine.f32.v1"}}[arch]
     assert want <= set(cell.contracts), cell.contracts
 
 

@@ -283,19 +283,40 @@ def _dot_f32(w, x):
     return _reduce16(a0)
 
 
-def _router_numpy(x, w, u, norm, scale):
+def _reduce8(a):
+    h = [F(a[i + 4] + a[i]) for i in range(4)]
+    return F(F(h[0] + h[2]) + F(h[1] + h[3]))
+
+
+def _dot32_f32(w, x):
+    """ggml_vec_dot_f32 of the AVX2 build (K a multiple of 32): 32 partials, (a0 + a2) + (a1 + a3), l + 4, pairs."""
+    p = [F(0.0)] * 32
+    for i in range(len(x)):
+        p[i % 32] = fma(w[i], x[i], p[i % 32])
+    v = [F(F(p[lane] + p[16 + lane]) + F(p[8 + lane] + p[24 + lane])) for lane in range(8)]
+    t = [F(v[lane] + v[lane + 4]) for lane in range(4)]
+    return F(F(t[0] + t[1]) + F(t[2] + t[3]))
+
+
+# map id -> (logit dot, softmax block width, block exp, block lane sum) of the llama.cpp build it reproduces
+ROUTER_MAPS = {"moe_router_f32": (_dot_f32, 16, ggml_v_expf, _reduce16),
+               "moe_router_f32_ggml_dot32": (_dot32_f32, 8, ggml_v_expf8, _reduce8)}
+
+
+def _router_numpy(x, w, u, norm, scale, map_id="moe_router_f32"):
+    dot, width, vexpf, vsum = ROUTER_MAPS[map_id]
     e = w.shape[0]
-    logits = [_dot_f32(w[k], x) for k in range(e)]
+    logits = [dot(w[k], x) for k in range(e)]
     mx = F(-np.inf)
     for v in logits:
         mx = mx if mx > v else v
     p = [F(0.0)] * e
     total = 0.0
-    vec_end = e - e % 16
-    for b in range(0, vec_end, 16):
-        for k in range(b, b + 16):
-            p[k] = ggml_v_expf(F(logits[k] - mx))
-        total += float(_reduce16(p[b:b + 16]))
+    vec_end = e - e % width
+    for b in range(0, vec_end, width):
+        for k in range(b, b + width):
+            p[k] = vexpf(F(logits[k] - mx))
+        total += float(vsum(p[b:b + width]))
     for k in range(vec_end, e):
         p[k] = F(_LIBM.expf(float(F(logits[k] - mx))))
         total += float(p[k])
@@ -312,11 +333,11 @@ def _router_numpy(x, w, u, norm, scale):
     return order.astype(np.int32), wts
 
 
-@pytest.mark.parametrize("variant", map_variants("moe_router_f32"))
-@pytest.mark.parametrize("e,u,norm,scale", [(4, 2, 1, 0.0), (32, 4, 1, 0.0), (40, 8, 0, 2.5)])
-def test_moe_router_matches_numpy_steps(e, u, norm, scale, variant):
-    skip_unless_runnable("moe_router_f32", variant)
-    lib, spec = load_map_library("moe_router_f32")
+@pytest.mark.parametrize("map_id,variant", [(m, v) for m in ROUTER_MAPS for v in map_variants(m)])
+@pytest.mark.parametrize("e,u,norm,scale", [(4, 2, 1, 0.0), (32, 4, 1, 0.0), (40, 8, 0, 2.5), (13, 3, 1, 0.0)])
+def test_moe_router_matches_numpy_steps(e, u, norm, scale, map_id, variant):
+    skip_unless_runnable(map_id, variant)
+    lib, spec = load_map_library(map_id)
     rng = np.random.default_rng(e * 10 + u)
     m, k = 3, 128
     x = rng.standard_normal((m, k)).astype(F)
@@ -325,18 +346,18 @@ def test_moe_router_matches_numpy_steps(e, u, norm, scale, variant):
         ids, wts = _run(bind(lib, spec, variant), [((m, u), np.int32), ((m, u), F)],
                         [ptr(x), ptr(w), m, e, u, k, norm, ctypes.c_float(scale)], nth, fill=0)
         for r in range(m):
-            want_ids, want_w = _router_numpy(x[r], w, u, norm, scale)
-            assert ids[r].tolist() == want_ids.tolist(), f"moe_router_f32 [ref] row {r}: ids {ids[r]} != {want_ids}"
-            assert_close_or_equal(want_w, wts[r], map_id="moe_router_f32", variant=variant, context=f"row {r} nth={nth}")
+            want_ids, want_w = _router_numpy(x[r], w, u, norm, scale, map_id)
+            assert ids[r].tolist() == want_ids.tolist(), f"{map_id} [{variant}] row {r}: ids {ids[r]} != {want_ids}"
+            assert_close_or_equal(want_w, wts[r], map_id=map_id, variant=variant, context=f"row {r} nth={nth}")
 
 
-@pytest.mark.parametrize("variant", map_variants("moe_router_f32", ref=False))
-def test_moe_router_variants_match_ref(variant):
+@pytest.mark.parametrize("map_id,variant", [(m, v) for m in ROUTER_MAPS for v in map_variants(m, ref=False)])
+def test_moe_router_variants_match_ref(map_id, variant):
     """Each SIMD variant (moe/router_body.h) returns the ref's ids and weight bytes: E with and without a
     partial block of 16, E = 512, K = 64 .. 2048, tied logits (equal expert rows), norm/scale on and off,
     nth 1..3 over 1..5 rows."""
-    skip_unless_runnable("moe_router_f32", variant)
-    lib, spec = load_map_library("moe_router_f32")
+    skip_unless_runnable(map_id, variant)
+    lib, spec = load_map_library(map_id)
     rng = np.random.default_rng(41)
     for m, e, u, k, norm, scale in ((1, 4, 2, 64, 1, 0.0), (5, 37, 8, 192, 0, 2.5), (3, 64, 8, 1024, 1, 1.0),
                                     (2, 512, 16, 128, 1, 0.5), (4, 20, 4, 2048, 0, 0.0)):
@@ -347,8 +368,8 @@ def test_moe_router_variants_match_ref(variant):
         want_ids, want_w = _run(bind(lib, spec, "ref"), [((m, u), np.int32), ((m, u), F)], args, fill=0)
         for nth in (1, 2, 3):
             ids, wts = _run(bind(lib, spec, variant), [((m, u), np.int32), ((m, u), F)], args, nth, fill=0)
-            assert ids.tolist() == want_ids.tolist(), f"moe_router_f32 [{variant}] {m}x{e}x{k} nth={nth}: ids differ"
-            assert_close_or_equal(want_w, wts, map_id="moe_router_f32", variant=variant, context=f"{m}x{e}x{k} nth={nth}")
+            assert ids.tolist() == want_ids.tolist(), f"{map_id} [{variant}] {m}x{e}x{k} nth={nth}: ids differ"
+            assert_close_or_equal(want_w, wts, map_id=map_id, variant=variant, context=f"{m}x{e}x{k} nth={nth}")
 
 
 _SORT_CPP = r"""

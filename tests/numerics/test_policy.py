@@ -112,8 +112,9 @@ def test_llama_cpu_avx2_t2_policy_is_the_avx2_build_on_two_threads_and_keeps_its
         assert p.rule_for("linear", weight="q2_k").contract == "linear.q2_k.q8_k.ggml_vecdot.v1"
         assert p.rule_for("swiglu").contract == "swiglu.f32.ggml_exp8.v1"  # that build's 8-lane exp
         assert p.rule_for("attention_kq").contract == "attention_kq.f16kv.ggml_fa_dot32.v1"
-        with pytest.raises(PolicyError):  # fail-closed: the MoE ops were not all explained against that build
-            p.rule_for("moe_router", weight="f32")
+        assert p.rule_for("moe_router", weight="f32").contract == "moe_router.f32.ggml_dot32.v1"
+        with pytest.raises(PolicyError):  # fail-closed: no family fixture has q5_0 experts on that build
+            p.rule_for("moe_linear", weight="q5_0")
         with pytest.raises(PolicyError):
             p.rule_for("rope_ff", style="neox")
 

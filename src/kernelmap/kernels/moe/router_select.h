@@ -26,6 +26,15 @@
 
 #define KM_ROUTER_EMAX 512
 
+/* Numerics parameters (defaults: the AVX-512 build's moe_router.f32.ggml.v1): KRS_VW, the width of ggml_soft_max's
+ * vector blocks, KRS_VEXPF the scalar emulation of one lane of their exp, KRS_VSUM the block's lane sum in f32.
+ * moe_router.f32.ggml_dot32.v1 (llama.cpp's AVX2 build) sets 8, km_ggml_v_expf8 and km_router_reduce8. */
+#ifndef KRS_VW
+#define KRS_VW 16
+#define KRS_VEXPF km_ggml_v_expf
+#define KRS_VSUM km_router_reduce16
+#endif
+
 /* gcc's _mm512_reduce_add_ps on 16 lanes: h[l] = a[l+8] + a[l], q[l] = h[l+4] + h[l], (q0 + q2) + (q1 + q3) */
 static inline float km_router_reduce16(const float a[16]) {
     float h[8], q[4];
@@ -34,16 +43,23 @@ static inline float km_router_reduce16(const float a[16]) {
     return (q[0] + q[2]) + (q[1] + q[3]);
 }
 
+/* the AVX2 build's 8-lane block sum: h[l] = a[l+4] + a[l], (h0 + h2) + (h1 + h3) */
+static inline float km_router_reduce8(const float a[8]) {
+    float h[4];
+    for (int l = 0; l < 4; l++) h[l] = a[l + 4] + a[l];
+    return (h[0] + h[2]) + (h[1] + h[3]);
+}
+
 static inline void km_router_select(int32_t *ir, float *wr, float *p, int64_t E, int64_t U, int64_t norm,
                                     float scale) {
     int32_t idx[KM_ROUTER_EMAX]; /* [E] argsort */
     float mx = -INFINITY;
     for (int64_t e = 0; e < E; e++) mx = mx > p[e] ? mx : p[e]; /* ggml's MAX(max, x), NaN and -0 included */
     double sum = 0.0;
-    const int64_t vec_end = E - E % 16;
-    for (int64_t e0 = 0; e0 < vec_end; e0 += 16) {
-        for (int l = 0; l < 16; l++) p[e0 + l] = km_ggml_v_expf(p[e0 + l] - mx);
-        sum += (double)km_router_reduce16(p + e0);
+    const int64_t vec_end = E - E % KRS_VW;
+    for (int64_t e0 = 0; e0 < vec_end; e0 += KRS_VW) {
+        for (int l = 0; l < KRS_VW; l++) p[e0 + l] = KRS_VEXPF(p[e0 + l] - mx);
+        sum += (double)KRS_VSUM(p + e0);
     }
     for (int64_t e = vec_end; e < E; e++) {
         p[e] = expf(p[e] - mx);
