@@ -106,6 +106,8 @@ fixtures-avx2: peer install-dev
 	PYTHONPATH=src $(PEER_PY) -P tests/fixtures/formats/make_format_fixtures.py --out tests/fixtures/formats_avx2 --model "$$($(MODEL_CMD))"
 	PYTHONPATH=src $(PEER_PY) -P tests/fixtures/kquant/make_kquant_fixtures.py --out tests/fixtures/kquant_avx2 --model "$$($(MODEL_CMD))"
 	$(VPY) tests/fixtures/families/record_build.py --peer-python $(PEER_PY) --out tests/fixtures/families_avx2
+	$(VPY) tests/fixtures/families/record_build.py --peer-python $(PEER_PY) --out tests/fixtures/families_avx2_t2 \
+		--threads 2 --ctx 512 --long-prompt 300 --steps 8 --rows llama,qwen3 --presets Q8_0
 
 # Tiny synthetic models of every family, quantized and run by llama.cpp (VOCAB_DIR: llama.cpp's models/ folder).
 family-fixtures: peer install-dev

@@ -18,6 +18,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kernelmap.compiler import CompileOptions
@@ -78,3 +79,52 @@ def test_avx2_build_family_cell_is_bit_exact(fixtures, tmp_path, arch, preset):
 @pytest.mark.parametrize("arch,preset", EXACT + REFUSED, ids=[f"{a}-{p}" for a, p in EXACT + REFUSED])
 def test_family_matrix_avx2_build_cell_is_bit_exact(fixtures, tmp_path, arch, preset):
     _check(run_cell(fixtures, arch, preset, work=tmp_path, options=OPTIONS), arch, preset)
+
+
+# --- two threads, past 256 positions: llama.cpp splits a row's keys (llama-cpu-avx2-t2) --------------------------
+
+LONG = [("llama", "Q8_0"), ("qwen3", "Q8_0")]
+
+
+@pytest.fixture(scope="module")
+def long_fixtures():
+    return load_fixtures(FIX / "families_avx2_t2")
+
+
+def _teacher_forced(fixtures, arch, preset, policy, work):
+    """Our logits after each of llama.cpp's tokens (one per decode), and llama.cpp's."""
+    from kernelmap.compiler import compile_model
+    from kernelmap.families.matrix import model_path
+    from kernelmap.runtime.model import Model
+
+    peer = np.load(FIX / "families_avx2_t2" / "peer" / f"{arch}-{preset}.npz")
+    tokens = [int(t) for t in peer["tokens"]]
+    compiled = compile_model(model_path(fixtures, arch, preset, work),
+                             CompileOptions(max_rows=16, isa=frozenset(), policy=policy))
+    model = Model(compiled, n_ctx=512, threads=1)
+    try:
+        got = np.stack([(model.prefill([t]) if i == 0 else model.decode(t)).copy() for i, t in enumerate(tokens)])
+    finally:
+        model.close()
+    return got, np.asarray(peer["logits"], np.float32)
+
+
+def test_families_avx2_t2_fixtures_are_two_threads_past_256_positions(long_fixtures):
+    s = long_fixtures["settings"]
+    assert s["n_threads"] == 2 and s["n_ctx"] >= 512 and "AVX512 = 1" not in s["system_info"], s
+    for arch, preset in LONG:
+        assert len(long_fixtures["models"][arch]["prompt"]) + long_fixtures["steps"] > 300
+        assert long_fixtures["models"][arch]["presets"][preset]["sha256"] == \
+            load_fixtures(FIX / "families")["models"][arch]["presets"][preset]["sha256"]
+
+
+@pytest.mark.parametrize("arch,preset", LONG, ids=[f"{a}-{p}" for a, p in LONG])
+def test_avx2_build_two_threads_llama_long_context_is_bit_exact(long_fixtures, tmp_path, arch, preset):
+    """llama-cpu-avx2-t2 gives every logit of llama.cpp's AVX2 build on 2 threads over 308+ positions; the
+    one-thread policy matches it below position 256 and not after (the split is what the contract adds)."""
+    got, want = _teacher_forced(long_fixtures, arch, preset, "llama-cpu-avx2-t2", tmp_path)
+    bad = np.flatnonzero((got.view(np.uint32) != want.view(np.uint32)).any(1))
+    assert bad.size == 0, f"{arch} {preset}: positions differing from llama.cpp -t 2: {bad[:10].tolist()}"
+    one, _ = _teacher_forced(long_fixtures, arch, preset, "llama-cpu-avx2", tmp_path)
+    diff = np.flatnonzero((one.view(np.uint32) != want.view(np.uint32)).any(1))
+    assert diff.size and diff.min() >= 256, f"one-thread order vs -t 2: differing positions {diff[:10].tolist()}"

@@ -1,6 +1,8 @@
-"""Tests for attention_f16kv_ggmlfa_split<N> and _dot32_split2: llama.cpp's N-thread flash-attention order.
+"""Tests for attention_f16kv_ggmlfa_split<N>, _dot32_split2 and attention_kq_f16kv_ggmlfa_dot32_split2: llama.cpp's
+N-thread flash-attention order.
 
-Each split map (N = 2, 4; and N = 2 with the 8-lane score dot of llama.cpp's AVX2 build) is checked: every variant the map declares byte-identical with its ref for
+Each split map (N = 2, 4; N = 2 with the 8-lane score dot of llama.cpp's AVX2 build, for the prescaled and the
+kq-scaled attention) is checked: every variant the map declares byte-identical with its ref for
 every (ith, nth); ref equal to the NumPy emulation of llama.cpp's N-thread split (tests/parity_fa/
 fa_emulation.py: split_chunks + attend_row_split with the map's dot width, itself checked against
 llama.cpp's own attention outputs by tests/kernels/test_ops_vs_llama.py); below a 512-cell KV view
@@ -25,6 +27,10 @@ SPLITS = {
     "split2": ("attention_f16kv_ggmlfa_split2", 2, 64, "attention_f16kv_ggmlfa"),
     "split4": ("attention_f16kv_ggmlfa_split4", 4, 64, "attention_f16kv_ggmlfa"),
     "dot32_split2": ("attention_f16kv_ggmlfa_dot32_split2", 2, 32, "attention_f16kv_ggmlfa_dot32"),
+    # the kq-scaled attention (Llama / Qwen: q unscaled, each score times the scale), AVX2 build, 2 threads
+    "kq_dot32_split2": ("attention_kq_f16kv_ggmlfa_dot32_split2", 2, 32, "attention_kq_f16kv_ggmlfa_dot32"),
+    "kq_split2": ("attention_kq_f16kv_ggmlfa_split2", 2, 64, "attention_kq_f16kv_ggmlfa"),
+    "kq_split4": ("attention_kq_f16kv_ggmlfa_split4", 4, 64, "attention_kq_f16kv_ggmlfa"),
 }
 SPLIT_MAPS = {key: spec[0] for key, spec in SPLITS.items()}
 CASES = {
@@ -74,9 +80,12 @@ def test_attention_ggmlfa_split_variants_match_ref(libs, n, variant, case_name):
     assert_close_or_equal(want, got, map_id=SPLIT_MAPS[n], variant=variant, context=f"{case_name} nth=2")
 
 
-@pytest.mark.parametrize("n", sorted(SPLIT_MAPS))
+@pytest.mark.parametrize("n", sorted(n for n in SPLIT_MAPS if not n.startswith("kq_")))
 @pytest.mark.parametrize("case_name", EMULATED)
 def test_attention_ggmlfa_split_ref_matches_emulation(libs, n, case_name):
+    """(The kq map's ref is the same split ref with the scale on the scores instead of q; the emulation scales q, so
+    the kq map is checked against its one-thread contract below and against llama.cpp's logits end to end:
+    tests/e2e/test_families_avx2.py.)"""
     case = CASES[case_name]
     m, hq, hkv, d, c, pos, window, scale, _data = case
     _mid, n_split, width, _plain = SPLITS[n]

@@ -104,14 +104,15 @@ def test_llama_cpu_kvq8_policy_selects_the_rotated_q8_0_cache_for_k_and_v():
 def test_llama_cpu_avx2_t2_policy_is_the_avx2_build_on_two_threads_and_keeps_its_scope():
     pol, base = load_policy("llama-cpu-avx2-t2"), load_policy("llama-cpu-avx2")
     assert pol.rule_for("attention").contract == "attention.f16kv.ggml_fa_dot32_split2.v1"
+    assert pol.rule_for("attention_kq").contract == "attention_kq.f16kv.ggml_fa_dot32_split2.v1"
     assert pol.rule_for("linear", weight="q5_0").contract == base.rule_for("linear", weight="q5_0").contract
     assert pol.rule_for("linear", weight="q4_0").contract == "linear.q4_0.q8_0.ggml.v1"
     for t in ("f16", "bf16", "f32"):  # the AVX2 build's 8-lane float dots
         assert pol.rule_for("linear", weight=t).contract == f"linear.{t}.{t}.ggml_dot32.v1"
+    assert base.rule_for("attention_kq").contract == "attention_kq.f16kv.ggml_fa_dot32.v1"  # its one-thread order
     for p in (pol, base):  # that build never repacks q2_K: its vec_dot order at every N
         assert p.rule_for("linear", weight="q2_k").contract == "linear.q2_k.q8_k.ggml_vecdot.v1"
         assert p.rule_for("swiglu").contract == "swiglu.f32.ggml_exp8.v1"  # that build's 8-lane exp
-        assert p.rule_for("attention_kq").contract == "attention_kq.f16kv.ggml_fa_dot32.v1"
         assert p.rule_for("moe_router", weight="f32").contract == "moe_router.f32.ggml_dot32.v1"
         with pytest.raises(PolicyError):  # fail-closed: no family fixture has q5_0 experts on that build
             p.rule_for("moe_linear", weight="q5_0")
@@ -181,8 +182,11 @@ def test_llama_cpu_tn_is_llama_cpu_with_the_n_thread_attention_split(name, n):
     base, derived = load_policy("llama-cpu"), load_policy(name)
     assert derived.rule_for("attention").contract == f"attention.f16kv.ggml_fa_split{n}.v1"
     assert derived.rule_for("attention").kv == "f16"
-    others = {(r.op, r.match): (r.contract, r.activation, r.kv) for r in base.rules if r.op != "attention"}
-    assert {(r.op, r.match): (r.contract, r.activation, r.kv) for r in derived.rules if r.op != "attention"} == others
+    # llama.cpp splits the kq-scaled attention (Llama / Qwen) on n threads too
+    assert derived.rule_for("attention_kq").contract == f"attention_kq.f16kv.ggml_fa_split{n}.v1"
+    split = ("attention", "attention_kq")
+    others = {(r.op, r.match): (r.contract, r.activation, r.kv) for r in base.rules if r.op not in split}
+    assert {(r.op, r.match): (r.contract, r.activation, r.kv) for r in derived.rules if r.op not in split} == others
     inherited = derived.rule_for("linear", weight="q8_0")
     assert inherited.pointer.startswith("llama-cpu:/rules/"), inherited.pointer
 

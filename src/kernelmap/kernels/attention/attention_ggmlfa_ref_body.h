@@ -27,12 +27,12 @@ static inline void km_fa_ref_q16(km_half *q16, const float *qr, float scale, int
 
 /* Keys js .. je (positions, increasing; none when js > je) of one KV head (kh, vh: [C][D] cells, key j in cell
  * j mod C: the ring layout, the full-length one when C > je) into the running state: *big_m (M), *big_s (S),
- * vkq f16 [D]. */
+ * vkq f16 [D]. Each score is f32(dot) * kqs (llama.cpp's kq_scale: 1 where the scale went into q16, exact). */
 static inline void km_fa_ref_keys(const km_half *q16, const km_half *kh, const km_half *vh, int64_t D, int64_t C,
-        int64_t js, int64_t je, float *big_m, float *big_s, km_half *vkq) {
+        int64_t js, int64_t je, float kqs, float *big_m, float *big_s, km_half *vkq) {
     float mm = *big_m, ss = *big_s;
     for (int64_t j = js; j <= je; j++) {
-        const float s = KM_FA_DOT(kh + (j % C) * D, q16, D);
+        const float s = KM_FA_DOT(kh + (j % C) * D, q16, D) * kqs;
         float ms = 1.0f, vs = 1.0f;
         if (s > mm) {
             ms = expf(mm - s);
@@ -51,13 +51,14 @@ static inline void km_fa_ref_keys(const km_half *q16, const km_half *kh, const k
     *big_s = ss;
 }
 
-/* One row and head over keys j0 .. p from a fresh state, normalized: y[d] = f32(VKQ[d]) * (S == 0 ? 0 : 1/S). */
+/* One row and head over keys j0 .. p from a fresh state, normalized: y[d] = f32(VKQ[d]) * (S == 0 ? 0 : 1/S);
+ * scores times kqs (km_fa_ref_keys). */
 static inline void km_fa_ref_row(float *y, const km_half *q16, const km_half *kh, const km_half *vh, int64_t D,
-        int64_t C, int64_t j0, int64_t p) {
+        int64_t C, int64_t j0, int64_t p, float kqs) {
     km_half vkq[KM_FA_DMAX]; /* [D] */
     for (int64_t d = 0; d < D; d++) vkq[d] = 0;
     float big_m = -INFINITY, big_s = 0.0f;
-    km_fa_ref_keys(q16, kh, vh, D, C, j0, p, &big_m, &big_s, vkq);
+    km_fa_ref_keys(q16, kh, vh, D, C, j0, p, kqs, &big_m, &big_s, vkq);
     const float inv = big_s == 0.0f ? 0.0f : 1.0f / big_s;
     for (int64_t d = 0; d < D; d++) y[d] = km_fp16_to_fp32(vkq[d]) * inv;
 }

@@ -36,6 +36,6 @@ void km_attention_f16kv_ggmlfa_dot32__ref(float *y, const float *q, const void *
         const int64_t j0 = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
         km_half q16[KM_FA_DMAX]; /* [D] */
         km_fa_ref_q16(q16, q + it * D, scale, D);
-        km_fa_ref_row(y + it * D, q16, kc + kvh * C * D, vc + kvh * C * D, D, C, j0, p);
+        km_fa_ref_row(y + it * D, q16, kc + kvh * C * D, vc + kvh * C * D, D, C, j0, p, 1.0f);
     }
 }

@@ -37,11 +37,11 @@ void km_attention_f16kv_ggmlfa_split4__ref(float *y, const float *q, const void 
 void km_attention_f16kv_ggmlfa_split2__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
         int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale,
         int64_t window, int ith, int nth) {
-    km_fa_split_ref(y, q, k_cache, v_cache, M, Hq, Hkv, C, D, pos, scale, window, 2, ith, nth);
+    km_fa_split_ref(y, q, k_cache, v_cache, M, Hq, Hkv, C, D, pos, scale, 1.0f, window, 2, ith, nth);
 }
 
 void km_attention_f16kv_ggmlfa_split4__ref(float *y, const float *q, const void *k_cache, const void *v_cache,
         int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale,
         int64_t window, int ith, int nth) {
-    km_fa_split_ref(y, q, k_cache, v_cache, M, Hq, Hkv, C, D, pos, scale, window, 4, ith, nth);
+    km_fa_split_ref(y, q, k_cache, v_cache, M, Hq, Hkv, C, D, pos, scale, 1.0f, window, 4, ith, nth);
 }

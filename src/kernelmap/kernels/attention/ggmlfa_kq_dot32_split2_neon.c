@@ -1,0 +1,26 @@
+/* attention/ggmlfa_kq_dot32_split2_neon.c — km_attention_kq_f16kv_ggmlfa_dot32_split2__neon: contract
+ * attention_kq.f16kv.ggml_fa_dot32_split2.v1 (Q16 = f16(q), each score f32(dot) * scale, the dot on 32 partials).
+ *
+ * An instantiation of the family body attention/ggmlfa_body.h on the AArch64 AdvSIMD lanes, with its numerics parameter
+ * KFA_DOTW = 32 (the score dot of llama.cpp's AVX2 build), the scale applied after the dot (as
+ * attention_kq.f16kv.ggml_fa.v1's instantiations) and n_split = 2 (the 2-thread key split); byte-identical to
+ * km_attention_kq_f16kv_ggmlfa_dot32_split2__ref for
+ * every (ith, nth).
+ */
+#include "km_lanes_neon.h"
+
+#define KFA_DOTW 32   /* contract attention_kq.f16kv.ggml_fa_dot32_split2.v1 */
+#define KFA_KB 32     /* keys per block */
+#define KFA_SG 2      /* items per score pass */
+#define KFA_NV 4      /* vectors per item in a VKQ chunk (16 columns) */
+#define KFA_NV8 1     /* the same for row pairs (unused: no pairs) */
+#define KFA_PAIRS 0   /* row pairs */
+#define KFA_FUSED 0   /* next block's scores inside the VKQ pass */
+#define KFA_EXPF_HOOK 0 /* no expf test hook (the plain ggml_fa unit has it) */
+#include "ggmlfa_body.h"
+
+void km_attention_kq_f16kv_ggmlfa_dot32_split2__neon(float *y, const float *q, const void *k_cache, const void *v_cache,
+        int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window, int ith,
+        int nth) {
+    kfa_attention(y, q, k_cache, v_cache, M, Hq, Hkv, D, C, pos, 1.0f, scale, window, 2, ith, nth);
+}

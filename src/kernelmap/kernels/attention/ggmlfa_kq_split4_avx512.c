@@ -1,0 +1,22 @@
+/* attention/ggmlfa_kq_split4_avx512.c — km_attention_kq_f16kv_ggmlfa_split4__avx512: contract attention_kq.f16kv.ggml_fa_split4.v1 (Q16 = f16(q), each score f32(dot) * scale, llama.cpp's 4-thread key split).
+ *
+ * An instantiation of the family body attention/ggmlfa_body.h (numerics, schedule and why every element sees
+ * the contract's roundings are there) on the AVX-512 F/BW/VL/DQ lanes: byte-identical to km_attention_f16kv_ggmlfa_split4__ref
+ * (ggmlfa_split_ref.c), and so to every other ISA's variant, for every (ith, nth) and M.
+ */
+#include "km_lanes_avx512.h"
+
+#define KFA_KB 32     /* keys per block */
+#define KFA_SG 4      /* items per score pass (4 zmm of partials each) */
+#define KFA_NV 4      /* vectors per item in a VKQ chunk (64 columns) */
+#define KFA_NV8 2     /* the same for groups of more than 4 items (32 columns) */
+#define KFA_PAIRS 1   /* row pairs (up to 8 items per group) */
+#define KFA_FUSED 1   /* next block's scores inside the VKQ pass (16-key blocks) */
+#define KFA_EXPF_HOOK 0 /* no expf test hook (the plain ggml_fa unit has it) */
+#include "ggmlfa_body.h"
+
+void km_attention_kq_f16kv_ggmlfa_split4__avx512(float *y, const float *q, const void *k_cache, const void *v_cache,
+        int64_t M, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t pos, float scale, int64_t window, int ith,
+        int nth) {
+    kfa_attention(y, q, k_cache, v_cache, M, Hq, Hkv, D, C, pos, 1.0f, scale, window, 4, ith, nth);
+}
