@@ -10,6 +10,10 @@ Q4_K_M's q5_0/q8_0 fallback, Qwen3-MoE) must be bit-exact at every one of its 40
 which must be refused naming its f16 expert tensor (no f16 moe_linear rule in either policy). The matrix compiles
 with the ref variants (every SIMD variant equals its ref under the same contract, tested per kernel); make test
 runs four cells that cover the new contracts and every other family op, KERNELMAP_SLOW=1 all 24.
+
+The end of the module checks llama-cpu-avx2-t2 against tests/fixtures/families_avx2_t2: the same build on 2 threads
+over 308 positions of the Llama and Qwen3 models, where llama.cpp splits the kq-scaled attention's keys from position
+256 on (attention_kq.f16kv.ggml_fa_dot32_split2.v1).
 """
 
 from __future__ import annotations
