@@ -33,6 +33,9 @@
  * 16 keys and chunk c of (3) also computes item c's scores of the next block from K rows widened once,
  * so score FMAs overlap the VKQ chain's f16 conversions.
  * Schedule parameters (the instantiation #defines them): KFA_KB (16 or 32), KFA_SG, KFA_NV, KFA_NV8 (<= 4),
+ * KFA_NV2 (optional, <= 8, default KFA_NV: vectors per item for groups of 1 or 2 items; each VKQ vector is a chain
+ * fma -> f16 -> f32 of ~15 cycles per key on AVX2, so 2 items x 2 vectors left the ports idle: decode on 2 threads
+ * gives each thread 2 of Gemma's 4 heads),
  * KFA_PAIRS, KFA_FUSED (0 / 1), KFA_EXPF_HOOK (1: export the test hook km_ggmlfa_expf_check<lanes>); the
  * numerics parameter KFA_DOTW (64 when not defined; 32 needs KL_FV_LANES <= 8: its first fold is on 8 lanes).
  */
@@ -51,6 +54,14 @@
 #define KFA_DMAX 512
 #define KFA_GMAX 8                   /* items per group (row pairs of 4 heads) */
 #define KFA_KBF 16                   /* keys per block, fused schedule */
+#ifndef KFA_NV2
+#define KFA_NV2 KFA_NV               /* vectors per item in a VKQ chunk for groups of 1 or 2 items */
+#endif
+#define KFA_NVMAX 8                  /* the largest of KFA_NV, KFA_NV8, KFA_NV2 */
+#if KFA_NV > KFA_NVMAX || KFA_NV8 > KFA_NVMAX || KFA_NV2 > KFA_NVMAX
+#error "ggmlfa_body.h: KFA_NV, KFA_NV8 and KFA_NV2 are at most 8"
+#endif
+#define KFA_NVG(G) ((G) > 4 ? KFA_NV8 : (G) > 2 ? KFA_NV : KFA_NV2) /* vectors per item of a group of G */
 #ifndef KFA_DOTW
 #define KFA_DOTW 64                  /* dot partials: llama.cpp's AVX-512 build (32: its AVX2 build) */
 #endif
@@ -104,11 +115,21 @@ KFA_AI void kfa_fold4(float *pk, const kl_fv *a) {
     }
 }
 
-/* P lanes pb[(g*KB + k)*16 ..] of keys k < nk (K rows kr + k*D) for the G items of widened Q16 rows qf + g*D. */
-KFA_AI void kfa_partials(float *pb, const km_half *kr, int64_t nk, const float *qf, int64_t D, const int G) {
+/* P lanes pb[(g*KB + k)*16 ..] of keys k < nk (K rows kr + k*D) for the G items of widened Q16 rows qf + g*D.
+ * Memory hint only: with pv, each key's step also prefetches row k of pv (the block's V rows, read next by the VKQ
+ * pass in column chunks: a stride of D halves the hardware prefetchers do not follow) and, for k < npk, row k of
+ * pk (the next block's K rows). */
+KFA_AI void kfa_partials(float *pb, const km_half *kr, int64_t nk, const float *qf, int64_t D, const int G,
+        const km_half *pv, const km_half *pk, int64_t npk) {
     const int64_t dw = D & ~(int64_t)(KFA_DOTW - 1);
     for (int64_t k = 0; k < nk; k++) {
         const km_half *kk = kr + k * D;
+        if (pv) {
+            for (int64_t o = 0; o < D; o += 32) kl_prefetch_l2(pv + k * D + o);
+            if (k < npk) {
+                for (int64_t o = 0; o < D; o += 32) kl_prefetch_l2(pk + k * D + o);
+            }
+        }
         kl_fv a[KFA_SG][KFA_PV];
         for (int g = 0; g < G; g++) {
             for (int r = 0; r < KFA_PV; r++) a[g][r] = kl_fv_zero();
@@ -158,14 +179,16 @@ KFA_AI void kfa_finish(float *sc, const float *pb, const km_half *kr, int64_t nk
     }
 }
 
-/* Scores sc[g*KB + k] of keys k < nk for G items: partials in parts of KFA_SG items, then the fold. */
-KFA_AI void kfa_scores(float *sc, const km_half *kr, int64_t nk, const float *qf, int64_t D, float kq, const int G) {
+/* Scores sc[g*KB + k] of keys k < nk for G items: partials in parts of KFA_SG items, then the fold; the first part
+ * prefetches pv / pk (kfa_partials; pv NULL: none). */
+KFA_AI void kfa_scores(float *sc, const km_half *kr, int64_t nk, const float *qf, int64_t D, float kq, const int G,
+        const km_half *pv, const km_half *pk, int64_t npk) {
     float pb[KFA_GMAX * KFA_KB * 16] KFA_ALIGN; /* [G][KB][16] P lanes */
     /* straight-line parts (no loop), so each part's item count is a constant and its partials stay in registers */
 #define KFA_PART(i) \
     if (G > (i) * KFA_SG) { \
         kfa_partials(pb + (i) * KFA_SG * KFA_KB * 16, kr, nk, qf + (i) * KFA_SG * D, D, \
-                     G - (i) * KFA_SG < KFA_SG ? G - (i) * KFA_SG : KFA_SG); \
+                     G - (i) * KFA_SG < KFA_SG ? G - (i) * KFA_SG : KFA_SG, (i) == 0 ? pv : NULL, pk, npk); \
     }
     KFA_PART(0)
     KFA_PART(1)
@@ -182,7 +205,7 @@ KFA_AI void kfa_scores(float *sc, const km_half *kr, int64_t nk, const float *qf
 /* ---- VKQ ---- */
 
 /* One key's step on NV vectors of G items: optional rescale by ms (bit g of nm), then the V mad with vs. */
-KFA_AI void kfa_vstep(kl_fv a[][4], const kl_fv *x, unsigned nm, const float *vs, const float *ms, int64_t k,
+KFA_AI void kfa_vstep(kl_fv a[][KFA_NVMAX], const kl_fv *x, unsigned nm, const float *vs, const float *ms, int64_t k,
         const int G, const int NV) {
     if (__builtin_expect(nm != 0, 0)) {
         for (int g = 0; g < G; g++) {
@@ -204,12 +227,12 @@ KFA_AI void kfa_vstep(kl_fv a[][4], const kl_fv *x, unsigned nm, const float *vs
 KFA_AI void kfa_vchunk(float *acc, int64_t D, int64_t d0, const km_half *vr, int64_t nk, const float *vs,
         const float *ms, const uint8_t *nmask, const float *kf, int64_t nk2, const float *qg, float *pk, const int G,
         const int NV) {
-    kl_fv a[KFA_GMAX][4];
+    kl_fv a[KFA_GMAX][KFA_NVMAX];
     for (int g = 0; g < G; g++) {
         for (int v = 0; v < NV; v++) a[g][v] = kl_fv_loadu(acc + g * D + d0 + v * KL_FV_LANES);
     }
     for (int64_t k = 0; k < nk; k++) {
-        kl_fv x[4];
+        kl_fv x[KFA_NVMAX];
         for (int v = 0; v < NV; v++) x[v] = kl_fv_load_f16(vr + k * D + d0 + v * KL_FV_LANES);
         kfa_vstep(a, x, nmask[k], vs, ms, k, G, NV);
         if (k < nk2) {
@@ -233,7 +256,7 @@ KFA_AI void kfa_vchunk(float *acc, int64_t D, int64_t d0, const km_half *vr, int
  * (c < G) also computes item c's next-block P lanes into pb. */
 KFA_AI void kfa_vblock(float *acc, int64_t D, const km_half *vr, int64_t nk, const float *vs, const float *ms,
         const uint8_t *nmask, const float *kf, int64_t nk2, const float *qf, float *pb, const int G) {
-    const int NV = G > 4 ? KFA_NV8 : KFA_NV;
+    const int NV = KFA_NVG(G);
     const int64_t cw = (int64_t)NV * KL_FV_LANES;
     const int64_t dm = D - D % cw;
     for (int64_t c = 0; c * cw < dm; c++) {
@@ -266,13 +289,18 @@ KFA_AI void kfa_run(kfa_state *st, int g0, const km_half *kb, const km_half *vb,
     float pb[KFA_FUSED ? KFA_GMAX * KFA_KB * 16 : 1] KFA_ALIGN;        /* [G][KB][16] next-block P lanes (fused) */
     uint8_t nmask[KFA_KB];
     float *qf = st->qf + g0 * D, *acc = st->acc + g0 * D, *big_m = st->big_m + g0, *big_s = st->big_s + g0;
-    const int64_t cw = (int64_t)(G > 4 ? KFA_NV8 : KFA_NV) * KL_FV_LANES;
+    const int64_t cw = (int64_t)KFA_NVG(G) * KL_FV_LANES;
     const int fused = KFA_FUSED && D % KFA_DOTW == 0 && D % cw == 0 && D / cw >= G;
     const int64_t step = fused ? KFA_KBF : KFA_KB;
-    if (fused && js <= je) kfa_scores(sc, kb + js * D, je + 1 - js < step ? je + 1 - js : step, qf, D, st->kq, G);
+    if (fused && js <= je) {
+        kfa_scores(sc, kb + js * D, je + 1 - js < step ? je + 1 - js : step, qf, D, st->kq, G, NULL, NULL, 0);
+    }
     for (int64_t jb = js; jb <= je; jb += step) {
         const int64_t nk = je + 1 - jb < step ? je + 1 - jb : step;
-        if (!fused) kfa_scores(sc, kb + jb * D, nk, qf, D, st->kq, G);
+        if (!fused) {
+            const int64_t npk = je + 1 - (jb + step) < step ? je + 1 - (jb + step) : step; /* <= 0: no next block */
+            kfa_scores(sc, kb + jb * D, nk, qf, D, st->kq, G, vb + jb * D, npk > 0 ? kb + (jb + step) * D : NULL, npk);
+        }
         for (int64_t k = 0; k < nk; k++) nmask[k] = 0;
         for (int g = 0; g < G; g++) {
             kfa_softmax(sc + g * KFA_KB, ms + g * KFA_KB, vs + g * KFA_KB, nmask, g, nk, &big_m[g], &big_s[g], use_vexp);
