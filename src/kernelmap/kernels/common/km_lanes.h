@@ -295,6 +295,9 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *   kl_q32_seeds(out, qs, off)     the 8 int32 out[l] = KL_MAGIC_I - off * (qs[4l] + ... + qs[4l + 3]) of 32
  *                                  int8 quants qs (off 0 or a power of two <= 128; out aligned to 32 bytes)
  *   kl_q32_xsum(qs)                the int32 sum of the 32 int8 quants at qs
+ *   KL_IV_DP4U                     defined when the lanes header also provides (optional; km_lanes_avx2.h):
+ *   kl_iv_dp4u(acc, w, x)          lane l + sum_{i<4} s8(byte 4l + i of w) * u8(x[i]), x 4 bytes (the same 4 for
+ *                                  every lane); exact when |w| * 255 * 2 < 2^15 (without VNNI a pair sum is int16)
  */
 
 /* w6-q32gemv additions (the 32-element decode, M = 1; implemented in km_lanes_avx512.h only: the bodies test

@@ -450,6 +450,10 @@ KL_INLINE __m256i kl_avx2_bcast32(const void *p) {
 KL_INLINE kl_iv kl_iv_dp4(kl_iv acc, kl_iv w, const int8_t *x) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, kl_avx2_bcast32(x)), _mm256_set1_epi16(1)));
 }
+#define KL_IV_DP4U 1
+KL_INLINE kl_iv kl_iv_dp4u(kl_iv acc, kl_iv w, const uint8_t *x) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(kl_avx2_bcast32(x), w), _mm256_set1_epi16(1)));
+}
 KL_INLINE kl_iv kl_iv_dp4s(kl_iv acc, kl_iv w, const int8_t *x, kl_iv s) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, kl_avx2_bcast32(x)), s));
 }

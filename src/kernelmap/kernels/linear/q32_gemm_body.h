@@ -178,6 +178,79 @@ KL_INLINE void kq32g_tile1(float *y, int64_t N, int nc, const kq32g_blk *P, int 
         }
 }
 
+#if defined(KQ32G_LMT)
+#ifndef KL_IV_DP4U
+#error "linear/q32_gemm_body.h: KQ32G_LMT needs kl_iv_dp4u (KL_IV_DP4U) of the lanes header"
+#endif
+/* The vec_dot order of the offset formats (q4_0, q5_0), lane-outer (KQ32G_LMT: rows per tile). The exact lane
+ * integer is formed the other way round: the weight as a signed byte (code - offset) times the activation
+ * quant with its sign bit flipped (x + 128, an unsigned byte), minus 128 * (the 4 weights' sum):
+ * sum w * (x + 128) - 128 * sum w = sum w * x. The correction is the weight's, so it is unpacked once per
+ * panel with the weights (seed s[l] = KL_MAGIC_I - 128 * sum) instead of being broadcast per activation row
+ * and block; pair sums |w| * 255 * 2 <= 8160 stay in int16. The tile walks contract lane l outermost, the
+ * blocks in order inside, KQ32G_LMT rows sharing each weight vector: each (row, column) lane chain still
+ * runs fma(t, lane, acc) over the blocks in increasing order from +0 (or its parked value), and the fold
+ * ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) is the same, so the bits are those of kq32g_tile.
+ * Why: on AVX2 (Zen 3) kq32g_tile's three loads per lane step (weights, quant broadcast, seed broadcast)
+ * bound it; here a lane step loads the quant broadcast and t, the weight and seed once per LMT rows. */
+typedef struct {
+    kl_iv w[8];       /* contract lane l: lane c = column c's weights 4l..4l+3 as signed bytes (code - offset) */
+    kl_iv s[8];       /* KL_MAGIC_I - 128 * (the sum of those 4 weights) */
+    float d[KQ32G_L]; /* f32 of the column's f16 d (+0 past the group) */
+} __attribute__((aligned(64))) kq32g_lblk;
+
+KL_INLINE void kq32g_lpack(kq32g_lblk *P, const uint8_t *w, int64_t wrow, int64_t b0, int bc, int nc, const int fmt) {
+    static const uint8_t ones[4] = {1, 1, 1, 1};
+    const uint32_t add = 0x01010101u * (uint32_t)(128 - KL_Q32_OFF(fmt)); /* code + 128 - off <= 31 + 120: no carry */
+    for (int bb = 0; bb < bc; bb++) {
+        kq32g_blk u;
+        kq32g_pack(&u, w, wrow, b0 + bb, 1, nc, fmt);
+        for (int l = 0; l < 8; l++) { /* (code + 128 - off) ^ 0x80 = code - off as a signed byte */
+            const kl_iv ws = kl_iv_xor(kl_iv_add(u.q[l], kl_iv_set1((int32_t)add)), kl_iv_set1((int32_t)0x80808080u));
+            P[bb].w[l] = ws;
+            P[bb].s[l] = kl_iv_add(kl_iv_set1(KL_MAGIC_I), kl_iv_mullo(kl_iv_dp4u(kl_iv_zero(), ws, ones), kl_iv_set1(-128)));
+        }
+        kl_fv_store(P[bb].d, kl_fv_load(u.d));
+    }
+}
+
+/* MT (<= KQ32G_LMT) activation rows (x: the first row's block at the chunk start, row stride xrow bytes) against
+ * one group's panel P (bc blocks); park: row r's 8 lane vectors at park + r * pstride; first / last as
+ * kq32g_tile; y: the first row's first column (row stride N), nc columns. */
+KL_INLINE void kq32g_ltile(float *y, int64_t N, int nc, const kq32g_lblk *P, int bc, const uint8_t *x, int64_t xrow,
+                           float *park, int64_t pstride, int first, int last, const int fmt, const int MT) {
+    const int64_t xblk = KL_Q32_XBLK(fmt), xq = KL_Q32_XQS(fmt);
+    uint8_t xu[KQ32G_LMT][KQ32G_KB][32] __attribute__((aligned(32)));           /* quants + 128 */
+    float tb[KQ32G_KB][KQ32G_LMT][KQ32G_L] __attribute__((aligned(64)));       /* t = d * dx per column */
+    float lanes[KQ32G_LMT][8][KQ32G_L] __attribute__((aligned(64)));           /* the last chunk's lanes */
+    for (int r = 0; r < MT; r++) {
+        for (int bb = 0; bb < bc; bb++) {
+            const uint8_t *xb = x + r * xrow + bb * xblk;
+            for (int i = 0; i < 32; i++) xu[r][bb][i] = (uint8_t)(xb[xq + i] ^ 0x80u);
+            kl_fv_store(tb[bb][r], kl_fv_mul(kl_fv_load(P[bb].d), kl_fv_set1(kl_f32_f16(xb))));
+        }
+    }
+    for (int l = 0; l < 8; l++) {
+        kl_fv acc[KQ32G_LMT];
+        for (int r = 0; r < MT; r++) acc[r] = first ? kl_fv_zero() : kl_fv_load(park + r * pstride + l * KQ32G_L);
+        for (int bb = 0; bb < bc; bb++) {
+            const kl_iv wv = P[bb].w[l], sv = P[bb].s[l];
+            for (int r = 0; r < MT; r++)
+                acc[r] = kl_fv_fma(kl_fv_load(tb[bb][r]), kl_fv_unmagic(kl_iv_dp4u(sv, wv, xu[r][bb] + 4 * l)), acc[r]);
+        }
+        for (int r = 0; r < MT; r++) kl_fv_store(last ? lanes[r][l] : park + r * pstride + l * KQ32G_L, acc[r]);
+    }
+    if (!last) return;
+    for (int r = 0; r < MT; r++) {
+        const kl_fv g0 = kl_fv_add(kl_fv_add(kl_fv_load(lanes[r][0]), kl_fv_load(lanes[r][4])),
+                                   kl_fv_add(kl_fv_load(lanes[r][2]), kl_fv_load(lanes[r][6])));
+        const kl_fv g1 = kl_fv_add(kl_fv_add(kl_fv_load(lanes[r][1]), kl_fv_load(lanes[r][5])),
+                                   kl_fv_add(kl_fv_load(lanes[r][3]), kl_fv_load(lanes[r][7])));
+        kl_fv_storen(y + r * N, kl_fv_add(g0, g1), nc);
+    }
+}
+#endif
+
 /* The weights the next panel chunk will unpack, prefetched (to L2) a few lines per row tile while the
  * current one is read: the unpacking gathers walk 16 rows at once, which the hardware prefetchers follow
  * poorly from DRAM. */
@@ -205,10 +278,16 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                          int64_t n1, const int fmt, const int one) {
     const int64_t wblk = KL_Q32_WBLK(fmt), xblk = KL_Q32_XBLK(fmt);
     const int64_t wrow = nb * wblk, xrow = nb * xblk;
-    const int NG = KQ32G_NG; /* column groups per panel */
     kq32g_blk P[KQ32G_NG * KQ32G_KB];
     float park[KQ32G_MS * KQ32G_NG * KQ32G_PARK * KQ32G_L] __attribute__((aligned(64)));
     const int chunked = nb > KQ32G_KB;
+#if defined(KQ32G_LMT)
+    kq32g_lblk PL[KQ32G_KB];
+    const int lout = !one && fmt != KL_Q32_Q8_0 && !KL_Q32_HASMIN(fmt); /* the offset formats' vec_dot order */
+    const int NG = lout ? 1 : KQ32G_NG;
+#else
+    const int NG = KQ32G_NG; /* column groups per panel */
+#endif
     const int64_t MS = chunked ? KQ32G_MS : M; /* one chunk: nothing is parked, so no super-tiles */
     for (int64_t m0 = 0; m0 < M; m0 += MS) {
         const int64_t ms = M - m0 < MS ? M - m0 : MS;
@@ -219,6 +298,10 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
             for (int64_t b0 = 0; b0 < nb; b0 += KQ32G_KB) {
                 const int bc = nb - b0 < KQ32G_KB ? (int)(nb - b0) : KQ32G_KB;
                 const int first = b0 == 0, last = b0 + bc == nb;
+#if defined(KQ32G_LMT)
+                if (lout) kq32g_lpack(PL, w + n * wrow, wrow, b0, bc, nc, fmt);
+                else
+#endif
                 for (int g = 0; g < G; g++)
                     kq32g_pack(P + g * KQ32G_KB, w + (n + g * KQ32G_L) * wrow, wrow, b0, bc, g == G - 1 ? nc : KQ32G_L, fmt);
                 kq32g_pf pf; /* the next chunk of this panel, else the next panel's first */
@@ -234,6 +317,27 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                 float *yb = y + m0 * N + n;
                 const uint8_t *xb = x + m0 * xrow + b0 * xblk;
                 int64_t m = 0;
+#if defined(KQ32G_LMT)
+                if (lout) {
+                    const int64_t ps = KQ32G_NG * KQ32G_PARK * KQ32G_L; /* the vec_dot order's park stride */
+                    for (; m < ms;) {
+                        const int64_t left = ms - m;
+                        const int mt = left >= KQ32G_LMT ? KQ32G_LMT : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+                        float *pk = chunked ? park + m * ps : park;
+                        kq32g_pf_step(&pf, mt * pfs);
+                        switch (mt) {
+                        case KQ32G_LMT: kq32g_ltile(yb + m * N, N, nc, PL, bc, xb + m * xrow, xrow, pk, ps, first, last, fmt, KQ32G_LMT); break;
+#if KQ32G_LMT > 4
+                        case 4: kq32g_ltile(yb + m * N, N, nc, PL, bc, xb + m * xrow, xrow, pk, ps, first, last, fmt, 4); break;
+#endif
+                        case 2: kq32g_ltile(yb + m * N, N, nc, PL, bc, xb + m * xrow, xrow, pk, ps, first, last, fmt, 2); break;
+                        default: kq32g_ltile(yb + m * N, N, nc, PL, bc, xb + m * xrow, xrow, pk, ps, first, last, fmt, 1); break;
+                        }
+                        m += mt;
+                    }
+                    continue;
+                }
+#endif
                 if (one) {
                     const int64_t ps = KQ32G_NG * KQ32G_PARK * KQ32G_L;
                     for (; m + KQ32G_MT1 <= ms; m += KQ32G_MT1) {

@@ -19,6 +19,7 @@
 #define KQ32G_KB 32    /* prefill GEMM: blocks per weight panel */
 #define KQ32G_MS 64    /* prefill GEMM: rows per super-tile (K of several panels) */
 #define KQ32G_MIN_M 16 /* prefill GEMM: smallest batch */
+#define KQ32G_LMT 8    /* prefill GEMM: rows per lane-outer tile (the seed with the weights: kq32g_ltile) */
 #include "q32_ggml_body.h"
 
 void km_linear_q5_0_q8_0_ggml__avx2(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
