@@ -17,6 +17,8 @@
  *   KQ32_RP   weight row pairs per prefill tile
  *   KQ32_R1   weight rows per decode step (M = 1): independent fma chains
  *   KQ32_PF   decode: software prefetch distance in bytes (to L2)
+ *   KQ32_PFG  optional, decode over whole rows (one K slice): prefetch the step of R rows KQ32_PFG steps ahead as
+ *             one contiguous range (R rows are adjacent) instead of KQ32_PF ahead along each row
  *   KQ32_PFT  prefill: prefetch distance in weight rows (to L1)
  *   KQ32_KS   blocks per K slice (accumulators are parked between slices)
  *   KQ32_NC   columns per chunk (a chunk's weights stay in L2 across activation tiles)
@@ -145,13 +147,16 @@ KL_INLINE void kq32_tile(float *y, int64_t ystride, const uint8_t *w, int64_t wr
  * index vector) on the vector ports, which bound these GEMVs on AVX2 (q5_0 hot: ~9.6 -> ~10.8 GMAC/s per core
  * with the nibble load above, Zen 3). */
 KL_INLINE void kq32_group1(kl_f8 *acc, const uint8_t *wr, int64_t wrow, int64_t g, int64_t wblk, const int fmt,
-                           const kq32_xrow *xr, const int n, const int R) {
+                           const kq32_xrow *xr, const int n, const int R, const uint8_t *pfl, int64_t lpb) {
     float tv[KQ32_R1][8] __attribute__((aligned(32)));
     const kl_f8 dx = kl_f8_loadu(xr->dx + g);
+    if (pfl) /* the step KQ32_PFG steps ahead, one contiguous range: lpb of its lines per block */
+        for (int64_t i = g * lpb; i < (g + n) * lpb; i++) kl_prefetch_l2(pfl + i * 64);
     for (int r = 0; r < R; r++) {
         const uint8_t *p = wr + r * wrow + g * wblk;
         kl_f8_storeu(tv[r], kl_f8_mul(kl_f8_f16s(p, wblk, n), dx));
-        for (int64_t o = 0; o < n * wblk; o += 64) kl_prefetch_l2(p + KQ32_PF + o);
+        if (!pfl)
+            for (int64_t o = 0; o < n * wblk; o += 64) kl_prefetch_l2(p + KQ32_PF + o);
     }
     for (int j = 0; j < n; j++) {
         const int64_t b = g + j;
@@ -167,17 +172,24 @@ KL_INLINE void kq32_row1(float *y, const uint8_t *wr, int64_t wrow, int64_t wblk
                          int64_t ks, int first, int last, float *park, const int R) {
     kl_f8 acc[KQ32_R1];
     for (int r = 0; r < R; r++) acc[r] = first ? kl_f8_zero() : kl_f8_loadu(park + 8 * r);
+#ifdef KQ32_PFG /* whole rows (one K slice): the R rows are one contiguous range, prefetched as one stream */
+    const uint8_t *pfl = ks * wblk == wrow ? wr + KQ32_PFG * R * wrow : NULL;
+    const int64_t lpb = (R * wrow / 64 + ks - 1) / ks;
+#else
+    const uint8_t *pfl = NULL;
+    const int64_t lpb = 0;
+#endif
     int64_t g = 0;
-    for (; g + 8 <= ks; g += 8) kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 8, R);
+    for (; g + 8 <= ks; g += 8) kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 8, R, pfl, lpb);
     switch (ks - g) {
     case 0: break;
-    case 1: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 1, R); break;
-    case 2: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 2, R); break;
-    case 3: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 3, R); break;
-    case 4: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 4, R); break;
-    case 5: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 5, R); break;
-    case 6: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 6, R); break;
-    default: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 7, R); break;
+    case 1: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 1, R, pfl, lpb); break;
+    case 2: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 2, R, pfl, lpb); break;
+    case 3: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 3, R, pfl, lpb); break;
+    case 4: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 4, R, pfl, lpb); break;
+    case 5: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 5, R, pfl, lpb); break;
+    case 6: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 6, R, pfl, lpb); break;
+    default: kq32_group1(acc, wr, wrow, g, wblk, fmt, xr, 7, R, pfl, lpb); break;
     }
     for (int r = 0; r < R; r++) {
         if (last) y[r] = kl_f8_fold(acc[r]);

@@ -12,6 +12,7 @@
 #define KQ32_RP 1      /* weight row pairs per prefill tile */
 #define KQ32_R1 2      /* decode: weight rows per step */
 #define KQ32_PF 8192   /* prefetch distance in bytes (to L2) */
+#define KQ32_PFG 1     /* decode: prefetch distance in 8-row groups (to L2; 1: 262144x640 at 2 threads 14 -> 23-25 GB/s, Zen 3) */
 #define KQ32_PFT 4     /* prefill: prefetch distance in weight rows */
 #define KQ32_KS 64     /* blocks per K slice */
 #define KQ32_NC 128    /* columns per chunk */
