@@ -58,6 +58,7 @@ struct km_model {
     int64_t n_ctx;
     int64_t n_tokens;
     int64_t pos;
+    int last_chunk; /* prefill: this run holds the prompt's last row (the ops of the logits run only then) */
     const float *logits;
     double prof_t;
     double prof_prefill[KM_N_PREFILL_OPS];
@@ -656,6 +657,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         nth);
     KM_STEP(prefill, 35);
     /* [36] final_norm: rmsnorm_f32 (avx2) weights: output_norm.weight */
+    if (m->last_chunk) { /* the prompt's last row only */
     km_rmsnorm_f32__avx2(
         (float *)(A + 2048u),
         (const float *)(A + 0u + (size_t)(n_tokens - 1) * 256u),
@@ -665,8 +667,10 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         0x1.0c6f7a0000000p-20f,
         ith,
         nth);
+    }
     KM_STEP(prefill, 36);
     /* [37] final_norm.quantize_q8_0: quantize_act_q8_0_rne (avx2) */
+    if (m->last_chunk) { /* the prompt's last row only */
     km_quantize_act_q8_0_rne__avx2(
         (void *)(A + 1280u),
         (const float *)(A + 2048u),
@@ -674,8 +678,10 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
+    }
     KM_STEP(prefill, 37);
     /* [38] logits: linear_q8_0_q8_0_ggml (avx2) weights: token_embd.weight */
+    if (m->last_chunk) { /* the prompt's last row only */
     km_linear_q8_0_q8_0_ggml__avx2(
         (float *)(A + 0u),
         (const void *)(G + UINT64_C(9728)),
@@ -685,6 +691,7 @@ static void km_prefill_body(void *arg, int ith, int nth) {
         INT64_C(64),
         ith,
         nth);
+    }
     KM_STEP(prefill, 38);
 }
 
@@ -1354,6 +1361,7 @@ int km_model_prefill(km_model *m, const int32_t *tokens, int64_t n, int64_t pos)
         memcpy(m->arena + 0u, tokens + done, (size_t)rows * sizeof(int32_t));
         m->n_tokens = rows;
         m->pos = pos + done;
+        m->last_chunk = done + rows == n;
         km_claims_reset(m);
         km_pool_run(m->pool, km_prefill_body, m);
     }

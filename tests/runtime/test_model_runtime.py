@@ -3,6 +3,7 @@ physical cores, and tensors mapped from the GGUF are checked against the file th
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
@@ -100,3 +101,25 @@ def test_physical_cores_counts_each_core_once_over_its_smt_siblings(tmp_path):
     assert physical_cores([0, 2], sysfs=tmp_path) == 1  # the two threads of one core
     assert physical_cores([0, 1, 4], sysfs=tmp_path) == 3
     assert physical_cores([0, 7], sysfs=tmp_path) == 2  # no topology for cpu7: count CPUs
+
+
+def test_chunked_prefill_runs_the_logits_ops_in_the_last_chunk_only(synth):
+    """A prompt longer than max_rows runs the prefill body once per chunk; the final norm, its quantize and the
+    LM head (the prompt's last row only) are guarded by last_chunk in the generated C, so the earlier chunks
+    skip them, and the last row's logits equal a one-chunk build's bit for bit (no output depends on M)."""
+    chunked = compile_model(synth["q8_0"], CompileOptions(max_rows=8))
+    whole = compile_model(synth["q8_0"], CompileOptions(max_rows=32))
+    source = (chunked.build_dir / "gen" / "model.c").read_text(encoding="utf-8")
+    prefill_body = source[source.index("static void km_prefill_body"):source.index("static void km_decode_body")]
+    guarded = re.findall(r"/\* \[\d+\] ([^:]+):[^\n]*\*/\n    if \(m->last_chunk\) \{", prefill_body)
+    assert guarded == ["final_norm", "final_norm.quantize_q8_0", "logits"], guarded
+    assert "last_chunk" not in source[source.index("static void km_decode_body"):source.index("int km_model_prefill")]
+    logits = []
+    for compiled in (chunked, whole):
+        m = Model(compiled, n_ctx=64, threads=2)
+        try:
+            logits.append(m.prefill(PROMPT).copy())
+        finally:
+            m.close()
+    diff = np.flatnonzero(logits[0].view(np.uint32) != logits[1].view(np.uint32))
+    assert diff.size == 0, f"3 chunks of 8 rows vs 1 of 32 differ at logits {diff[:5].tolist()}"

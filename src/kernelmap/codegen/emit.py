@@ -240,10 +240,26 @@ def split_ops(plan: PhasePlan, registry: Registry) -> dict[int, int]:
     return out
 
 
+def last_row_ops(graph: Graph) -> set[int]:
+    """The prefill ops that compute only the prompt's last-row results (its logits): the ops marked rows_last
+    and every op that reads only their outputs (transitively), none writing state. km_model_prefill runs
+    the body once per KM_MAX_ROWS rows; these ops run in the chunk holding the last row only (the earlier
+    chunks' logits were computed and overwritten: a whole LM-head GEMV per extra chunk)."""
+    made: set[str] = set()
+    head: set[int] = set()
+    for i, op in enumerate(graph.ops):
+        reads = list(op.inputs.values())
+        if not op.state and (op.rows_last or (reads and all(t in made for t in reads))):
+            head.add(i)
+            made.update(op.outputs.values())
+    return head
+
+
 def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[str, Any],
           state_index: dict[str, int], protos: dict[str, str]) -> list[str]:
     lines: list[str] = []
     last_of_group = {g[-1] for g in barrier_groups(plan, registry)}
+    head = last_row_ops(plan.graph) if phase == "prefill" else set()
     pieces = split_ops(plan, registry)
     claims = {i: k for k, i in enumerate(pieces)}
     for i, op in enumerate(plan.graph.ops):
@@ -258,6 +274,8 @@ def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[
         tensors = ", ".join(ref.tensor for ref in op.weights.values())
         note = f" weights: {tensors}" if tensors else ""
         lines.append(f"    /* [{i}] {c_comment(op.label)}: {c_comment(op.provider)} ({c_comment(op.variant)}){c_comment(note)} */")
+        if i in head:  # the barrier after it stays unconditional: every thread reaches it
+            lines.append("    if (m->last_chunk) { /* the prompt's last row only */")
         if i in claims:
             if call.args[-2:] != ("ith", "nth"):
                 raise CodegenError("a split op's call does not end with (ith, nth)", value=op.label)
@@ -269,6 +287,8 @@ def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[
         else:
             args = ",\n        ".join(call.args)
             lines.append(f"    {call.symbol}(\n        {args});")
+        if i in head:
+            lines.append("    }")
         if i in last_of_group:
             lines.append(f"    KM_STEP({phase}, {i});")
         else:
