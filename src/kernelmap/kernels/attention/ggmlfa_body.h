@@ -32,7 +32,7 @@
  * vector widened once for all items. With KFA_FUSED, when D % W == 0 and D / chunk >= items, blocks are
  * 16 keys and chunk c of (3) also computes item c's scores of the next block from K rows widened once,
  * so score FMAs overlap the VKQ chain's f16 conversions.
- * Schedule parameters (the instantiation #defines them): KFA_KB (16 or 32), KFA_SG, KFA_NV, KFA_NV8 (<= 4),
+ * Schedule parameters (the instantiation #defines them): KFA_KB (16 or 32), KFA_SG, KFA_NV, KFA_NV8 (<= 8),
  * KFA_NV2 (optional, <= 8, default KFA_NV: vectors per item for groups of 1 or 2 items; each VKQ vector is a chain
  * fma -> f16 -> f32 of ~15 cycles per key on AVX2, so 2 items x 2 vectors left the ports idle: decode on 2 threads
  * gives each thread 2 of Gemma's 4 heads),

@@ -39,6 +39,8 @@
  *   KQ32G_KB     blocks per panel chunk
  *   KQ32G_MS     rows per super-tile when K has several chunks
  *   KQ32G_MIN_M  smallest M this schedule takes
+ *   KQ32G_LMT    optional (lanes with KL_IV_DP4U), 4..16: the offset formats' vec_dot order in lane-outer tiles of
+ *                this many rows (kq32g_ltile; the other formats and orders keep the tiles above)
  */
 #ifndef KM_Q32_GEMM_BODY_H
 #define KM_Q32_GEMM_BODY_H
@@ -181,6 +183,9 @@ KL_INLINE void kq32g_tile1(float *y, int64_t N, int nc, const kq32g_blk *P, int 
 #if defined(KQ32G_LMT)
 #ifndef KL_IV_DP4U
 #error "linear/q32_gemm_body.h: KQ32G_LMT needs kl_iv_dp4u (KL_IV_DP4U) of the lanes header"
+#endif
+#if KQ32G_LMT < 4 || KQ32G_LMT > 16
+#error "linear/q32_gemm_body.h: KQ32G_LMT must be 4..16 (the row tail goes in tiles of 4, 2 and 1)"
 #endif
 /* The vec_dot order of the offset formats (q4_0, q5_0), lane-outer (KQ32G_LMT: rows per tile). The exact lane
  * integer is formed the other way round: the weight as a signed byte (code - offset) times the activation
