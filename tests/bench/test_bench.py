@@ -398,6 +398,22 @@ def test_measure_int8_peak_is_positive_per_thread_count_for_the_hosts_instructio
     assert all(v > 0 for v in peak.values())
 
 
+def test_lane_step_peak_is_below_its_instructions_peak():
+    """The lane step runs the instruction plus the rest of the contracts' per-dot sequence (at least an fma per
+    dot), so it can never be faster than the instruction alone; both are measured at one thread, best of runs."""
+    from kernelmap.bench.runner import INT8_PEAK_KINDS, LANE_STEP_KINDS, measure_int8_peak
+    from kernelmap.target import target_features
+
+    have = [k[2] for k in INT8_PEAK_KINDS if k[0] in target_features()]
+    if not have:
+        pytest.skip("no x86 int8 instruction on this host")
+    assert set(LANE_STEP_KINDS) == {k[2] for k in INT8_PEAK_KINDS}
+    for instr in have:
+        peak = measure_int8_peak([instr], threads=(1,), min_time=0.02)[(instr, 1)]
+        lane = measure_int8_peak([instr], threads=(1,), min_time=0.02, lane=True)[(instr, 1)]
+        assert 0 < lane < peak, (instr, lane, peak)
+
+
 def test_prefill_summary_keeps_fastest_variant_and_divides_by_its_instructions_peak():
     from kernelmap.bench.runner import prefill_summary
 
@@ -431,3 +447,5 @@ def test_bench_cli_prefill_prints_gmacs_and_share_of_measured_int8_peak(capsys):
     assert (row["weight"], row["shape"], row["instruction"]) == ("q8_0", "2048x640", "vpmaddubsw ymm")
     assert row["gmacs"] == pytest.approx(128 * 2048 * 640 / row["median_us"] / 1e3)
     assert row["frac_peak"] == pytest.approx(row["gmacs"] / doc["int8_peak_gmacs"]["vpmaddubsw ymm|2"])
+    assert row["frac_lane"] == pytest.approx(row["gmacs"] / doc["lane_step_gmacs"]["vpmaddubsw ymm|2"])
+    assert row["lane_gmacs"] == doc["lane_step_gmacs"]["vpmaddubsw ymm|2"] < doc["int8_peak_gmacs"]["vpmaddubsw ymm|2"]

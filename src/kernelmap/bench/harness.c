@@ -19,7 +19,10 @@
  * an ISA variant's integer dot is built on) and stores a checksum in ((uint64_t *)slots[2])[ith * 8].
  * Chains are independent so the loop runs at the instruction's issue rate, not its latency; the
  * caller divides the products by the wall time: a measured peak, whatever the CPU and its clock.
- * km_bench_peak_chains() returns KM_PEAK_CHAINS. x86-64 only (other targets: kinds are no-ops).
+ * Kinds 4-6 are the lane steps of those instructions (4: avx2 ymm, 5: avx512bw zmm, 6: avx512vnni zmm): the
+ * whole sequence the linear.*.ggml contracts need per int8 dot of one contract lane vector (see km_lane_avx2).
+ * km_bench_peak_chains() returns KM_PEAK_CHAINS; km_bench_peak_steps(kind) the independent instructions or
+ * lane steps per iteration of kind's loop. x86-64 only (other targets: kinds are no-ops).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -205,11 +208,80 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static uint64_t km_peak_a
     const __m512i b = _mm512_set1_epi8(3), c = _mm512_set1_epi8(5);
     KM_PEAK_BODY(__m512i, _mm512_setzero_si512(), _mm512_xor_si512, KM_LOW512, "vpdpbusd");
 }
+
+/* The lane-step kinds: the instructions the linear.*.ggml contracts need per int8 dot of one contract lane
+ * vector (4 products per int32 lane), in asm, steps independent (each its own accumulator): the dot into an
+ * exact int32 (with its seed), the seed's magic removed (the lane as f32, exact) and the block's fma. That is
+ * the float order's floor: a GEMM cannot run faster per product than this sequence, whatever its blocking.
+ * The constants keep every value small and normal (lane = 4.0, t = 2^-20). */
+#define KM_LANE_CONSTS(T, SET8, SET16, SET32, SETF)                                                       \
+    const T b = SET8(1), c = SET8(1), one = SET16(1), seed = SET32(0x4B400000);                            \
+    const T mg = (T)SETF(-12582912.0f), tv = (T)SETF(0x1p-20f)
+#define KM_LANE_OUT(A, N) [t##N] "=&v"(t##N), [a##N] "+v"(A##N)
+#define KM_LANE_IN [b] "v"(b), [c] "v"(c), [one] "v"(one), [seed] "v"(seed), [mg] "v"(mg), [tv] "v"(tv)
+/* vpmaddubsw + vpmaddwd + vpaddd (seed) + vaddps (magic) + vfmadd231ps: kinds 4 (ymm) and 5 (zmm) */
+#define KM_LANE_MADD(N)                                                                                   \
+    "vpmaddubsw %[c], %[b], %[t" #N "]\n\t"                                                                \
+    "vpmaddwd %[one], %[t" #N "], %[t" #N "]\n\t"                                                          \
+    "vpaddd %[seed], %[t" #N "], %[t" #N "]\n\t"                                                           \
+    "vaddps %[mg], %[t" #N "], %[t" #N "]\n\t"                                                             \
+    "vfmadd231ps %[tv], %[t" #N "], %[a" #N "]\n\t"
+/* vmovdqa64 (the seed) + vpdpbusd + vaddps (magic) + vfmadd231ps: kind 6 */
+#define KM_LANE_VNNI(N)                                                                                   \
+    "vmovdqa64 %[seed], %[t" #N "]\n\t"                                                                    \
+    "vpdpbusd %[c], %[b], %[t" #N "]\n\t"                                                                  \
+    "vaddps %[mg], %[t" #N "], %[t" #N "]\n\t"                                                             \
+    "vfmadd231ps %[tv], %[t" #N "], %[a" #N "]\n\t"
+
+/* kind 4: the AVX2 lane step, 4 independent steps per iteration (16 ymm registers: 8 + 6 constants) */
+__attribute__((target("avx2,fma"))) static uint64_t km_lane_avx2(int64_t iters) {
+    KM_LANE_CONSTS(__m256i, _mm256_set1_epi8, _mm256_set1_epi16, _mm256_set1_epi32, _mm256_set1_ps);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m256i t0, t1, t2, t3;
+    for (int64_t i = 0; i < iters; i++)
+        __asm__ volatile(KM_LANE_MADD(0) KM_LANE_MADD(1) KM_LANE_MADD(2) KM_LANE_MADD(3)
+                         : KM_LANE_OUT(a, 0), KM_LANE_OUT(a, 1), KM_LANE_OUT(a, 2), KM_LANE_OUT(a, 3)
+                         : KM_LANE_IN);
+    const __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+    return (uint64_t)_mm256_extract_epi64(_mm256_castps_si256(s), 0);
+}
+
+#define KM_LANE_ZMM_BODY(STEP)                                                                            \
+    KM_LANE_CONSTS(__m512i, _mm512_set1_epi8, _mm512_set1_epi16, _mm512_set1_epi32, _mm512_set1_ps);       \
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;        \
+    __m512i t0, t1, t2, t3, t4, t5, t6, t7;                                                               \
+    for (int64_t i = 0; i < iters; i++)                                                                   \
+        __asm__ volatile(STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5) STEP(6) STEP(7)                  \
+                         : KM_LANE_OUT(a, 0), KM_LANE_OUT(a, 1), KM_LANE_OUT(a, 2), KM_LANE_OUT(a, 3),     \
+                           KM_LANE_OUT(a, 4), KM_LANE_OUT(a, 5), KM_LANE_OUT(a, 6), KM_LANE_OUT(a, 7)      \
+                         : KM_LANE_IN);                                                                    \
+    const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),           \
+                                   _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));          \
+    return (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(_mm512_castps_si512(s)))
+
+/* kind 5: the AVX-512 (BW) lane step in zmm, 8 independent steps per iteration */
+__attribute__((target("avx512f,avx512bw"))) static uint64_t km_lane_avx512bw(int64_t iters) {
+    KM_LANE_ZMM_BODY(KM_LANE_MADD);
+}
+
+/* kind 6: the AVX-512 VNNI lane step, 8 independent steps per iteration */
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static uint64_t km_lane_avx512vnni(int64_t iters) {
+    KM_LANE_ZMM_BODY(KM_LANE_VNNI);
+}
+#undef KM_LANE_ZMM_BODY
+#undef KM_LANE_VNNI
+#undef KM_LANE_MADD
+#undef KM_LANE_IN
+#undef KM_LANE_OUT
+#undef KM_LANE_CONSTS
 #undef KM_PEAK_BODY
 #undef KM_LOW256
 #undef KM_LOW512
 #undef KM_PEAK_ASM
 #endif
+
+/* Independent instructions (kinds 1-3) or lane steps (4-6) per iteration of kind's loop. */
+int km_bench_peak_steps(int kind) { return kind == 4 ? 4 : kind >= 5 && kind <= 6 ? 8 : KM_PEAK_CHAINS; }
 
 void km_bench_peak_call(const uint64_t *slots, int ith, int nth) {
     (void)nth;
@@ -220,6 +292,9 @@ void km_bench_peak_call(const uint64_t *slots, int ith, int nth) {
     case 1: sum = km_peak_avx2(iters); break;
     case 2: sum = km_peak_avx512bw(iters); break;
     case 3: sum = km_peak_avx512vnni(iters); break;
+    case 4: sum = km_lane_avx2(iters); break;
+    case 5: sum = km_lane_avx512bw(iters); break;
+    case 6: sum = km_lane_avx512vnni(iters); break;
     default: break;
     }
 #else

@@ -27,7 +27,7 @@ from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, build_shared
 from kernelmap.errors import BuildError, KernelmapError, RequestError
 from kernelmap.target import missing, target_features
 
-__all__ = ["GEMV_FLOOR", "INT8_PEAK_KINDS", "BenchResult", "BenchReport", "gemv_summary", "int8_peak_kind",
+__all__ = ["GEMV_FLOOR", "INT8_PEAK_KINDS", "LANE_STEP_KINDS", "BenchResult", "BenchReport", "gemv_summary", "int8_peak_kind",
            "llc_bytes", "measure_bandwidth", "measure_int8_peak", "prefill_summary", "rebase_bandwidth", "resolver_variants", "run_bench",
            "time_call"]
 
@@ -47,6 +47,12 @@ INT8_PEAK_KINDS = (("avx512_vnni", 3, "vpdpbusd zmm", 64),
                    ("avx512bw", 2, "vpmaddubsw zmm", 64),
                    ("avx2", 1, "vpmaddubsw ymm", 32))
 _PEAK_ITERS = 100_000  # iterations of the calibrating loop per call (12 instructions each)
+# The lane step of each instruction (harness kinds 4-6): the whole sequence the linear.*.ggml contracts need
+# per int8 dot of one contract lane vector (the dot into an exact int32 with its seed, the magic removed, one
+# fma per block), independent steps. It is the float order's floor on the CPU: how fast a GEMM under those
+# contracts can go per product whatever its blocking (on AVX2 the instruction peak counts vpmaddubsw alone,
+# while each 32 products also need a vpmaddwd and an fma, which share its ports on some CPUs).
+LANE_STEP_KINDS = {"vpmaddubsw ymm": 4, "vpmaddubsw zmm": 5, "vpdpbusd zmm": 6}
 
 
 @dataclass
@@ -69,6 +75,7 @@ class BenchResult:
     gmacs: float | None = None  # int8 linear points: multiply-adds (M * N * K) per second / 1e9
     peak_instr: str | None = None  # the variant's int8 instruction (INT8_PEAK_KINDS)
     frac_peak: float | None = None  # gmacs / the measured peak of that instruction at this thread count
+    frac_lane: float | None = None  # gmacs / the measured peak of its lane step (LANE_STEP_KINDS)
 
 
 @dataclass
@@ -78,6 +85,7 @@ class BenchReport:
     bandwidth: dict[int, float] = field(default_factory=dict)  # threads -> GB/s (the median of the samples)
     bandwidth_samples: dict[int, list[float]] = field(default_factory=dict)  # threads -> every measurement
     int8_peak: dict[tuple[str, int], float] = field(default_factory=dict)  # (instruction, threads) -> GMAC/s
+    lane_peak: dict[tuple[str, int], float] = field(default_factory=dict)  # (instruction, threads) -> GMAC/s
     results: list[BenchResult] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
@@ -261,9 +269,11 @@ def int8_peak_kind(requires: Sequence[str]) -> tuple[str, int, str, int] | None:
 
 
 def measure_int8_peak(instructions: Sequence[str], threads: Sequence[int] = (1, 2),
-                      min_time: float = 0.05) -> dict[tuple[str, int], float]:
+                      min_time: float = 0.05, *, lane: bool = False) -> dict[tuple[str, int], float]:
     """The measured int8 multiply-add peak in GMAC/s per (instruction, thread count): each thread of the team
-    runs 12 independent chains of the instruction for a fixed count; products / fastest wall time.
+    runs 12 independent chains of the instruction for a fixed count; products / fastest wall time. With `lane`,
+    the peak of the instruction's lane step instead (LANE_STEP_KINDS: independent steps of the whole sequence
+    the contracts need per dot).
 
     Instructions the CPU lacks (or names not in INT8_PEAK_KINDS) are left out.
     """
@@ -272,15 +282,16 @@ def measure_int8_peak(instructions: Sequence[str], threads: Sequence[int] = (1, 
     if not kinds:
         return {}
     lib = _Library(build_shared([_harness_unit(features)], name="km_bench_stream", link_flags=("-pthread",)))
-    chains = int(lib.lib.km_bench_peak_chains())
     sink = np.zeros(8 * 256, dtype=np.uint64)
     out = {}
     for _, code, instr, products in kinds:
+        code = LANE_STEP_KINDS[instr] if lane else code
+        steps = int(lib.lib.km_bench_peak_steps(code))
         slots = np.array([_PEAK_ITERS, code, sink.ctypes.data], dtype=np.uint64)
         for nth in threads:
             fastest, _ = time_call(lib, lib.fn("km_bench_peak_call"), slots, int(nth), min_time, max_reps=50,
                                    best=True)
-            out[(instr, int(nth))] = int(nth) * _PEAK_ITERS * chains * products / fastest / 1e9
+            out[(instr, int(nth))] = int(nth) * _PEAK_ITERS * steps * products / fastest / 1e9
     return out
 
 
@@ -347,6 +358,7 @@ def run_bench(providers: Sequence[BenchProvider], *, rows: Sequence[int] = (1, 1
         if progress:
             progress("measuring the int8 peak...")
         report.int8_peak = measure_int8_peak(sorted(wanted), threads)
+        report.lane_peak = measure_int8_peak(sorted(wanted), threads, lane=True)
     for provider in providers:
         entry, cases = bench_cases(provider.interface)
         if shapes is not None:
@@ -400,18 +412,20 @@ def run_bench(providers: Sequence[BenchProvider], *, rows: Sequence[int] = (1, 1
                         median, reps = time_call(lib, lib.fn(f"km_bench_t{i}"), slots, int(nth), min_time)
                         gbps = work.bytes_moved / median / 1e9
                         bw = report.bandwidth.get(int(nth))
-                        gmacs = kind = peak = None
+                        gmacs = kind = peak = lane = None
                         if _int8_linear(provider) and work.flops:
                             gmacs = work.flops / 2 / median / 1e9
                             kind = int8_peak_kind(var.requires)
                             peak = report.int8_peak.get((kind[2], int(nth))) if kind else None
+                            lane = report.lane_peak.get((kind[2], int(nth))) if kind else None
                         report.results.append(BenchResult(
                             provider=provider.id, variant=var.name, interface=provider.interface,
                             shape=case["label"], rows=int(m), threads=int(nth), median_s=median, reps=reps,
                             bytes_moved=work.bytes_moved, flops=work.flops, gbps=gbps,
                             gops=(work.flops / median / 1e9) if work.flops else None,
                             frac_bw=(gbps / bw) if bw else None, gmacs=gmacs,
-                            peak_instr=kind[2] if kind else None, frac_peak=(gmacs / peak) if gmacs and peak else None))
+                            peak_instr=kind[2] if kind else None, frac_peak=(gmacs / peak) if gmacs and peak else None,
+                            frac_lane=(gmacs / lane) if gmacs and lane else None))
     return report
 
 
@@ -481,5 +495,7 @@ def prefill_summary(report: BenchReport, providers: Sequence[BenchProvider], row
                     "rows": r.rows, "threads": threads, "median_us": r.median_s * 1e6, "gmacs": r.gmacs,
                     "instruction": r.peak_instr,
                     "peak_gmacs": report.int8_peak.get((r.peak_instr, threads)) if r.peak_instr else None,
-                    "frac_peak": r.frac_peak})
+                    "frac_peak": r.frac_peak,
+                    "lane_gmacs": report.lane_peak.get((r.peak_instr, threads)) if r.peak_instr else None,
+                    "frac_lane": r.frac_lane})
     return out

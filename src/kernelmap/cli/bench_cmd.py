@@ -65,7 +65,10 @@ def _fmt(value: float | None, digits: int = 2) -> str:
                    "variant's int8 peak. The peak is measured in the same run, not computed from a clock: every "
                    "thread runs 12 independent chains of the instruction the variant's integer dots are built on "
                    "(avx512vnni: vpdpbusd zmm, avx512: vpmaddubsw zmm, 64 int8 products each; avx2: vpmaddubsw "
-                   "ymm, 32) for a fixed count, peak = products / fastest wall time (x86 only; elsewhere '-').")
+                   "ymm, 32) for a fixed count, peak = products / fastest wall time (x86 only; elsewhere '-'). "
+                   "Also the share of the instruction's lane step: independent steps of the whole sequence the "
+                   "contracts need per dot (the dot into an exact int32, the f32 conversion, the block's fma), "
+                   "the fastest any blocking of those contracts can run.")
 @click.option("--min-time", default=0.1, show_default=True, type=float, help="Seconds of timed calls per point.")
 @click.option("--bandwidth-mib", default=512, show_default=True, type=int,
               help="Buffer size of the streaming-read bandwidth measurement (0 = skip it); measured 3 times before "
@@ -162,6 +165,7 @@ def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: st
                "bandwidth_gbps": {str(k): v for k, v in sorted(report.bandwidth.items())},
                "bandwidth_samples_gbps": {str(k): v for k, v in sorted(report.bandwidth_samples.items())},
                "int8_peak_gmacs": {f"{instr}|{nth}": v for (instr, nth), v in sorted(report.int8_peak.items())},
+               "lane_step_gmacs": {f"{instr}|{nth}": v for (instr, nth), v in sorted(report.lane_peak.items())},
                "results": [dict(vars(r), llama_cpp_s=peer_times.get((r.provider, r.shape, r.rows, r.threads)))
                            for r in report.results], "gemv": gemv_rows, "prefill": prefill_rows, "skipped": report.skipped,
                "errors": report.errors, "measurements": {"path": str(path), "rows": written}}
@@ -247,16 +251,18 @@ def _render_prefill(rows: list[dict]) -> None:
     from rich.table import Table
 
     table = Table(title="prefill GEMM per int8 weight type: fastest variant, GMAC/s (M*N*K / s) and share of the "
-                        "int8 peak measured in this run (independent chains of the variant's instruction)")
+                        "int8 peak measured in this run (independent chains of the variant's instruction) and of its "
+                        "lane step (independent steps of the whole per-dot sequence the contracts need)")
     for col in ("weight", "provider", "variant", "shape", "rows", "threads", "median us", "GMAC/s", "instruction",
-                "peak GMAC/s", "% peak"):
+                "peak GMAC/s", "% peak", "lane-step GMAC/s", "% lane step"):
         table.add_column(col, justify="left" if col in ("weight", "provider", "variant", "shape", "instruction")
                          else "right")
     for r in rows:
-        frac = r["frac_peak"]
+        frac, lane = r["frac_peak"], r["frac_lane"]
         table.add_row(r["weight"], r["provider"], r["variant"], r["shape"], str(r["rows"]), str(r["threads"]),
                       _fmt(r["median_us"], 1), _fmt(r["gmacs"], 1), r["instruction"] or "-",
-                      _fmt(r["peak_gmacs"], 0), _fmt(None if frac is None else 100 * frac, 1))
+                      _fmt(r["peak_gmacs"], 0), _fmt(None if frac is None else 100 * frac, 1),
+                      _fmt(r["lane_gmacs"], 0), _fmt(None if lane is None else 100 * lane, 1))
     Console(width=max(150, Console().width)).print(table)
 
 
