@@ -52,6 +52,7 @@
 #endif
 
 #define KQ32G_L KL_FV_LANES
+#define KQ32G_LXS 64 /* kq32g_ltile, one chunk: rows per super-tile prepared at once (64 x KQ32G_KB x 36 bytes) */
 #define KQ32G_PARK 9 /* parked vectors per row: 8 lanes and the min chain */
 
 /* One block of a column group, unpacked. */
@@ -219,21 +220,29 @@ KL_INLINE void kq32g_lpack(kq32g_lblk *P, const uint8_t *w, int64_t wrow, int64_
     }
 }
 
-/* MT (<= KQ32G_LMT) activation rows (x: the first row's block at the chunk start, row stride xrow bytes) against
- * one group's panel P (bc blocks); park: row r's 8 lane vectors at park + r * pstride; first / last as
- * kq32g_tile; y: the first row's first column (row stride N), nc columns. */
-KL_INLINE void kq32g_ltile(float *y, int64_t N, int nc, const kq32g_lblk *P, int bc, const uint8_t *x, int64_t xrow,
-                           float *park, int64_t pstride, int first, int last, const int fmt, const int MT) {
+/* The rows' activation quants with the sign bit flipped (x + 128, unsigned bytes) and their f16 scales as f32, for
+ * rows [0, rows) x blocks [0, bc) at x (row stride xrow bytes): row r's at xu + r * KQ32G_KB, dxf + r * KQ32G_KB. */
+KL_INLINE void kq32g_lprep(uint8_t (*xu)[32], float *dxf, const uint8_t *x, int64_t xrow, int64_t rows, int bc,
+                           const int fmt) {
     const int64_t xblk = KL_Q32_XBLK(fmt), xq = KL_Q32_XQS(fmt);
-    uint8_t xu[KQ32G_LMT][KQ32G_KB][32] __attribute__((aligned(32)));           /* quants + 128 */
-    float tb[KQ32G_KB][KQ32G_LMT][KQ32G_L] __attribute__((aligned(64)));       /* t = d * dx per column */
-    float lanes[KQ32G_LMT][8][KQ32G_L] __attribute__((aligned(64)));           /* the last chunk's lanes */
-    for (int r = 0; r < MT; r++) {
+    for (int64_t r = 0; r < rows; r++)
         for (int bb = 0; bb < bc; bb++) {
             const uint8_t *xb = x + r * xrow + bb * xblk;
-            for (int i = 0; i < 32; i++) xu[r][bb][i] = (uint8_t)(xb[xq + i] ^ 0x80u);
-            kl_fv_store(tb[bb][r], kl_fv_mul(kl_fv_load(P[bb].d), kl_fv_set1(kl_f32_f16(xb))));
+            for (int i = 0; i < 32; i++) xu[r * KQ32G_KB + bb][i] = (uint8_t)(xb[xq + i] ^ 0x80u);
+            dxf[r * KQ32G_KB + bb] = kl_f32_f16(xb);
         }
+}
+
+/* MT (<= KQ32G_LMT) activation rows, prepared by kq32g_lprep (xu, dxf: the first row's), against one group's panel P
+ * (bc blocks); park: row r's 8 lane vectors at park + r * pstride; first / last as kq32g_tile; y: the first row's
+ * first column (row stride N), nc columns. */
+KL_INLINE void kq32g_ltile(float *y, int64_t N, int nc, const kq32g_lblk *P, int bc, const uint8_t (*xu)[32],
+                           const float *dxf, float *park, int64_t pstride, int first, int last, const int MT) {
+    float tb[KQ32G_KB][KQ32G_LMT][KQ32G_L] __attribute__((aligned(64)));       /* t = d * dx per column */
+    float lanes[KQ32G_LMT][8][KQ32G_L] __attribute__((aligned(64)));           /* the last chunk's lanes */
+    for (int bb = 0; bb < bc; bb++) {
+        const kl_fv d = kl_fv_load(P[bb].d);
+        for (int r = 0; r < MT; r++) kl_fv_store(tb[bb][r], kl_fv_mul(d, kl_fv_set1(dxf[r * KQ32G_KB + bb])));
     }
     for (int l = 0; l < 8; l++) {
         kl_fv acc[KQ32G_LMT];
@@ -241,7 +250,7 @@ KL_INLINE void kq32g_ltile(float *y, int64_t N, int nc, const kq32g_lblk *P, int
         for (int bb = 0; bb < bc; bb++) {
             const kl_iv wv = P[bb].w[l], sv = P[bb].s[l];
             for (int r = 0; r < MT; r++)
-                acc[r] = kl_fv_fma(kl_fv_load(tb[bb][r]), kl_fv_unmagic(kl_iv_dp4u(sv, wv, xu[r][bb] + 4 * l)), acc[r]);
+                acc[r] = kl_fv_fma(kl_fv_load(tb[bb][r]), kl_fv_unmagic(kl_iv_dp4u(sv, wv, xu[r * KQ32G_KB + bb] + 4 * l)), acc[r]);
         }
         for (int r = 0; r < MT; r++) kl_fv_store(last ? lanes[r][l] : park + r * pstride + l * KQ32G_L, acc[r]);
     }
@@ -293,9 +302,19 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
 #else
     const int NG = KQ32G_NG; /* column groups per panel */
 #endif
+#if defined(KQ32G_LMT)
+    /* one chunk: the super-tile's rows prepared once (kq32g_lprep), not once per column group */
+    uint8_t xu[KQ32G_LXS * KQ32G_KB][32] __attribute__((aligned(32)));
+    float dxf[KQ32G_LXS * KQ32G_KB] __attribute__((aligned(32)));
+    const int64_t MS = chunked ? KQ32G_MS : lout ? KQ32G_LXS : M;
+#else
     const int64_t MS = chunked ? KQ32G_MS : M; /* one chunk: nothing is parked, so no super-tiles */
+#endif
     for (int64_t m0 = 0; m0 < M; m0 += MS) {
         const int64_t ms = M - m0 < MS ? M - m0 : MS;
+#if defined(KQ32G_LMT)
+        if (lout && !chunked) kq32g_lprep(xu, dxf, x + m0 * xrow, xrow, ms, (int)nb, fmt);
+#endif
         for (int64_t n = n0; n < n1; n += NG * KQ32G_L) {
             const int64_t left = n1 - n;
             const int G = left > KQ32G_L && NG > 1 ? 2 : 1;
@@ -330,13 +349,20 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                         const int mt = left >= KQ32G_LMT ? KQ32G_LMT : left >= 4 ? 4 : left >= 2 ? 2 : 1;
                         float *pk = chunked ? park + m * ps : park;
                         kq32g_pf_step(&pf, mt * pfs);
+                        uint8_t (*tu)[32] = xu + m * KQ32G_KB;
+                        float *td = dxf + m * KQ32G_KB;
+                        if (chunked) { /* the tile's rows of this chunk, in the buffer's first rows */
+                            tu = xu;
+                            td = dxf;
+                            kq32g_lprep(tu, td, xb + m * xrow, xrow, mt, bc, fmt);
+                        }
                         switch (mt) {
-                        case KQ32G_LMT: kq32g_ltile(yb + m * N, N, nc, PL, bc, xb + m * xrow, xrow, pk, ps, first, last, fmt, KQ32G_LMT); break;
+                        case KQ32G_LMT: kq32g_ltile(yb + m * N, N, nc, PL, bc, tu, td, pk, ps, first, last, KQ32G_LMT); break;
 #if KQ32G_LMT > 4
-                        case 4: kq32g_ltile(yb + m * N, N, nc, PL, bc, xb + m * xrow, xrow, pk, ps, first, last, fmt, 4); break;
+                        case 4: kq32g_ltile(yb + m * N, N, nc, PL, bc, tu, td, pk, ps, first, last, 4); break;
 #endif
-                        case 2: kq32g_ltile(yb + m * N, N, nc, PL, bc, xb + m * xrow, xrow, pk, ps, first, last, fmt, 2); break;
-                        default: kq32g_ltile(yb + m * N, N, nc, PL, bc, xb + m * xrow, xrow, pk, ps, first, last, fmt, 1); break;
+                        case 2: kq32g_ltile(yb + m * N, N, nc, PL, bc, tu, td, pk, ps, first, last, 2); break;
+                        default: kq32g_ltile(yb + m * N, N, nc, PL, bc, tu, td, pk, ps, first, last, 1); break;
                         }
                         m += mt;
                     }
