@@ -298,6 +298,14 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *   KL_IV_DP4U                     defined when the lanes header also provides (optional; km_lanes_avx2.h):
  *   kl_iv_dp4u(acc, w, x)          lane l + sum_{i<4} s8(byte 4l + i of w) * u8(x[i]), x 4 bytes (the same 4 for
  *                                  every lane); exact when |w| * 255 * 2 < 2^15 (without VNNI a pair sum is int16)
+ *   KL_IV_P16                      defined when the lanes header also provides (optional; the headers whose dot is
+ *                                  a multiply-add pair, not one instruction: km_lanes_avx2.h, km_lanes_avx512.h
+ *                                  without VNNI) 16-bit partial dots, so a body sums several 4-value dots of one
+ *                                  scale in int16 and widens once:
+ *   kl_iv_p16(acc, w, x)           int16 half h of lane l: acc's + u8(byte 4l + 2h of w) * s8(x[2h]) + u8(byte
+ *                                  4l + 2h + 1) * s8(x[2h + 1]), x 4 int8 (the same 4 for every lane); wrapping
+ *                                  int16 adds: exact while every partial stays in int16 (the body's bound)
+ *   kl_iv_madd16(acc, a, b)        lane l + i16(a.lo) * i16(b.lo) + i16(a.hi) * i16(b.hi) (the halves of lane l)
  */
 
 /* w6-q32gemv additions (the 32-element decode, M = 1; implemented in km_lanes_avx512.h only: the bodies test

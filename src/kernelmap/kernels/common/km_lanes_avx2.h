@@ -460,6 +460,11 @@ KL_INLINE kl_iv kl_iv_dp4s(kl_iv acc, kl_iv w, const int8_t *x, kl_iv s) {
 KL_INLINE kl_iv kl_iv_dp2w(kl_iv acc, kl_iv w, const int16_t *x) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(w, kl_avx2_bcast32(x)));
 }
+#define KL_IV_P16 1
+KL_INLINE kl_iv kl_iv_p16(kl_iv acc, kl_iv w, const int8_t *x) {
+    return _mm256_add_epi16(acc, _mm256_maddubs_epi16(w, kl_avx2_bcast32(x)));
+}
+KL_INLINE kl_iv kl_iv_madd16(kl_iv acc, kl_iv a, kl_iv b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
 KL_INLINE kl_iv kl_iv_gather32(const uint8_t *p, int64_t stride, int n) {
     const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int32_t)stride));
     return _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(const void *)p, idx, kl_avx2_first(n), 1);

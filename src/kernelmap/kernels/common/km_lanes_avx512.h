@@ -653,6 +653,13 @@ KL_INLINE kl_iv kl_iv_dp2w(kl_iv acc, kl_iv w, const int16_t *x) {
     return _mm512_add_epi32(acc, _mm512_madd_epi16(w, kl_avx512_bcast32(x)));
 #endif
 }
+#if !defined(__AVX512VNNI__) /* with VNNI the 4-value dot is one vpdpbusd: nothing to save */
+#define KL_IV_P16 1
+KL_INLINE kl_iv kl_iv_p16(kl_iv acc, kl_iv w, const int8_t *x) {
+    return _mm512_add_epi16(acc, _mm512_maddubs_epi16(w, kl_avx512_bcast32(x)));
+}
+KL_INLINE kl_iv kl_iv_madd16(kl_iv acc, kl_iv a, kl_iv b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
+#endif
 KL_INLINE kl_iv kl_iv_gather32(const uint8_t *p, int64_t stride, int n) {
     const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                            _mm512_set1_epi32((int32_t)stride));

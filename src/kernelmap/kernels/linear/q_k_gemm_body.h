@@ -18,6 +18,8 @@
  *   KQG_KB     superblocks per panel chunk
  *   KQG_FA     float accumulator rows of the buffer: a super-tile has KQG_FA / KQG_NACC(fmt) rows
  *   KQG_MIN_M  smallest M this schedule takes
+ *   KQG_RG     optional (lanes with KL_IV_P16; default 4): rows whose int16 sub-block partials are summed together
+ *              (one weight vector load per KQG_RG rows; more rows' partials than registers spill)
  */
 #ifndef KM_Q_K_GEMM_BODY_H
 #define KM_Q_K_GEMM_BODY_H
@@ -34,10 +36,23 @@
 
 #define KQG_NSUB(fmt) ((fmt) == KL_KQ_Q2_K ? 16 : 8)
 
+/* With 16-bit partial dots (KL_IV_P16) a sub-block's dot is summed in the int16 halves of each lane and widened
+ * once, times its scale, by one multiply-add: the panel keeps the scale in both halves. The halves stay exact:
+ * q4_K 8 pair products of codes <= 15 and quants >= -128 (|.| <= 8 * 2 * 15 * 128 = 30720), q2_K 4 of codes <= 3
+ * (3072). Without it, a 32-bit dot per panel vector and a 32-bit multiply by the scale. */
+#ifdef KL_IV_P16
+#ifndef KQG_RG
+#define KQG_RG 4
+#endif
+#define KQG_SC(v) ((int32_t)(v) * 0x10001)
+#else
+#define KQG_SC(v) ((int32_t)(v))
+#endif
+
 /* One superblock of a column group, unpacked. */
 typedef struct {
     kl_iv q[64];               /* lane c = codes 4g .. 4g + 3 of column c */
-    int32_t sc[16][KQG_L];     /* sub-block scales */
+    int32_t sc[16][KQG_L];     /* sub-block scales (KQG_SC) */
     int16_t mn[8][2 * KQG_L];  /* lane c of pair p: (min 2p, min 2p + 1) */
     float d[KQG_L], dm[KQG_L]; /* f32 of the column's f16 d and dmin */
 } __attribute__((aligned(64))) kqg_blk;
@@ -83,7 +98,7 @@ KL_INLINE void kqg_pack(kqg_blk *P, const uint8_t *w, int64_t wrow, int64_t b0, 
                     memcpy(&hm, cb + 2, 2);
                 }
             }
-            for (int j = 0; j < KQG_NSUB(fmt); j++) p->sc[j][c] = sc[j];
+            for (int j = 0; j < KQG_NSUB(fmt); j++) p->sc[j][c] = KQG_SC(sc[j]);
             for (int q = 0; q < KQG_NSUB(fmt) / 2; q++) {
                 p->mn[q][2 * c] = mn[2 * q];
                 p->mn[q][2 * c + 1] = mn[2 * q + 1];
@@ -105,6 +120,25 @@ KL_INLINE void kqg_tile(float (*fa)[KQG_L], const kqg_blk *P, int bc, const km_b
         for (int r = 0; r < MT; r++) xb[r] = &x[r * nb + b0 + bb];
         kl_iv is[KQG_MT], im[KQG_MT];
         for (int r = 0; r < MT; r++) is[r] = kl_iv_zero();
+#ifdef KL_IV_P16
+        /* KQG_RG rows at a time, each row's int16 partials one chain over the sub-block's vectors; the vector loop
+         * is kept rolled (unrolled, the compiler re-associated the chains into trees that need every product of
+         * the sub-block live, and spilled them: 60 -> 75 GMAC/s on one Zen 3 core with it rolled) */
+        for (int r0 = 0; r0 < MT; r0 += KQG_RG) {
+            const int rn = MT - r0 < KQG_RG ? MT - r0 : KQG_RG;
+            for (int j = 0; j < nsub; j++) {
+                kl_iv sd[KQG_RG];
+                for (int r = 0; r < rn; r++) sd[r] = kl_iv_zero();
+#pragma GCC unroll 1
+                for (int t = 0; t < per; t++) {
+                    const kl_iv wq = p->q[per * j + t];
+                    for (int r = 0; r < rn; r++) sd[r] = kl_iv_p16(sd[r], wq, xb[r0 + r]->qs + 4 * (per * j + t));
+                }
+                const kl_iv sc = kl_iv_load(p->sc[j]);
+                for (int r = 0; r < rn; r++) is[r0 + r] = kl_iv_madd16(is[r0 + r], sd[r], sc);
+            }
+        }
+#else
         for (int j = 0; j < nsub; j++) {
             kl_iv sd[KQG_MT];
             for (int r = 0; r < MT; r++) sd[r] = kl_iv_zero();
@@ -115,6 +149,7 @@ KL_INLINE void kqg_tile(float (*fa)[KQG_L], const kqg_blk *P, int bc, const km_b
             const kl_iv sc = kl_iv_load(p->sc[j]);
             for (int r = 0; r < MT; r++) is[r] = kl_iv_add(is[r], kl_iv_mullo(sd[r], sc));
         }
+#endif
         for (int r = 0; r < MT; r++) {
             int16_t ps[8]; /* q4_K: the 32-value sub-blocks' activation sums, |.| <= 32 * 128 */
             const int16_t *as = xb[r]->bsums;
