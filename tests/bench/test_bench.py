@@ -430,6 +430,7 @@ def test_prefill_summary_keeps_fastest_variant_and_divides_by_its_instructions_p
     rows = prefill_summary(report, providers)
     assert [(r["weight"], r["variant"], r["gmacs"], r["peak_gmacs"], r["frac_peak"]) for r in rows] == [
         ("q4_k", "avx512vnni", 50.0, 200.0, 0.25)]
+    assert (rows[0]["frac_lane"], rows[0]["lane_gmacs"]) == (None, None)  # a K-quant: no lane-step floor
 
 
 def test_bench_cli_prefill_prints_gmacs_and_share_of_measured_int8_peak(capsys):

@@ -27,7 +27,7 @@ from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, build_shared
 from kernelmap.errors import BuildError, KernelmapError, RequestError
 from kernelmap.target import missing, target_features
 
-__all__ = ["GEMV_FLOOR", "INT8_PEAK_KINDS", "LANE_STEP_KINDS", "BenchResult", "BenchReport", "gemv_summary", "int8_peak_kind",
+__all__ = ["GEMV_FLOOR", "INT8_PEAK_KINDS", "LANE_STEP_KINDS", "LANE_STEP_WEIGHTS", "BenchResult", "BenchReport", "gemv_summary", "int8_peak_kind",
            "llc_bytes", "measure_bandwidth", "measure_int8_peak", "prefill_summary", "rebase_bandwidth", "resolver_variants", "run_bench",
            "time_call"]
 
@@ -47,12 +47,15 @@ INT8_PEAK_KINDS = (("avx512_vnni", 3, "vpdpbusd zmm", 64),
                    ("avx512bw", 2, "vpmaddubsw zmm", 64),
                    ("avx2", 1, "vpmaddubsw ymm", 32))
 _PEAK_ITERS = 100_000  # iterations of the calibrating loop per call (12 instructions each)
-# The lane step of each instruction (harness kinds 4-6): the whole sequence the linear.*.ggml contracts need
-# per int8 dot of one contract lane vector (the dot into an exact int32 with its seed, the magic removed, one
-# fma per block), independent steps. It is the float order's floor on the CPU: how fast a GEMM under those
-# contracts can go per product whatever its blocking (on AVX2 the instruction peak counts vpmaddubsw alone,
-# while each 32 products also need a vpmaddwd and an fma, which share its ports on some CPUs).
+# The lane step of each instruction (harness kinds 4-6): the whole sequence the 32-element formats' contracts
+# (LANE_STEP_WEIGHTS: one f32 fma per block and contract lane) need per int8 dot of one lane vector (the dot into
+# an exact int32 with its seed, the magic removed, the block's fma), independent steps. It is those contracts'
+# floor on the CPU: how fast a GEMM under them can go per product whatever its blocking (on AVX2 the instruction
+# peak counts vpmaddubsw alone, while each 32 products also need a vpmaddwd and an fma, which share its ports on
+# Zen 3). The K-quant contracts do their float steps once per sub-block scale or superblock, so the lane step
+# is no floor for them and is not reported.
 LANE_STEP_KINDS = {"vpmaddubsw ymm": 4, "vpmaddubsw zmm": 5, "vpdpbusd zmm": 6}
+LANE_STEP_WEIGHTS = frozenset({"q4_0", "q4_1", "q5_0", "q5_1", "q8_0"})
 
 
 @dataclass
@@ -417,7 +420,8 @@ def run_bench(providers: Sequence[BenchProvider], *, rows: Sequence[int] = (1, 1
                             gmacs = work.flops / 2 / median / 1e9
                             kind = int8_peak_kind(var.requires)
                             peak = report.int8_peak.get((kind[2], int(nth))) if kind else None
-                            lane = report.lane_peak.get((kind[2], int(nth))) if kind else None
+                            if kind and provider.raw.get("quant", {}).get("weight") in LANE_STEP_WEIGHTS:
+                                lane = report.lane_peak.get((kind[2], int(nth)))
                         report.results.append(BenchResult(
                             provider=provider.id, variant=var.name, interface=provider.interface,
                             shape=case["label"], rows=int(m), threads=int(nth), median_s=median, reps=reps,
@@ -496,6 +500,6 @@ def prefill_summary(report: BenchReport, providers: Sequence[BenchProvider], row
                     "instruction": r.peak_instr,
                     "peak_gmacs": report.int8_peak.get((r.peak_instr, threads)) if r.peak_instr else None,
                     "frac_peak": r.frac_peak,
-                    "lane_gmacs": report.lane_peak.get((r.peak_instr, threads)) if r.peak_instr else None,
+                    "lane_gmacs": report.lane_peak.get((r.peak_instr, threads)) if r.frac_lane is not None else None,
                     "frac_lane": r.frac_lane})
     return out

@@ -66,9 +66,10 @@ def _fmt(value: float | None, digits: int = 2) -> str:
                    "thread runs 12 independent chains of the instruction the variant's integer dots are built on "
                    "(avx512vnni: vpdpbusd zmm, avx512: vpmaddubsw zmm, 64 int8 products each; avx2: vpmaddubsw "
                    "ymm, 32) for a fixed count, peak = products / fastest wall time (x86 only; elsewhere '-'). "
-                   "Also the share of the instruction's lane step: independent steps of the whole sequence the "
-                   "contracts need per dot (the dot into an exact int32, the f32 conversion, the block's fma), "
-                   "the fastest any blocking of those contracts can run.")
+                   "For the 32-element formats (q4_0, q4_1, q5_0, q5_1, q8_0) also the share of the instruction's "
+                   "lane step: independent steps of the whole sequence their contracts need per dot (the dot into "
+                   "an exact int32, the f32 conversion, the block's fma), the fastest any blocking of those "
+                   "contracts can run (the K-quants' float steps are per sub-block or superblock: no such floor).")
 @click.option("--min-time", default=0.1, show_default=True, type=float, help="Seconds of timed calls per point.")
 @click.option("--bandwidth-mib", default=512, show_default=True, type=int,
               help="Buffer size of the streaming-read bandwidth measurement (0 = skip it); measured 3 times before "
@@ -252,7 +253,8 @@ def _render_prefill(rows: list[dict]) -> None:
 
     table = Table(title="prefill GEMM per int8 weight type: fastest variant, GMAC/s (M*N*K / s) and share of the "
                         "int8 peak measured in this run (independent chains of the variant's instruction) and of its "
-                        "lane step (independent steps of the whole per-dot sequence the contracts need)")
+                        "lane step (32-element formats: independent steps of the whole per-dot sequence their contracts "
+                        "need)")
     for col in ("weight", "provider", "variant", "shape", "rows", "threads", "median us", "GMAC/s", "instruction",
                 "peak GMAC/s", "% peak", "lane-step GMAC/s", "% lane step"):
         table.add_column(col, justify="left" if col in ("weight", "provider", "variant", "shape", "instruction")
