@@ -122,14 +122,15 @@ KL_INLINE void kqg_tile(float (*fa)[KQG_L], const kqg_blk *P, int bc, const km_b
         for (int r = 0; r < MT; r++) is[r] = kl_iv_zero();
 #ifdef KL_IV_P16
         /* KQG_RG rows at a time, each row's int16 partials one chain over the sub-block's vectors; the vector loop
-         * is kept rolled (unrolled, the compiler re-associated the chains into trees that need every product of
-         * the sub-block live, and spilled them: 60 -> 75 GMAC/s on one Zen 3 core with it rolled) */
+         * is unrolled by 4 only (fully unrolled, the compiler re-associated the chains into trees that need every
+         * product of the sub-block live, and spilled them: q4_K on one Zen 3 core 60 GMAC/s fully unrolled, 75
+         * rolled, 85 by 4) */
         for (int r0 = 0; r0 < MT; r0 += KQG_RG) {
             const int rn = MT - r0 < KQG_RG ? MT - r0 : KQG_RG;
             for (int j = 0; j < nsub; j++) {
                 kl_iv sd[KQG_RG];
                 for (int r = 0; r < rn; r++) sd[r] = kl_iv_zero();
-#pragma GCC unroll 1
+#pragma GCC unroll 4
                 for (int t = 0; t < per; t++) {
                     const kl_iv wq = p->q[per * j + t];
                     for (int r = 0; r < rn; r++) sd[r] = kl_iv_p16(sd[r], wq, xb[r0 + r]->qs + 4 * (per * j + t));
