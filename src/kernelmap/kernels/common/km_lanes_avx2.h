@@ -226,10 +226,10 @@ KL_INLINE void kl_kqw_load(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int fm
         for (int c = 0; c < 4; c++) w->u[c] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * c), m3);
         if (fmt == KL_KQ_Q3_K) {
             const __m256i hm = _mm256_loadu_si256((const __m256i *)blk);
-            for (int c = 0; c < 4; c++) {
-                const int bit = 4 * h + c;
-                const __m256i clear = _mm256_andnot_si256(hm, _mm256_set1_epi8((char)(1 << bit)));
-                w->n[c] = _mm256_slli_epi16(_mm256_srli_epi16(clear, bit), 2);
+            for (int c = 0; c < 4; c++) { /* the clear bit 4h + c of each hmask byte to bit 2: one shift (none for bit 2) */
+                const int sh = 4 * h + c - 2;
+                const __m256i clear = _mm256_andnot_si256(hm, _mm256_set1_epi8((char)(1 << (4 * h + c))));
+                w->n[c] = sh > 0 ? _mm256_srli_epi16(clear, sh) : sh < 0 ? _mm256_slli_epi16(clear, -sh) : clear;
             }
         }
     } else if (fmt == KL_KQ_Q4_K || fmt == KL_KQ_Q5_K) {
@@ -241,9 +241,12 @@ KL_INLINE void kl_kqw_load(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int fm
         }
         if (fmt == KL_KQ_Q5_K) {
             const __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 16));
-            const __m256i one = _mm256_set1_epi8(1);
-            for (int c = 0; c < 4; c++)
-                w->u[c] = _mm256_or_si256(w->u[c], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4 * h + c), one), 4));
+            const __m256i b16 = _mm256_set1_epi8(0x10);
+            for (int c = 0; c < 4; c++) { /* bit 4h + c of each qh byte to bit 4: one shift (none for bit 4) */
+                const int sh = 4 * h + c - 4;
+                const __m256i a = sh > 0 ? _mm256_srli_epi16(qh, sh) : sh < 0 ? _mm256_slli_epi16(qh, -sh) : qh;
+                w->u[c] = _mm256_or_si256(w->u[c], _mm256_and_si256(a, b16));
+            }
         }
     } else { /* q6_K */
         const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(blk + 64 * h));
@@ -252,8 +255,9 @@ KL_INLINE void kl_kqw_load(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int fm
         for (int c = 0; c < 4; c++) {
             const __m256i ql = c & 1 ? ql1 : ql0;
             const __m256i lo = _mm256_and_si256(c & 2 ? _mm256_srli_epi16(ql, 4) : ql, m4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), m3);
-            w->u[c] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+            const int sh = 2 * c - 4; /* bits 2c, 2c + 1 of each qh byte to bits 4, 5: one shift (none for c = 2) */
+            const __m256i a = sh > 0 ? _mm256_srli_epi16(qh, sh) : sh < 0 ? _mm256_slli_epi16(qh, -sh) : qh;
+            w->u[c] = _mm256_or_si256(lo, _mm256_and_si256(a, _mm256_set1_epi8(0x30)));
         }
     }
 }
@@ -498,5 +502,43 @@ KL_INLINE kl_fv kl_fv_f16s(const uint8_t *p, int64_t stride, int n) {
     return _mm256_cvtph_ps(_mm256_castsi256_si128(h));
 }
 KL_INLINE kl_fv kl_fv_unmagic(kl_iv v) { return _mm256_sub_ps(_mm256_castsi256_ps(v), _mm256_set1_ps(KL_MAGIC_F)); }
+
+/* ---- q3_K's decode dot (linear/q_k_vecdot_ggml_body.h's kqv_row1_q3; km_lanes.h's KL_KQ3X ops) ----
+ * As km_lanes_avx512.h's without VNNI: the code q = u - 4 [third bit clear] is dotted as the unsigned
+ * u + 4 [third bit set] (0..7), and the activation's -4 * (pair sums) (int16, made once per activation block)
+ * are added to vpmaddubsw's pairs (<= 2 * 7 * 128) before vpmaddwd by the scales: every int16 pair is the one
+ * kl_kqi_dot forms (exact), so the contract lanes are unchanged; one vpmaddubsw fewer per 32 values. */
+#define KL_KQ3X 1
+
+typedef struct {
+    __m256i v[8]; /* v[4h + c]: -4 * the 16 pair sums of xq[128h + 32c .. + 31] (int16) */
+} kl_kq3x;
+
+KL_INLINE void kl_kq3x_load(kl_kq3x *o, const km_block_q8_k *xb) {
+    for (int i = 0; i < 8; i++)
+        o->v[i] = _mm256_sub_epi16(_mm256_setzero_si256(),
+                                   _mm256_maddubs_epi16(_mm256_set1_epi8(4), _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * i))));
+}
+
+/* q3_K's half h for kl_kqi_dot_q3x: u[c] = the codes + 4 (0..7), s[c] = kl_kqw_load's scales. */
+KL_INLINE void kl_kqw_load_q3x(kl_kqw *w, const uint8_t *blk, kl_kqs s, const int h) {
+    kl_kqw_load(w, blk, s, KL_KQ_Q3_K, h); /* the scales and the two low bits (n[] is not used) */
+    const __m256i hm = _mm256_loadu_si256((const __m256i *)blk);
+    for (int c = 0; c < 4; c++) { /* the set bit 4h + c of each hmask byte to bit 2: + 4 */
+        const int sh = 4 * h + c - 2;
+        const __m256i a = sh > 0 ? _mm256_srli_epi16(hm, sh) : sh < 0 ? _mm256_slli_epi16(hm, -sh) : hm;
+        w->u[c] = _mm256_or_si256(w->u[c], _mm256_and_si256(a, _mm256_set1_epi8(4)));
+    }
+}
+
+/* kl_kqi_dot of q3_K's half h (w from kl_kqw_load_q3x) with the activation block's kl_kq3x c: the same
+ * contract lanes, each exact. */
+KL_INLINE kl_kqi kl_kqi_dot_q3x(kl_kqi acc, const kl_kqw *w, const int8_t *xq, const kl_kq3x *c, const int h) {
+    for (int k = 0; k < 4; k++) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + 32 * k));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(w->u[k], x), c->v[4 * h + k]), w->s[k]));
+    }
+    return acc;
+}
 
 #endif /* KM_LANES_AVX2_H */

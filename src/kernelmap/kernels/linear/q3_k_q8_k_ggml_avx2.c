@@ -2,13 +2,15 @@
  *
  * An instantiation of the family body linear/q_k_vecdot_ggml_body.h (numerics there; byte-identical to
  * km_linear_q3_k_q8_k_ggml__ref, and so to every other variant, for every (ith, nth) and M) on
- * the AVX2 lanes (one ymm per contract vector, vpmaddubsw/vpmaddwd integer dots).
+ * the AVX2 lanes (one ymm per contract vector, vpmaddubsw/vpmaddwd integer dots; at M = 1 the third bit
+ * dotted as + 4 against the activation's -4 * x sums, km_lanes_avx2.h's KL_KQ3X).
  */
 #include "km_lanes_avx2.h"
 
 #define KQV_MT 4        /* largest activation-row tile */
 #define KQV_CHUNK 65536 /* bytes of weights per column chunk */
 #define KQV_PF 8192     /* prefetch distance in bytes (to L2) */
+#define KQV_Q3X_NC 1    /* M = 1: one column per float step (pairs spilled the 16 ymm) */
 #define KQG_MT 8        /* prefill GEMM: activation rows per register tile */
 #define KQG_KB 8        /* prefill GEMM: superblocks per weight panel */
 #define KQG_FA 512      /* prefill GEMM: float accumulator rows (super-tiles of 512 / accumulators per row) */

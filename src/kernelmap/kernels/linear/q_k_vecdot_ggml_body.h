@@ -25,9 +25,13 @@
  *   KQV_PF     software prefetch distance in bytes (to L2) along the weight row stream (0: none); at M = 1
  *              the thread's rows are one contiguous forward stream, and the hardware prefetchers alone
  *              left decode GEMVs at ~50% of the read bandwidth
+ *   KQV_VMIN   optional, 1: q5_K's min sum at M = 1 by vpmaddwd and an int32 fold (kl_kq_imin1) instead of
+ *              8 scalar multiply-adds (exact either way; Zen 3 AVX2: +9% hot, the scalar form spilled)
+ *   KQV_Q3X_NC optional, 1 or 2 (default): columns per float step of kqv_row1_q3 (AVX2's 16 ymm: 1, the
+ *              pairs spilled; Zen 3: 22.4 -> 25.9 GMAC/s hot)
  *   KQG_MT, KQG_KB, KQG_FA, KQG_MIN_M  optional (lanes with KL_IV): q6_K / q5_K / q3_K batches of M >= KQG_MIN_M rows go to
  *              the register-blocked GEMM of linear/q_k_gemm_body.h (same numerics)
- * q3_K at M = 1 on lanes with KL_KQ3X (AVX-512) and K <= 16384 goes to kqv_row1_q3: the same steps for one
+ * q3_K at M = 1 on lanes with KL_KQ3X (AVX-512, AVX2) and K <= 16384 goes to kqv_row1_q3: the same steps for one
  * row, but the codes + 4 (unsigned) are dotted and the activation's -4 * x sums (made once per call) add the
  * -4 (VNNI: one vpdpbusd onto them and one vpdpwssd by the scales per 64 values, instead of two vpmaddubsw,
  * a subtraction and a vpdpwssd), two columns sharing each float step (a kl_f8x2 pair): the vector ports
@@ -37,6 +41,13 @@
  */
 #ifndef KM_Q_K_VECDOT_GGML_BODY_H
 #define KM_Q_K_VECDOT_GGML_BODY_H
+
+#ifndef KQV_VMIN
+#define KQV_VMIN 0
+#endif
+#ifndef KQV_Q3X_NC
+#define KQV_Q3X_NC 2
+#endif
 
 #include "km_kquant.h"
 #include "km_lanes.h"
@@ -103,13 +114,13 @@ KL_INLINE void kqv_row_tile(float *y, int64_t N, const uint8_t *wr, const km_blo
                 facc[r] = kl_f8_fma(kl_f8_set1(kl_f32_mul(xb->d, wd)), kl_kqi_lanes(ai[r]), facc[r]);
             }
         }
-        if (fmt == KL_KQ_Q5_K) { /* one row: scalar (the vector ports are the bottleneck); a tile: vector */
+        if (fmt == KL_KQ_Q5_K) { /* a tile, or KQV_VMIN: vector; else one row scalar (where the vector ports bind) */
             uint64_t sc, mn;
             km_q4k_scales64(blk + 4, &sc, &mn);
             for (int r = 0; r < MT; r++) {
                 const km_block_q8_k *xb = &xr[r * nb + b];
                 int32_t imin = 0;
-                if (MT > 1) {
+                if (MT > 1 || KQV_VMIN) {
                     imin = kl_kq_imin1(blk, xb, fmt);
                 } else {
                     for (int j = 0; j < 8; j++)
@@ -133,7 +144,7 @@ KL_INLINE void kqv_row_tile(float *y, int64_t N, const uint8_t *wr, const km_blo
 }
 
 #if defined(KL_KQ3X)
-/* q3_K at M = 1 (lanes with KL_KQ3X: AVX-512): kqv_row_tile's steps for one row and NC (1 or 2) columns
+/* q3_K at M = 1 (lanes with KL_KQ3X: AVX-512, AVX2): kqv_row_tile's steps for one row and NC (1 or 2) columns
  * y[j], weight rows wr + j * wrow, the integer dot by kl_kqi_dot_q3x against the activation blocks' kl_kq3x
  * c (built once per call: the same contract lanes); two columns share each float step as a kl_f8x2 pair
  * (kqv_row_tile's row pairs: the same operations per output). */
@@ -193,8 +204,8 @@ static inline void kqv_linear(float *y, const void *w, const void *x, int64_t M,
         kl_kq3x c[KQV_Q3X_NB];
         for (int64_t b = 0; b < nb; b++) kl_kq3x_load(&c[b], &xq[b]);
         int64_t n = n0;
-        for (; n + 2 <= n1; n += 2) kqv_row1_q3(y + n, wb + n * wrow, wrow, xq, c, nb, 2);
-        if (n < n1) kqv_row1_q3(y + n, wb + n * wrow, wrow, xq, c, nb, 1);
+        for (; KQV_Q3X_NC == 2 && n + 2 <= n1; n += 2) kqv_row1_q3(y + n, wb + n * wrow, wrow, xq, c, nb, 2);
+        for (; n < n1; n++) kqv_row1_q3(y + n, wb + n * wrow, wrow, xq, c, nb, 1);
         return;
     }
 #endif
