@@ -374,6 +374,26 @@ def test_bench_cli_gemv_prints_share_of_bandwidth_per_weight_type(tmp_path, caps
     assert {r["rows"] for r in doc["results"]} == {1}
 
 
+def test_bench_cli_gemv_policy_marks_that_policys_contracts(capsys):
+    """--policy llama-cpu-avx2 marks the dot32 f16 provider (its AVX2 order), the default llama-cpu the other."""
+    args = ["bench", "--gemv", "--filter", "linear_f16_f16_ggml,linear_f16_f16_ggml_dot32", "--variant", "ref",
+            "--shape", "2048x640", "--hot", "--min-time", "0.002", "--bandwidth-mib", "0", "--no-record", "--json"]
+    marked = {}
+    for policy in (None, "llama-cpu-avx2"):
+        rc = main(args + (["--policy", policy] if policy else []))
+        captured = capsys.readouterr()
+        assert rc == 0, captured.err
+        marked[policy] = {r["provider"] for r in json.loads(captured.out)["gemv"] if r["in_policy"]}
+    assert marked == {None: {"linear_f16_f16_ggml"}, "llama-cpu-avx2": {"linear_f16_f16_ggml_dot32"}}
+
+
+def test_bench_cli_unknown_policy_fails_before_timing(capsys):
+    rc = main(["bench", "--gemv", "--policy", "no-such-policy", "--no-record"])
+    captured = capsys.readouterr()
+    assert rc != 0 and "no-such-policy" in captured.err
+    assert "read bandwidth" not in captured.err + captured.out
+
+
 # ---- prefill GEMM against the measured int8 peak (`kernelmap bench --prefill`, issue 16) ----
 
 

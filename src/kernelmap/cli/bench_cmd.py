@@ -81,15 +81,19 @@ def _fmt(value: float | None, digits: int = 2) -> str:
               help="Reuse one weight copy (cache-resident); recorded metrics get a _hot suffix.")
 @click.option("--peer", "peer", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="llama-cpp-python's interpreter: also time llama.cpp's MUL_MAT at each linear point.")
+@click.option("--policy", "policy_name", default=None, metavar="NAME",
+              help="Numerics policy whose linear contracts the --gemv summary marks (name or file) [default: "
+                   "the compiler's, llama-cpu; an AVX2-only CPU runs llama-cpu-avx2 for llama.cpp's AVX2 bits].")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
 def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: str | None, shape: str, gemv: bool,
           prefill: bool, min_time: float, bandwidth_mib: int, out: Path | None, no_record: bool, hot: bool, peer: Path | None,
-          as_json: bool) -> None:
+          policy_name: str | None, as_json: bool) -> None:
     """Time kernel variants at real shapes, with GB/s, GOP/s and the share of measured bandwidth.
 
     Example: kernelmap bench --filter linear_q8_0_q8_0 --rows 1,16 --threads 1,2 --peer .venv-peer/bin/python;
     kernelmap bench --gemv (decode GEMV of every weight type against the read bandwidth);
-    kernelmap bench --prefill (128-row GEMM of every int8 weight type against the measured int8 peak).
+    kernelmap bench --prefill (128-row GEMM of every int8 weight type against the measured int8 peak);
+    kernelmap bench --gemv --policy llama-cpu-avx2 (the points an AVX2 build with that policy runs).
     """
     from rich.console import Console
 
@@ -104,8 +108,11 @@ def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: st
         resolver_variants,
     )
     from kernelmap.bench.workload import bench_cases
+    from kernelmap.compiler import CompileOptions
+    from kernelmap.numerics import load_policy
     from kernelmap.target import host_class, target_features
 
+    default_policy = load_policy(policy_name or CompileOptions().policy)  # a bad --policy fails before the timing
     if gemv and prefill:
         raise RequestError("--gemv and --prefill are separate runs", pointer="--prefill",
                            hint="run `kernelmap bench --gemv` and `kernelmap bench --prefill` one after the other")
@@ -149,10 +156,6 @@ def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: st
 
         with err.status("timing llama.cpp's MUL_MAT at the linear points..."):
             peer_times = peer_linear_times(providers, report, peer, min_time, cold=not hot)
-    from kernelmap.compiler import CompileOptions
-    from kernelmap.numerics import load_policy
-
-    default_policy = load_policy(CompileOptions().policy)
     gemv_rows = gemv_summary(report, providers, default_policy)
     prefill_rows = prefill_summary(report, providers, rows=max(row_list)) if max(row_list) > 1 else []
     cls = host_class()
