@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import threading
 import time
 
 import httpx
@@ -187,25 +188,59 @@ def _slowed(monkeypatch, model, seconds: float = 0.05) -> None:
     monkeypatch.setattr(model, "decode_batch", slow)
 
 
+class _Gate:
+    """Decode steps of `model` that wait for the test's permits (once `open()`, they run freely): generation
+    cannot outrun a client the host is starving (a sleep-slowed step once let a CI run finish all 60 tokens
+    before the test looked)."""
+
+    def __init__(self, monkeypatch, model) -> None:
+        self.permits = threading.Semaphore(0)
+        self.opened = threading.Event()
+        step = model.decode_batch
+
+        def gated(*args):
+            if not self.opened.is_set() and not self.permits.acquire(timeout=60):
+                raise RuntimeError("the test gave no decode permit for 60 s")
+            return step(*args)
+
+        monkeypatch.setattr(model, "decode_batch", gated)
+
+    def give(self, n: int = 1) -> None:
+        self.permits.release(n)
+
+    def open(self) -> None:
+        self.opened.set()
+        self.permits.release(1000)
+
+
 def test_serve_client_disconnect_mid_stream_frees_the_slot(live, monkeypatch):
-    _slowed(monkeypatch, live.state.engine.model, 0.1)  # ~6 s to generate all: the client leaves long before
+    gate = _Gate(monkeypatch, live.state.engine.model)
     body = {"model": "synth", "prompt": "the cat", "max_tokens": 60, "temperature": 0, "stream": True}
     cancelled = live.state.metrics.cancelled._value.get()
-    with httpx.Client(timeout=30) as h, h.stream("POST", f"{live.url}/v1/completions", json=body) as r:
-        assert r.status_code == 200
-        got: list[str] = []
-        for line in r.iter_lines():
-            if line.startswith("data: "):
-                got.append(line)
-            if len(got) == 2:
-                break
-        # the events received say how the request ended if it is no longer active (a CI run once saw 0)
-        assert live.state.engine.stats()["active"] == 1, got
-    deadline = time.monotonic() + 20
-    while live.state.engine.stats()["active"] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert live.state.engine.stats()["active"] == 0
-    assert live.state.metrics.cancelled._value.get() == cancelled + 1
+    try:
+        gate.give(1)  # the prefill's token and one decode step's: then the engine waits in its second step
+        with httpx.Client(timeout=30) as h, h.stream("POST", f"{live.url}/v1/completions", json=body) as r:
+            assert r.status_code == 200
+            got: list[str] = []
+            lines = r.iter_lines()
+            for line in lines:
+                if line.startswith("data: "):
+                    got.append(line[-90:])
+                if len(got) == 2:
+                    break
+            if live.state.engine.stats()["active"] != 1:  # say how the request ended
+                rest = [line[-90:] for line in lines if line.startswith("data: ")]
+                pytest.fail(f"request not active after 2 events: {got}; then {len(rest)} more, last {rest[-3:]}; "
+                            f"cancelled +{live.state.metrics.cancelled._value.get() - cancelled}")
+        # the client has left; each further step's event finds the connection closed, and the engine drops it
+        deadline = time.monotonic() + 20
+        while live.state.engine.stats()["active"] and time.monotonic() < deadline:
+            gate.give(1)
+            time.sleep(0.05)
+        assert live.state.engine.stats()["active"] == 0
+        assert live.state.metrics.cancelled._value.get() == cancelled + 1
+    finally:
+        gate.open()
     _healthy(live)
 
 
