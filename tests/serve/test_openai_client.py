@@ -244,9 +244,10 @@ def test_serve_client_disconnect_mid_stream_frees_the_slot(live, monkeypatch):
     _healthy(live)
 
 
-def _one_slot_server(live, monkeypatch, *, queue_size: int):
+def _one_slot_server(live, monkeypatch, *, queue_size: int, gate: bool = False):
     """A second live server over the same compiled library: one KV slot, `queue_size` waiting places, and
-    decode steps slowed to 0.25 s (a 60-token request holds the slot for ~15 s)."""
+    decode steps slowed to 0.25 s (a 60-token request holds the slot for ~15 s), or with `gate` waiting for
+    the permits of the returned _Gate (a request holds the slot until the test lets it go)."""
     from live_server import start
 
     from kernelmap.runtime.model import Model
@@ -256,15 +257,15 @@ def _one_slot_server(live, monkeypatch, *, queue_size: int):
     from kernelmap.serve.protocol import Limits
 
     model = Model(live.state.engine.model.compiled, n_ctx=64, threads=1)
-    _slowed(monkeypatch, model, 0.25)
+    steps = _Gate(monkeypatch, model) if gate else _slowed(monkeypatch, model, 0.25)
     metrics = Metrics()
     state = ServeState(Engine(model, parallel=1, queue_size=queue_size, metrics=metrics), Limits("synth", 64),
                        model.tokenizer, model.chat_template, metrics)
-    return start(state), state
+    return start(state), state, steps
 
 
 def test_serve_queue_bound_answers_503_when_full(live, monkeypatch):
-    small, state = _one_slot_server(live, monkeypatch, queue_size=1)
+    small, state, gate = _one_slot_server(live, monkeypatch, queue_size=1, gate=True)  # no decode step until open()
     try:
         body = {"model": "synth", "prompt": "the cat", "max_tokens": 60, "temperature": 0, "stream": True}
         with httpx.Client(timeout=30) as h, h.stream("POST", f"{small.url}/v1/completions", json=body) as first:
@@ -280,6 +281,7 @@ def test_serve_queue_bound_answers_503_when_full(live, monkeypatch):
                 assert third.json()["error"]["code"] == "queue_full"
                 assert second.status_code == 200
     finally:
+        gate.open()
         small.stop()
     assert not state.engine._thread.is_alive(), "closing the engine left its scheduler thread running"
     _healthy(live)
@@ -296,7 +298,7 @@ def test_serve_metrics_expose_requests_tokens_and_queue(live):
 
 
 def test_serve_shutdown_tells_waiting_requests_and_ends_active_ones_after_the_grace(live, monkeypatch):
-    small, state = _one_slot_server(live, monkeypatch, queue_size=4)  # 60 tokens take ~15 s: more than the grace
+    small, state, _ = _one_slot_server(live, monkeypatch, queue_size=4)  # 60 tokens take ~15 s: more than the grace
     try:
         body = {"model": "synth", "prompt": "the cat", "max_tokens": 60, "temperature": 0, "stream": True}
         with httpx.Client(timeout=30) as h, h.stream("POST", f"{small.url}/v1/completions", json=body) as first:
