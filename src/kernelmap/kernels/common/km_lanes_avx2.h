@@ -473,6 +473,23 @@ KL_INLINE kl_iv kl_iv_gather32(const uint8_t *p, int64_t stride, int n) {
     const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int32_t)stride));
     return _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(const void *)p, idx, kl_avx2_first(n), 1);
 }
+/* KL_IV_ROWS4 (km_lanes.h): out[t] lane c = the 4 bytes at p + c * stride + 4t (t < 4; rows c >= n read row n - 1):
+ * 16 bytes of each of 8 rows, loaded two rows per ymm and transposed by 8 unpacks (4 gathers cost ~5% of the q5_0
+ * prefill GEMM on Zen 3). */
+#define KL_IV_ROWS4 1
+KL_INLINE void kl_iv_rows4(kl_iv out[4], const uint8_t *p, int64_t stride, int n) {
+    __m256i r[4];
+    for (int c = 0; c < 4; c++) {
+        const int a = c < n ? c : n - 1, b = c + 4 < n ? c + 4 : n - 1;
+        r[c] = _mm256_loadu2_m128i((const __m128i *)(const void *)(p + b * stride), (const __m128i *)(const void *)(p + a * stride));
+    }
+    const __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+    out[0] = _mm256_unpacklo_epi64(t0, t2);
+    out[1] = _mm256_unpackhi_epi64(t0, t2);
+    out[2] = _mm256_unpacklo_epi64(t1, t3);
+    out[3] = _mm256_unpackhi_epi64(t1, t3);
+}
 KL_INLINE kl_iv kl_iv_nib_lo(kl_iv v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0F)); }
 KL_INLINE kl_iv kl_iv_nib_hi(kl_iv v) { return _mm256_and_si256(_mm256_srli_epi32(v, 4), _mm256_set1_epi8(0x0F)); }
 KL_INLINE kl_iv kl_iv_or(kl_iv a, kl_iv b) { return _mm256_or_si256(a, b); }

@@ -71,14 +71,20 @@ KL_INLINE void kq32g_pack(kq32g_blk *P, const uint8_t *w, int64_t wrow, int64_t 
     for (int bb = 0; bb < bc; bb++) {
         kq32g_blk *p = &P[bb];
         const uint8_t *blk = w + (b0 + bb) * wblk;
+        kl_iv g4[8]; /* the 16 or 32 code bytes of the nc rows, lane c = row c (rows past nc: see below) */
+#if defined(KL_IV_ROWS4) /* loads and a transpose; lanes past nc repeat the last row (their outputs are not stored) */
+        kl_iv_rows4(g4, blk + KL_Q32_QS(fmt), wrow, nc);
+        if (fmt == KL_Q32_Q8_0) kl_iv_rows4(g4 + 4, blk + KL_Q32_QS(fmt) + 16, wrow, nc);
+#else
+        for (int l = 0; l < (fmt == KL_Q32_Q8_0 ? 8 : 4); l++) g4[l] = kl_iv_gather32(blk + KL_Q32_QS(fmt) + 4 * l, wrow, nc);
+#endif
         if (fmt == KL_Q32_Q8_0) { /* int8 weight w as the byte w + 128 (offset 128) */
-            for (int l = 0; l < 8; l++)
-                p->q[l] = kl_iv_xor(kl_iv_gather32(blk + KL_Q32_QS(fmt) + 4 * l, wrow, nc), kl_iv_set1((int32_t)0x80808080u));
+            for (int l = 0; l < 8; l++) p->q[l] = kl_iv_xor(g4[l], kl_iv_set1((int32_t)0x80808080u));
         } else { /* element i < 16: low nibble of qs[i], 16 + i: its high nibble; qh bit i: element i's bit 4 */
             kl_iv h = kl_iv_zero();
             if (KL_Q32_QH(fmt) >= 0) h = kl_iv_gather32(blk + KL_Q32_QH(fmt), wrow, nc);
             for (int t = 0; t < 4; t++) {
-                const kl_iv g = kl_iv_gather32(blk + KL_Q32_QS(fmt) + 4 * t, wrow, nc);
+                const kl_iv g = g4[t];
                 kl_iv lo = kl_iv_nib_lo(g), hi = kl_iv_nib_hi(g);
                 if (KL_Q32_QH(fmt) >= 0) {
                     lo = kl_iv_add(lo, kl_iv_bitbytes(h, 4 * t, 16));
