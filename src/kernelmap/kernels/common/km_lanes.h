@@ -306,6 +306,10 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *                                  4l + 2h + 1) * s8(x[2h + 1]), x 4 int8 (the same 4 for every lane); wrapping
  *                                  int16 adds: exact while every partial stays in int16 (the body's bound)
  *   kl_iv_madd16(acc, a, b)        lane l + i16(a.lo) * i16(b.lo) + i16(a.hi) * i16(b.hi) (the halves of lane l)
+ *   KL_IV_ROWS4                    defined when the lanes header also provides (optional; km_lanes_avx2.h, where
+ *                                  gathers are slow):
+ *   kl_iv_rows4(out, p, stride, n) out[t] (t < 4) lane c = the 4 bytes at p + c * stride + 4t; lanes c >= n read
+ *                                  row n - 1 (never past the last row; kl_iv_gather32 gives 0 there)
  */
 
 /* w6-q32gemv additions (the 32-element decode, M = 1; implemented in km_lanes_avx512.h only: the bodies test
