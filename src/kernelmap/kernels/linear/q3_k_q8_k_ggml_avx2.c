@@ -10,7 +10,7 @@
 #define KQV_MT 4        /* largest activation-row tile */
 #define KQV_CHUNK 65536 /* bytes of weights per column chunk */
 #define KQV_PF 8192     /* prefetch distance in bytes (to L2) */
-#define KQV_Q3X_NC 1    /* M = 1: one column per float step (pairs spilled the 16 ymm) */
+#define KQV_Q3X_NC 1    /* M = 1: one column per float step (column pairs: 22.4 vs 25.9 GMAC/s hot, Zen 3) */
 #define KQG_MT 8        /* prefill GEMM: activation rows per register tile */
 #define KQG_KB 8        /* prefill GEMM: superblocks per weight panel */
 #define KQG_FA 512      /* prefill GEMM: float accumulator rows (super-tiles of 512 / accumulators per row) */

@@ -27,8 +27,8 @@
  *              left decode GEMVs at ~50% of the read bandwidth
  *   KQV_VMIN   optional, 1: q5_K's min sum at M = 1 by vpmaddwd and an int32 fold (kl_kq_imin1) instead of
  *              8 scalar multiply-adds (exact either way; Zen 3 AVX2: +9% hot, the scalar form spilled)
- *   KQV_Q3X_NC optional, 1 or 2 (default): columns per float step of kqv_row1_q3 (AVX2's 16 ymm: 1, the
- *              pairs spilled; Zen 3: 22.4 -> 25.9 GMAC/s hot)
+ *   KQV_Q3X_NC optional, 1 or 2 (default): columns per float step of kqv_row1_q3 (AVX2: 1; with its 16 ymm
+ *              the pairs ran slower, Zen 3 hot 22.4 vs 25.9 GMAC/s)
  *   KQG_MT, KQG_KB, KQG_FA, KQG_MIN_M  optional (lanes with KL_IV): q6_K / q5_K / q3_K batches of M >= KQG_MIN_M rows go to
  *              the register-blocked GEMM of linear/q_k_gemm_body.h (same numerics)
  * q3_K at M = 1 on lanes with KL_KQ3X (AVX-512, AVX2) and K <= 16384 goes to kqv_row1_q3: the same steps for one
