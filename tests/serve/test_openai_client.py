@@ -190,8 +190,9 @@ def _slowed(monkeypatch, model, seconds: float = 0.05) -> None:
 
 class _Gate:
     """Decode steps of `model` that wait for the test's permits (once `open()`, they run freely): generation
-    cannot outrun a client the host is starving (a sleep-slowed step once let a CI run finish all 60 tokens
-    before the test looked)."""
+    cannot outrun a client the host is starving. With a 0.1 s sleep per step instead, two CI runs found the
+    request gone after its first two text events; a client thread starved until all 60 tokens were done is the
+    likely cause (never reproduced locally)."""
 
     def __init__(self, monkeypatch, model) -> None:
         self.permits = threading.Semaphore(0)
