@@ -371,14 +371,19 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
         trace.fusions = fusions
         trace.write(build_dir / "selection_trace.json")
     say("packing weights")
-    from kernelmap.weights import WeightNeed, pack_weights
+    from kernelmap.weights import WeightNeed, pack_weights, weight_name
+    from kernelmap.weights.repack import REPACKED
 
     needs: dict[str, WeightNeed] = {}
     for plan in plans.values():
         for op in plan.graph.ops:
-            for ref in op.weights.values():
-                layout = "ggml_blocks" if ref.dtype not in ("f32", "f16", "bf16") else "row_major"
-                needs.setdefault(ref.cname, WeightNeed(ref.cname, ref.tensor, ref.dtype, layout, rows=ref.rows))
+            ports = registry.providers[op.provider].ports
+            for port, ref in op.weights.items():
+                # the GGUF's own layout, or the repacked one the selected provider's port reads (its own entry)
+                layout = ports[port].layout if ports[port].layout in REPACKED else (
+                    "ggml_blocks" if ref.dtype not in ("f32", "f16", "bf16") else "row_major")
+                name = weight_name(ref.cname, layout)
+                needs.setdefault(name, WeightNeed(name, ref.tensor, ref.dtype, layout, rows=ref.rows))
     manifest = pack_weights(gguf, [needs[k] for k in sorted(needs)], build_dir,
                             progress=lambda done, total: count("packing weights", done, total))
     # Tensors in the GGUF layout stay in the model file (the program maps it); the rest are in weights.bin.

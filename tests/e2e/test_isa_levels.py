@@ -31,9 +31,9 @@ WEIGHT_TYPES = {"attn_q": "q4_k", "attn_k": "q5_0", "attn_v": "q6_k", "attn_outp
                 "ffn_up": "q5_0", "ffn_down": "q6_k", "blk.1.attn_output": "q4_k", "blk.2.ffn_up": "f32",
                 "blk.3.ffn_gate": "q8_0", "blk.4.attn_k": "q6_k", "blk.5.attn_q": "f32"}
 
-# the default policy's linear kernels the weights above must reach
+# the default policy's linear kernels the weights above must reach (q5_0 in decode: the repacked layout's GEMV)
 LINEAR_PROVIDERS = {"linear_q4_k_q8_k_ggml", "linear_q6_k_q8_k_ggml", "linear_q5_0_q8_0_ggml", "linear_q8_0_q8_0_ggml",
-                    "linear_f32_f32_ggml"}
+                    "linear_f32_f32_ggml", "linear_q5_0_q8_0_ggml_r8"}
 
 
 @pytest.fixture(scope="module")

@@ -377,3 +377,43 @@ def test_request_from_random_dict_raises_only_request_error(data):
         Request.from_dict(data)
     except RequestError as exc:
         assert "\n" not in exc.line()
+
+
+def _repacked(map_id: str, weight: str = "q5_0", **kw) -> dict:
+    m = make_map(map_id, weight=weight, act="q8_0", **kw)
+    m["weights"][0]["layout"] = "q32_r8"
+    return m
+
+
+Q50_PORTS = {"x": ("q8_0", "row_major"), "w": ("q5_0", "ggml_blocks"), "y": ("f32", "row_major")}
+
+
+def test_a_weight_port_in_a_repacked_layout_meets_a_request_for_the_gguf_layout(tmp_path):
+    reg = registry(tmp_path, [_repacked("lin_r8", priority=110), make_map("lin_plain", weight="q5_0", act="q8_0")])
+    res = resolve(req(ports=Q50_PORTS), reg)
+    assert res.provider.id == "lin_r8"  # the packer makes q32_r8 from the GGUF's q5_0 blocks
+    assert by_provider(res.trace_entry)["lin_plain"]["decision"] == "ranked"
+
+
+def test_a_repacked_layout_the_packer_cannot_make_is_a_layout_mismatch(tmp_path):
+    reg = registry(tmp_path, [_repacked("lin_r8", weight="q4_k", priority=110)])
+    with pytest.raises(ResolutionError) as exc:
+        resolve(req(ports={**Q4K_PORTS, "x": ("q8_0", "row_major")}), reg)
+    assert by_provider(exc.value.trace_entry)["lin_r8"]["reason"] == "layout_mismatch:w"
+    m = make_map("act_r8", weight="q5_0", act="q8_0")  # activations are never repacked
+    m["inputs"][0]["layout"] = "q32_r8"
+    with pytest.raises(ResolutionError) as exc:
+        resolve(req(ports=Q50_PORTS), registry(tmp_path / "b", [m]))
+    assert by_provider(exc.value.trace_entry)["act_r8"]["reason"] == "layout_mismatch:x"
+
+
+def test_rank_puts_a_provider_that_can_run_only_its_ref_after_one_with_a_simd_variant(tmp_path):
+    reg = registry(tmp_path, [_repacked("lin_r8", priority=110, variants=("ref", "avx512")),
+                              make_map("lin_plain", weight="q5_0", act="q8_0")])
+    res = resolve(req(ports=Q50_PORTS), reg)  # AVX2 host: lin_r8 would run its ref
+    assert (res.provider.id, res.variant.name) == ("lin_plain", "avx2")
+    ranked = by_provider(res.trace_entry)["lin_r8"]
+    assert ranked["decision"] == "ranked" and "only its ref runs on this CPU" in ranked["detail"]
+    assert resolve(req(ports=Q50_PORTS, isa=AVX512), reg).provider.id == "lin_r8"
+    # where every survivor can run only its ref, priority decides as before
+    assert resolve(req(ports=Q50_PORTS, isa=frozenset()), reg).provider.id == "lin_r8"

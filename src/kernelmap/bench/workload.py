@@ -20,6 +20,7 @@ import numpy as np
 
 from kernelmap.circuits.expr import parse_eval
 from kernelmap.errors import RequestError
+from kernelmap.weights.repack import REPACKED, repack
 
 __all__ = ["SHAPES_PATH", "Workload", "bench_cases", "constraint_failure", "make_workload", "weight_data"]
 
@@ -181,8 +182,15 @@ def weight_data(raw: dict[str, Any], dims: dict[str, int], seed: int = 0) -> dic
     rng = np.random.default_rng(seed)
     out = {}
     for port in raw.get("weights", []) or []:
-        count = int(math.prod(int(evaluate(d, dims)) for d in port["shape"]))
-        out[port["name"]] = fill(port["dtype"], count, rng)
+        shape = [int(evaluate(d, dims)) for d in port["shape"]]
+        data = fill(port["dtype"], int(math.prod(shape)), rng)
+        if port.get("layout") in REPACKED:  # the bytes the packer would write for such a tensor
+            packed = repack(port["layout"], port["dtype"], data, tuple(reversed(shape)))
+            raw_buf = np.empty(packed.size + 64, dtype=np.uint8)
+            start = (-raw_buf.ctypes.data) % 64
+            data = raw_buf[start:start + packed.size]
+            data[:] = packed
+        out[port["name"]] = data
     return out
 
 

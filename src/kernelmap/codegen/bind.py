@@ -17,6 +17,7 @@ import numpy as np
 from kernelmap.circuits.graph import Graph, OpNode
 from kernelmap.circuits.hydrate import row_bytes
 from kernelmap.errors import PlanError
+from kernelmap.weights.manifest import weight_name
 
 __all__ = ["C_KEYWORDS", "BoundCall", "bind_call", "c_type_of", "c_comment", "check_ident", "check_param_name",
            "float_literal", "prototype", "weight_location"]
@@ -174,7 +175,8 @@ def bind_call(op: OpNode, spec: dict[str, Any], symbol: str, graph: Graph, offse
                 else:
                     raise PlanError(f"{where}: op has no weight port '{name}'", value=entry["source"])
             else:
-                base, off = weight_location(weight_offsets[ref.cname])
+                layout = next((p["layout"] for p in spec.get("weights", ()) if p["name"] == name), "")
+                base, off = weight_location(weight_offsets[weight_name(ref.cname, layout)])
                 expr = f"{ptr_cast}({base} + UINT64_C({off}))"
         elif kind == "state":
             sname = op.state.get(name)

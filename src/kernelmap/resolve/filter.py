@@ -4,6 +4,9 @@ Input: a `Request` and the providers of its op (sorted by id). Output: the survi
 eligible variants) and one trace row per rejection, with a stage and a reason code. Checks run in
 the fixed order of KERNEL_MAPS.md section 3: status, phase, interface, contract, port dtype, port
 layout, port presence, constraints, ISA (per variant), alias safety. It does not rank (rank.py).
+A weight port's layout is negotiable: it passes when it is the requested (GGUF) layout or a repacked
+layout the packer makes from it for that dtype (weights/repack.py; weights are packed after resolution,
+in the layout of the selected provider's port). Activation and state layouts must match exactly.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelmap.maps.expr import Bound, show_bound
-from kernelmap.maps.provider import FAILED, UNEVALUABLE, Constraint, Provider, Variant
+from kernelmap.maps.provider import FAILED, UNEVALUABLE, Constraint, Port, Provider, Variant
 from kernelmap.resolve.request import Request
+from kernelmap.weights.repack import derivable
 
-__all__ = ["STAGES", "Survivor", "failed_checks", "filter_providers", "prefilter", "row"]
+__all__ = ["STAGES", "Survivor", "failed_checks", "filter_providers", "layout_accepts", "prefilter", "row"]
 
 # Stage order; the index says how far a rejected candidate got (the "closest" one got furthest).
 STAGES = ("status", "phase", "interface", "contract", "dtype", "layout", "port", "constraint", "isa",
@@ -34,6 +38,11 @@ class Survivor:
     provider: Provider
     variants: tuple[Variant, ...]
     unchecked: tuple[str, ...]
+
+
+def layout_accepts(port: Port, dtype: str, layout: str) -> bool:
+    """True when `port` can read a `dtype` buffer the request holds in `layout` (see the module doc)."""
+    return port.layout == layout or (port.storage == "weight" and derivable(port.layout, layout, dtype))
 
 
 def row(p: Provider, decision: str, stage: str, *, reason: str | None = None, rank: int | None = None,
@@ -108,9 +117,9 @@ def _check_ports(req: Request, p: Provider) -> _Rejection | None:
         port = ports.get(name)
         if port is not None and port.dtype != dtype:
             return ("dtype", f"dtype_mismatch:{name}", f"port {name} is {port.dtype}; request {dtype}")
-    for name, (_dtype, layout) in items:
+    for name, (dtype, layout) in items:
         port = ports.get(name)
-        if port is not None and port.layout != layout:
+        if port is not None and not layout_accepts(port, dtype, layout):
             return ("layout", f"layout_mismatch:{name}", f"port {name} is {port.layout}; request {layout}")
     for name, _spec in items:
         if name not in ports:
@@ -223,7 +232,7 @@ def failed_checks(req: Request, p: Provider) -> list[str]:
             continue
         if port.dtype != dtype:
             out.append(f"dtype_mismatch:{name}")
-        if port.layout != layout:
+        if not layout_accepts(port, dtype, layout):
             out.append(f"layout_mismatch:{name}")
     failed = _constraints(p.constraints, req.dims)
     if failed is not None:

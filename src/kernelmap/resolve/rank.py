@@ -2,8 +2,11 @@
 
 Input: survivors (sorted by id), the rejection rows and optionally the CPU class's evidence. Output:
 the chosen provider and variant plus ranked rows, or a ResolutionError. Order: lifecycle (production
-first), then priority (only inside one equivalence group: survivors spanning groups are a fault
-whatever their priorities), then the best eligible variant: the one the class's evidence shows faster
+first), then whether the survivor can run more than its scalar oracle here (a survivor whose only
+eligible variant is "ref" ranks after every survivor with a SIMD variant for this CPU: priority says
+which provider is faster as written, and a provider whose SIMD variants the CPU lacks is not), then
+priority (only inside one equivalence group: survivors spanning groups are a fault whatever their
+priorities), then the best eligible variant: the one the class's evidence shows faster
 than every other beyond noise at this shape and row count (variants of one provider compute the same
 bits, so this only changes speed), else by variant priority. The selected row records which decided
 (`variant_by`: evidence | priority, with the measured ranges or why evidence did not decide). Any tie
@@ -26,8 +29,18 @@ if TYPE_CHECKING:
 __all__ = ["rank"]
 
 
-def _key(p: Provider) -> tuple[int, int, str]:
-    return (p.lifecycle, -p.priority, p.id)
+def _ref_only(s: Survivor) -> bool:
+    """True when the only variant of `s` this CPU can run is its scalar oracle."""
+    return all(v.name == "ref" for v in s.variants)
+
+
+def _standing(s: Survivor) -> tuple[int, bool, int]:
+    """What ranks survivors of one group (lower first); equal standings are a tie."""
+    return (s.provider.lifecycle, _ref_only(s), -s.provider.priority)
+
+
+def _key(s: Survivor) -> tuple[int, bool, int, str]:
+    return (*_standing(s), s.provider.id)
 
 
 def _others(rows: Sequence[dict[str, Any]]) -> str:
@@ -76,13 +89,11 @@ def rank(req: Request, survivors: Sequence[Survivor], rows: list[dict[str, Any]]
             f"op {req.op} in phase {req.phase}: {len(survivors)} survivors span {len(groups)} equivalence "
             f"groups ({listing}); priority never chooses between contracts{_others(rows)}",
             path=req.label, hint="request a contract (numerics policy) or retire one provider; " + _hint(req))
-    ordered = sorted(survivors, key=lambda s: _key(s.provider))
+    ordered = sorted(survivors, key=_key)
     top = ordered[0].provider
     if len(ordered) > 1:
-        second = ordered[1].provider
-        if (second.lifecycle, second.priority) == (top.lifecycle, top.priority):
-            tied = [s for s in ordered if (s.provider.lifecycle, s.provider.priority)
-                    == (top.lifecycle, top.priority)]
+        if _standing(ordered[1]) == _standing(ordered[0]):
+            tied = [s for s in ordered if _standing(s) == _standing(ordered[0])]
             for s in ordered:
                 reason = "priority_tie" if any(s is t for t in tied) else "outranked"
                 rows.append(row(s.provider, "rejected", "rank", reason=reason,
@@ -107,6 +118,8 @@ def rank(req: Request, survivors: Sequence[Survivor], rows: list[dict[str, Any]]
                     *(v for v in variants if v.name != choice.winner))
     for i, s in enumerate(ordered):
         notes = [("unchecked: " + ", ".join(s.unchecked))] if s.unchecked else []
+        if i > 0 and _ref_only(s) and not _ref_only(ordered[0]):
+            notes.append("only its ref runs on this CPU: ranked after providers with a SIMD variant")
         extra: dict[str, str] = {}
         if i == 0 and choice is not None:
             extra["variant_by"] = "evidence" if by_evidence else "priority"

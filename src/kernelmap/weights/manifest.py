@@ -5,7 +5,7 @@ absolute offset: the selected layout is the GGUF layout, so the program maps the
 "weights.bin" (bytes the packer wrote, 64-byte aligned). `load_manifest` validates the sidecar
 (schema, names, alignment, extents per file, sizes vs dtype and shape, the data file's size);
 `check_manifest` refuses a manifest whose entries disagree with what the selected providers need.
-It reads and checks; writing is `pack.py`'s job.
+It reads and checks; writing is `pack.py`'s job, and the repacked layouts are `repack.py`'s.
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ import numpy as np
 
 from kernelmap.errors import ModelError
 from kernelmap.gguf.types import by_name, tensor_nbytes
+from kernelmap.weights.repack import REPACKED, layout_nbytes, shape_error
 
 __all__ = ["SCHEMA", "ALIGNMENT", "FILES", "GGUF_ALIGNMENT", "LAYOUTS", "WeightNeed", "ManifestEntry", "Manifest",
-           "load_manifest", "check_manifest", "map_weights", "layout_error", "native_layout"]
+           "load_manifest", "check_manifest", "map_weights", "layout_error", "native_layout", "weight_name"]
 
 SCHEMA = "kernelmap.weights_manifest/2"
 ALIGNMENT = 64
@@ -34,8 +35,9 @@ GGUF_ALIGNMENT = 4  # kernels rely on no more than 4-byte alignment of weight ro
 FILES = ("weights.bin", "gguf")
 DATA_FILE = "weights.bin"
 MANIFEST_FILE = "weights.json"
-# layout -> dtypes it may hold; both are the native GGUF bytes (repacked layouts do not exist yet)
-LAYOUTS: dict[str, frozenset[str] | None] = {"ggml_blocks": None, "row_major": frozenset({"f32", "f16", "bf16"})}
+# layout -> dtypes it may hold: the native GGUF layouts, then the repacked ones (repack.py)
+LAYOUTS: dict[str, frozenset[str] | None] = {"ggml_blocks": None, "row_major": frozenset({"f32", "f16", "bf16"}),
+                                             **{name: dtypes for name, (_src, dtypes) in REPACKED.items()}}
 NATIVE_LAYOUTS = frozenset({"ggml_blocks", "row_major"})  # layouts whose bytes are the GGUF tensor's own
 C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
@@ -60,6 +62,12 @@ class WeightNeed:
 def native_layout(layout: str) -> bool:
     """True when a layout's bytes are the GGUF tensor's own (no repacking), so they can be mapped."""
     return layout in NATIVE_LAYOUTS
+
+
+def weight_name(cname: str, port_layout: str) -> str:
+    """The manifest name of weight `cname` as a port in `port_layout` reads it: `cname` for the GGUF's own
+    bytes, `cname__<layout>` for a repacked copy (one tensor may be read both ways by different ops)."""
+    return f"{cname}__{port_layout}" if port_layout in REPACKED else cname
 
 
 @dataclass(frozen=True)
@@ -131,7 +139,7 @@ def layout_error(layout: str, dtype: str, *, path: Any, pointer: str) -> ModelEr
     """The error for a layout that is unknown or cannot hold `dtype`, else None."""
     if layout not in LAYOUTS:
         return ModelError("unknown weight layout", path=path, pointer=pointer, value=layout,
-                          expected=sorted(LAYOUTS), hint="repacked layouts are not implemented yet")
+                          expected=sorted(LAYOUTS))
     allowed = LAYOUTS[layout]
     if allowed is not None and dtype not in allowed:
         return ModelError(f"layout {layout} cannot hold {dtype} data", path=path, pointer=pointer,
@@ -162,9 +170,13 @@ def _manifest_from_doc(doc: Any, path: Path) -> Manifest:
         bad = layout_error(e.layout, e.dtype, path=path, pointer=base + "/layout")
         if bad is not None:
             raise bad
-        if e.shape[0] % ggml.block_size or tensor_nbytes(ggml, e.shape) != e.size:
-            raise ModelError(f"entry {e.name!r} size does not match its dtype and shape", path=path,
-                             pointer=base + "/size", value=e.size, expected=tensor_nbytes(ggml, e.shape))
+        why = shape_error(e.layout, e.dtype, e.shape)
+        if why is not None:
+            raise ModelError(f"entry {e.name!r}: {why}", path=path, pointer=base + "/shape", value=list(e.shape))
+        want = layout_nbytes(e.layout, e.dtype, e.shape, tensor_nbytes(ggml, e.shape))
+        if e.shape[0] % ggml.block_size or want != e.size:
+            raise ModelError(f"entry {e.name!r} size does not match its dtype, shape and layout", path=path,
+                             pointer=base + "/size", value=e.size, expected=want)
         in_gguf = e.file == "gguf"
         if in_gguf and not native_layout(e.layout):
             raise ModelError(f"entry {e.name!r} is mapped from the GGUF but its layout is repacked", path=path,

@@ -1,11 +1,12 @@
 """Weight packing (after resolution): GGUF tensors the selected providers need -> weights.json (+ weights.bin).
 
-A tensor whose selected layout is the GGUF layout ("ggml_blocks", and "row_major" for f32/f16: both
-layouts that exist today) is not copied: its manifest entry points at its bytes in the GGUF file,
-which the generated program memory-maps (a tensor at an offset the kernels cannot take is copied).
-Only tensors that need other bytes go into weights.bin, each at a 64-byte aligned offset (with
-`self_contained`, every tensor is copied there, as is). Repacked layouts are not implemented yet and
-an unknown layout is an error. Output is cached by a content key (source hash + needs + mode) and
+A tensor whose selected layout is the GGUF layout ("ggml_blocks", and "row_major" for f32/f16) is not
+copied: its manifest entry points at its bytes in the GGUF file, which the generated program
+memory-maps (a tensor at an offset the kernels cannot take is copied). Only tensors that need other
+bytes go into weights.bin, each at a 64-byte aligned offset: those in a repacked layout (repack.py;
+the same tensor may also be mapped in its GGUF layout for another op, under another name) and, with
+`self_contained`, every tensor (as is). An unknown layout, or one that cannot hold the tensor's dtype
+or shape, is an error before anything is written. Output is cached by a content key (source hash + needs + mode) and
 published atomically: temp files, fsync, rename the data file, then the manifest last.
 """
 
@@ -37,6 +38,7 @@ from kernelmap.weights.manifest import (
     load_manifest,
     native_layout,
 )
+from kernelmap.weights.repack import repack, shape_error
 
 __all__ = ["pack_weights", "pack_key"]
 
@@ -72,6 +74,10 @@ def _check_needs(gguf: GGUFFile, needs: Sequence[WeightNeed]) -> None:
             raise ModelError(f"weight {need.name!r}: tensor {need.tensor!r} has a different shape",
                              path=gguf.path, pointer=f"tensors/{need.tensor}/shape", value=list(shape),
                              expected=str(list(need.shape)))
+        why = shape_error(need.layout, need.dtype, shape)
+        if why is not None:
+            raise ModelError(f"weight {need.name!r}: {why}", path=gguf.path, pointer=where + "/layout",
+                             value=need.layout)
 
 
 def _slice_shape(gguf: GGUFFile, need: WeightNeed) -> tuple[int, ...]:
@@ -239,7 +245,11 @@ def _write(gguf: GGUFFile, needs: Sequence[WeightNeed], out_dir: Path, key: str,
                 pad = (-pos) % ALIGNMENT
                 fh.write(bytes(pad))
                 pos += pad
-                digest = _write_entry(fh, _slice_bytes(gguf, need))
+                data = _slice_bytes(gguf, need)
+                if not native_layout(need.layout):
+                    data = repack(need.layout, need.dtype, data, shape)
+                    size = data.size
+                digest = _write_entry(fh, data)
                 entries.append(ManifestEntry(need.name, need.tensor, need.dtype, shape, need.layout, pos, size,
                                              digest, rows=need.rows))
                 pos += size

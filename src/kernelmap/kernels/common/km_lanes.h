@@ -312,6 +312,16 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *                                  row n - 1 (never past the last row; kl_iv_gather32 gives 0 there)
  */
 
+/* q32_r8 additions (optional; km_lanes_x86.h, so AVX2 and AVX-512; linear/q32_r8_body.h needs them):
+ *   KL_R8                          defined when the lanes header provides the ops below
+ *   kl_b32                         32 bytes; kl_b32_load(p) (no alignment)
+ *   kl_f8_bcast_mem(p)             every lane = *p, as a broadcast load (no vector ALU op)
+ *   kl_r8_lo(p) kl_r8_hi(p)        byte i = the low / high nibble of p's byte i
+ *   kl_r8_code(nib, h, r)          byte i = nib's byte i (<= 15) + 16 * bit r of h's byte i (r: compile-time 0..7)
+ *   kl_r8_dot(c, x, seed)          kl_f8 lane l = (float)(seed[l] + the exact int32 sum of c[4l+i] * x[4l+i], i < 4)
+ *                                  - KL_MAGIC_F (c unsigned <= 31, x int8; the seed of kl_q32_seeds: exact floats)
+ */
+
 /* w6-q32gemv additions (the 32-element decode, M = 1; implemented in km_lanes_avx512.h only: the bodies test
  * the macros and keep their other path elsewhere):
  *   KL_Q32P                        defined when the lanes header provides the row-pair ops below

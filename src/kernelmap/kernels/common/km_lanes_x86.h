@@ -347,4 +347,37 @@ KL_INLINE void kl_kq_imin4(int32_t *p, uint64_t mn, const km_block_q8_k *x) {
     _mm_storeu_si128((__m128i *)p, _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn)), ps));
 }
 
+/* q32_r8 additions (shared by km_lanes_avx2.h and km_lanes_avx512.h; km_lanes.h documents them): one row's codes of
+ * a tile of the repacked layout "q32_r8" and their exact dot (linear/q32_r8_body.h). */
+#define KL_R8 1
+typedef __m256i kl_b32;
+
+KL_INLINE kl_b32 kl_b32_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+KL_INLINE kl_f8 kl_f8_bcast_mem(const float *p) { return _mm256_broadcast_ss(p); }
+KL_INLINE kl_b32 kl_r8_lo(kl_b32 p) { return _mm256_and_si256(p, _mm256_set1_epi8(0x0F)); }
+KL_INLINE kl_b32 kl_r8_hi(kl_b32 p) { return _mm256_and_si256(_mm256_srli_epi16(p, 4), _mm256_set1_epi8(0x0F)); }
+
+/* nib's bytes (0..15) with bit r of h's byte as bit 4 (r a compile-time constant). AVX-512 BW: a test into a
+ * mask register and a masked add of 16; else one immediate shift (bits crossing bytes are masked off), and, or. */
+KL_INLINE kl_b32 kl_r8_code(kl_b32 nib, kl_b32 h, const int r) {
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+    const __mmask32 k = _mm256_test_epi8_mask(h, _mm256_set1_epi8((char)(1 << r)));
+    return _mm256_mask_add_epi8(nib, k, nib, _mm256_set1_epi8(16));
+#else
+    const __m256i a = r < 4 ? _mm256_slli_epi16(h, 4 - r) : r > 4 ? _mm256_srli_epi16(h, r - 4) : h;
+    return _mm256_or_si256(nib, _mm256_and_si256(a, _mm256_set1_epi8(0x10)));
+#endif
+}
+
+/* Lane l = (float) of seed[l] + the exact int32 sum of c[4l+i] * x[4l+i] (c unsigned codes <= 31, x signed),
+ * minus the magic: one vpdpbusd with VNNI, else vpmaddubsw (int16 pairs <= 2 * 31 * 128: exact) + vpmaddwd. */
+KL_INLINE kl_f8 kl_r8_dot(kl_b32 c, kl_b32 x, kl_b32 seed) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    const __m256i s = _mm256_dpbusd_epi32(seed, c, x);
+#else
+    const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(c, x), _mm256_set1_epi16(1)), seed);
+#endif
+    return _mm256_sub_ps(_mm256_castsi256_ps(s), _mm256_set1_ps(KL_MAGIC_F));
+}
+
 #endif /* KM_LANES_X86_H */

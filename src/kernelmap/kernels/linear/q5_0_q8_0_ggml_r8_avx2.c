@@ -1,0 +1,18 @@
+/* linear/q5_0_q8_0_ggml_r8_avx2.c — km_linear_q5_0_q8_0_ggml_r8__avx2: contract linear.q5_0.q8_0.ggml.v1 on
+ * weights in the repacked layout "q32_r8".
+ *
+ * An instantiation of the family body linear/q32_r8_body.h (layout, numerics and the exactness argument are
+ * there; byte-identical to km_linear_q5_0_q8_0_ggml__ref on the plain layout for every (ith, nth) and M) on
+ * AVX2 + FMA + F16C: fifth bits by one immediate shift per row and block, dots by vpmaddubsw / vpmaddwd.
+ */
+#include "km_lanes_avx2.h"
+
+#define KQR8_PF 4096 /* prefetch distance in bytes (to L2): 3-5 KB best from DRAM (Zen 3, one thread) */
+#define KQR8_KS 256  /* blocks per K slice: K <= 8192 in one slice (17 KB of prepared activations) */
+#define KQR8_NC 16   /* groups per chunk when sliced (4 KB of parked accumulators) */
+#include "q32_r8_body.h"
+
+void km_linear_q5_0_q8_0_ggml_r8__avx2(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
+                                       int ith, int nth) {
+    kqr8_linear(y, w, x, M, N, K, ith, nth);
+}

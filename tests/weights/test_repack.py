@@ -1,0 +1,134 @@
+"""Repacked weight layouts (weights/repack.py): the "q32_r8" bytes as its docstring states them, the inverse,
+the fail-closed shape checks, and the packer writing a repacked copy beside the GGUF-mapped original."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from kernelmap.errors import ModelError
+from kernelmap.gguf import open_gguf
+from kernelmap.gguf.writer import RawTensor, build_gguf
+from kernelmap.weights import (
+    WeightNeed,
+    check_manifest,
+    load_manifest,
+    map_weights,
+    pack_weights,
+    weight_name,
+)
+from kernelmap.weights.repack import derivable, layout_nbytes, repack, shape_error, unpack
+
+BLOCK = {"q4_0": 18, "q4_1": 20, "q5_0": 22, "q5_1": 24}
+FIELDS = {"q4_0": ((0,), None, 2), "q4_1": ((0, 2), None, 4), "q5_0": ((0,), 2, 6), "q5_1": ((0, 2), 4, 8)}
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELMAP_CACHE", str(tmp_path / "cache"))
+
+
+def _codes(blk: np.ndarray, dtype: str) -> list[int]:
+    """The 32 codes of one plain block (ggml order: low nibbles, then high nibbles; fifth bit from qh)."""
+    _halves, qh_at, qs_at = FIELDS[dtype]
+    qs = blk[qs_at:qs_at + 16]
+    qh = int.from_bytes(blk[qh_at:qh_at + 4].tobytes(), "little") if qh_at is not None else 0
+    return [int(qs[i % 16] >> (4 * (i // 16)) & 15) | ((qh >> i) & 1) << 4 for i in range(32)]
+
+
+@pytest.mark.parametrize("dtype", sorted(BLOCK))
+def test_q32_r8_bytes_are_the_documented_layout(dtype):
+    n, nb = 11, 6  # two groups (the second with 5 pad rows), three tiles
+    k = nb * 32
+    rng = np.random.default_rng(1)
+    plain = rng.integers(0, 256, size=(n, nb, BLOCK[dtype]), dtype=np.uint8)
+    out = repack("q32_r8", dtype, plain.reshape(-1), (k, n))
+    tile = 16 * BLOCK[dtype]
+    assert out.size == 2 * nb // 2 * tile == layout_nbytes("q32_r8", dtype, (k, n), plain.size)
+    tiles = out.reshape(2, nb // 2, tile)
+    halves, qh_at, _ = FIELDS[dtype]
+    for row in range(16):
+        g, r = divmod(row, 8)
+        for b in range(nb):
+            t, p = tiles[g, b // 2], b % 2
+            blk = plain[row, b] if row < n else np.zeros(BLOCK[dtype], np.uint8)
+            for f, off in enumerate(halves):  # each fp16 field: 32 bytes, block 2j's 8 rows then block 2j + 1's
+                at = 32 * f + 16 * p + 2 * r
+                assert t[at:at + 2].tobytes() == blk[off:off + 2].tobytes()
+            nib = t[tile - 256 + 32 * r:tile - 256 + 32 * r + 32]
+            fifth = t[32 * len(halves) + 32 * p:32 * len(halves) + 32 * p + 32] if qh_at is not None else None
+            got = [int(nib[i] >> (4 * p) & 15) | (int(fifth[i] >> r & 1) << 4 if fifth is not None else 0)
+                   for i in range(32)]
+            assert got == _codes(blk, dtype), (row, b)
+
+
+@pytest.mark.parametrize("dtype", sorted(BLOCK))
+@pytest.mark.parametrize("n,k", [(1, 64), (7, 128), (8, 64), (9, 640), (17, 2048), (0, 64)])
+def test_q32_r8_unpack_inverts_repack(dtype, n, k):
+    rng = np.random.default_rng(n * 1000 + k)
+    plain = rng.integers(0, 256, size=n * k // 32 * BLOCK[dtype], dtype=np.uint8)
+    packed = repack("q32_r8", dtype, plain, (k, n))
+    assert packed.size == layout_nbytes("q32_r8", dtype, (k, n), plain.size)
+    assert np.array_equal(unpack("q32_r8", dtype, packed, (k, n)), plain)
+
+
+def test_q32_r8_refuses_what_it_cannot_hold():
+    assert shape_error("q32_r8", "q5_0", (640, 3)) is None
+    assert "multiple of 64" in shape_error("q32_r8", "q5_0", (96, 3))
+    assert "multiple of 64" in shape_error("q32_r8", "q5_0", (64, 3, 2))
+    assert "not q8_0" in shape_error("q32_r8", "q8_0", (64, 3))
+    with pytest.raises(ValueError, match="multiple of 64"):
+        repack("q32_r8", "q5_0", bytes(3 * 22), (32, 3))
+    assert derivable("q32_r8", "ggml_blocks", "q5_0") and not derivable("q32_r8", "ggml_blocks", "q4_k")
+    assert not derivable("q32_r8", "row_major", "q5_0") and not derivable("ggml_blocks", "ggml_blocks", "q5_0")
+
+
+@pytest.fixture
+def q5_model(tmp_path):
+    rng = np.random.default_rng(4)
+    tensors = [RawTensor("blk.0.ffn_up.weight", (128, 10), 6, rng.integers(0, 256, 10 * 4 * 22, np.uint8).tobytes()),
+               RawTensor("blk.0.attn_q.weight", (96, 3), 6, rng.integers(0, 256, 3 * 3 * 22, np.uint8).tobytes())]
+    path = tmp_path / "q5.gguf"
+    path.write_bytes(build_gguf([], tensors))
+    return path
+
+
+def test_pack_writes_a_repacked_copy_beside_the_mapped_original(q5_model, tmp_path):
+    out = tmp_path / "w"
+    needs = [WeightNeed("up", "blk.0.ffn_up.weight", "q5_0", "ggml_blocks"),
+             WeightNeed(weight_name("up", "q32_r8"), "blk.0.ffn_up.weight", "q5_0", "q32_r8", (128, 10))]
+    with open_gguf(q5_model) as g:
+        manifest = pack_weights(g, needs, out)
+        plain = g.tensor_data("blk.0.ffn_up.weight").tobytes()
+    mapped, packed = manifest.entry("up"), manifest.entry("up__q32_r8")
+    assert mapped.file == "gguf" and packed.file == "weights.bin"
+    assert packed.size == 16 * 4 * 22 and packed.offset % 64 == 0
+    loaded = load_manifest(out / "weights.json")
+    check_manifest(loaded, needs)
+    data = map_weights(loaded, q5_model)
+    want = repack("q32_r8", "q5_0", plain, (128, 10))
+    assert np.array_equal(data["up__q32_r8"], want) and data["up"].tobytes() == plain
+    assert packed.sha256 == hashlib.sha256(want.tobytes()).hexdigest()
+
+
+def test_pack_refuses_a_repacked_layout_the_shape_cannot_take_before_writing(q5_model, tmp_path):
+    out = tmp_path / "w"
+    with open_gguf(q5_model) as g, pytest.raises(ModelError, match="multiple of 64") as err:
+        pack_weights(g, [WeightNeed("q", "blk.0.attn_q.weight", "q5_0", "q32_r8")], out)
+    assert "needs[0]/layout" in str(err.value)
+    assert not (out / "weights.json").exists()
+
+
+def test_manifest_refuses_a_repacked_entry_of_the_wrong_size(q5_model, tmp_path):
+    import json
+
+    out = tmp_path / "w"
+    with open_gguf(q5_model) as g:
+        pack_weights(g, [WeightNeed("up", "blk.0.ffn_up.weight", "q5_0", "q32_r8")], out)
+    doc = json.loads((out / "weights.json").read_text())
+    doc["entries"][0]["size"] = 10 * 4 * 22  # the GGUF layout's size, not the padded repacked one
+    (out / "weights.json").write_text(json.dumps(doc))
+    with pytest.raises(ModelError, match="size does not match its dtype, shape and layout"):
+        load_manifest(out / "weights.json")
