@@ -49,6 +49,7 @@ __all__ = [
     "guarded",
     "run_partitioned",
     "assert_close_or_equal",
+    "gguf_layout",
 ]
 
 MAPS_DIR = KERNEL_ROOT.parent / "kernel_maps"
@@ -244,6 +245,29 @@ def bind(lib: ctypes.CDLL, spec: dict[str, Any], variant: str) -> Callable[..., 
     fn.argtypes = [_argtype(p, spec) for p in spec["call_abi"]["params"]]
     fn.restype = None
     return fn
+
+
+def gguf_layout(spec: dict[str, Any], fn: Callable[..., None]) -> Callable[..., None]:
+    """`fn` (a linear.token_major.v1 variant of map `spec`) taking its weight in the GGUF layout: for a map whose
+    weight port reads a repacked layout (weights/repack.py), a wrapper that repacks the [N, K] weight at the w
+    pointer as the packer would and calls fn on the copy; for any other map, fn itself. Lets the tests that feed
+    a contract's every provider llama.cpp's tensors (tests/kernels/test_ops_vs_llama*.py) treat them alike."""
+    from kernelmap.gguf.types import by_name
+    from kernelmap.weights.repack import REPACKED, repack
+
+    repacked = [p for p in spec.get("weights", ()) if p["layout"] in REPACKED]
+    if not repacked:
+        return fn
+    (port,) = repacked
+    kind = by_name(port["dtype"])
+
+    def call(y: Any, w: Any, x: Any, m: int, n: int, k: int, ith: int, nth: int) -> None:
+        nbytes = n * k // kind.block_size * kind.type_size
+        plain = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(w.value))
+        packed = repack(port["layout"], port["dtype"], plain, (k, n))
+        fn(y, ptr(packed), x, m, n, k, ith, nth)
+
+    return call
 
 
 def ptr(arr: np.ndarray | None) -> ctypes.c_void_p:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kernel_harness import bind, host_can_run, load_map_library, ptr
+from kernel_harness import bind, gguf_layout, host_can_run, load_map_library, ptr
 
 from kernelmap.gguf import open_gguf
 from kernelmap.maps.registry import load_registry
@@ -112,7 +112,7 @@ def _bound(op: str, policy: str, keys: tuple[tuple[str, str], ...]) -> tuple[tup
     out = []
     for map_id in _providers(op, policy, **dict(keys)):
         lib, spec = load_map_library(map_id)
-        out += [(f"{map_id}.{v['name']}", bind(lib, spec, v["name"])) for v in spec["variants"]
+        out += [(f"{map_id}.{v['name']}", gguf_layout(spec, bind(lib, spec, v["name"]))) for v in spec["variants"]
                 if host_can_run(v["requires"])[0]]
     return tuple(out)
 

@@ -26,10 +26,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fixture_builds import claims, load_builds
-from kernel_harness import bind, host_can_run, load_map_library, ptr
+from kernel_harness import bind, gguf_layout, host_can_run, load_map_library, ptr
 
+from kernelmap.maps.provider import FAILED, UNEVALUABLE
 from kernelmap.maps.registry import load_registry
 from kernelmap.numerics.policy import load_policy
+from kernelmap.weights.repack import REPACKED
 
 _ROOT = Path(__file__).resolve().parents[1] / "fixtures"
 # build: (fixture folder, the policy that claims that build's bits)
@@ -60,20 +62,31 @@ def _registry():
     return load_registry()
 
 
-def _provider(op: str, build: str = "avx512", **keys: str) -> tuple[str, object]:
-    """The build's policy's provider; for an op that policy refuses, llama-cpu's (what the refusal is checked on)."""
+def _providers(op: str, build: str = "avx512", **keys: str) -> tuple[list[str], object]:
+    """The production providers of the build's policy's contract (for an op that policy refuses, llama-cpu's: what
+    the refusal is checked on): the GGUF-layout provider first, then any reading a repacked weight layout."""
     policy = BUILDS[build][1] if _claims(build, op, **keys) else "llama-cpu"
     rule = load_policy(policy).rule_for(op, **keys)
-    ids = [p.id for p in _registry().by_op(op) if p.contract == rule.contract and p.status == "production"]
+    found = [p for p in _registry().by_op(op) if p.contract == rule.contract and p.status == "production"]
+    ids = [p.id for p in sorted(found, key=lambda p: (any(w.layout in REPACKED for w in p.weights), p.id))]
+    assert ids and not any(w.layout in REPACKED for w in _registry().providers[ids[0]].weights), (
+        f"{rule.contract}: production providers {ids}")
+    return ids, rule
+
+
+def _provider(op: str, build: str = "avx512", **keys: str) -> tuple[str, object]:
+    """The one production provider of the contract (ops without repacked-layout providers)."""
+    ids, rule = _providers(op, build, **keys)
     assert len(ids) == 1, f"{rule.contract}: production providers {ids}"
     return ids[0], rule
 
 
 def _variants(map_id: str):
+    """(variant, function taking the GGUF-layout weight) of every variant this host runs."""
     lib, spec = load_map_library(map_id)
     names = [v["name"] for v in spec["variants"] if host_can_run(v["requires"])[0]]
     assert "ref" in names
-    return [(n, bind(lib, spec, n)) for n in names]
+    return [(n, gguf_layout(spec, bind(lib, spec, n))) for n in names]
 
 
 def _nbytes(act: str, m: int, k: int) -> int:
@@ -103,18 +116,22 @@ def _linear_cases(typ: str, w: np.ndarray, xq: np.ndarray, want: np.ndarray, m: 
     """Every runnable variant of the provider on one case; asserts 0 differing elements when the build's policy
     claims the type, else returns the differing counts per variant (llama-cpu's provider)."""
     claimed = _claims(build, "linear", weight=typ)
-    map_id, _ = _provider("linear", build, weight=typ)
+    map_ids, _ = _providers("linear", build, weight=typ)
     bad = {}
-    for vname, fn in _variants(map_id):
-        y = np.full((m, n), np.nan, np.float32)
-        fn(ptr(y), ptr(np.ascontiguousarray(w)), ptr(xq), m, n, k, 0, 1)
-        d = _diff(y, want)
-        if d.size:
-            bad[vname] = int(d.size)
-            print(f"{map_id} [{vname}] {label}: {d.size} of {want.size} differ, first {d[:4].tolist()}: "
-                  f"got {y.ravel()[d[:4]].tolist()} want {np.asarray(want).ravel()[d[:4]].tolist()}")
+    dims = {"M": m, "N": n, "K": k}
+    for map_id in map_ids if claimed else map_ids[:1]:  # a refused type: its GGUF-layout provider's counts
+        if any(c.check(dims)[0] in (FAILED, UNEVALUABLE) for c in _registry().providers[map_id].constraints):
+            continue  # a shape the resolver would never give this provider (e.g. K % 64 for q32_r8)
+        for vname, fn in _variants(map_id):
+            y = np.full((m, n), np.nan, np.float32)
+            fn(ptr(y), ptr(np.ascontiguousarray(w)), ptr(xq), m, n, k, 0, 1)
+            d = _diff(y, want)
+            if d.size:
+                bad[vname if map_id == map_ids[0] else f"{map_id}.{vname}"] = int(d.size)
+                print(f"{map_id} [{vname}] {label}: {d.size} of {want.size} differ, first {d[:4].tolist()}: "
+                      f"got {y.ravel()[d[:4]].tolist()} want {np.asarray(want).ravel()[d[:4]].tolist()}")
     if claimed:
-        assert not bad, f"{map_id} on {label}: differing elements per variant {bad}"
+        assert not bad, f"{map_ids} on {label}: differing elements per variant {bad}"
     return bad
 
 
@@ -134,7 +151,7 @@ def test_format_linear_llama_inputs_give_llama_outputs(fx_builds, build: str, ke
     fx = fx_builds[build]
     info = SETTINGS["tensors"][key]
     typ, k = info["type"], info["K"]
-    _, rule = _provider("linear", build, weight=typ)
+    _, rule = _providers("linear", build, weight=typ)
     w, xs, want = fx[f"{key}:w"], fx[f"{key}:x"], fx[f"{key}:y"]
     n = w.shape[0]
     assert xs.shape == (len(SETTINGS["prompt"]), k) and want.shape == (xs.shape[0], n)
@@ -162,7 +179,7 @@ def test_format_linear_llama_vec_dot_gives_llama_outputs(fx_builds, build: str, 
         pytest.skip(f"{BUILDS[build][1]} refuses {typ} linears (test_format_linear_llama_inputs_give_llama_outputs)")
     key = f"direct/{'gemv_q4_0_8x8' if fam.startswith('gemv') else 'vec_dot_' + typ}/{size}"
     w, x, want = fx[f"{key}:w"], fx[f"{key}:x"], fx[f"{key}:y"]
-    _, rule = _provider("linear", build, weight=typ)
+    _, rule = _providers("linear", build, weight=typ)
     xq = _activation(rule.activation, x, build)
     held = fx[f"{key}:xq"] if f"{key}:xq" in fx else fx[f"{key}:xt"]
     assert np.array_equal(xq.view(np.uint8).ravel(), np.ascontiguousarray(held).view(np.uint8).ravel()), \
