@@ -320,6 +320,13 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *   kl_r8_code(nib, h, r)          byte i = nib's byte i (<= 15) + 16 * bit r of h's byte i (r: compile-time 0..7)
  *   kl_r8_dot(c, x, seed)          kl_f8 lane l = (float)(seed[l] + the exact int32 sum of c[4l+i] * x[4l+i], i < 4)
  *                                  - KL_MAGIC_F (c unsigned <= 31, x int8; the seed of kl_q32_seeds: exact floats)
+ *   kl_r8_dot0(c, x)               kl_f8 lane l = (float) the exact int32 sum of c[4l+i] * x[4l+i], i < 4 (c unsigned
+ *                                  <= 31, x int8; no seed: the formats without a code offset)
+ *   kl_r8_sums2(nib, x0, x1, base0, base1, &s0, &s1)   the 8 rows' whole-block sums of both blocks of a q32_r8 tile
+ *                                  without fifth bits (nib: its 8 x 32 nibble bytes, row r's at 32 r; x0, x1: the two
+ *                                  activation blocks' 32 int8 quants): kl_f8 lane r of s0 = (float)(base0 + the exact
+ *                                  int32 sum of (nib[32r + i] & 15) * x0[i], i < 32), of s1 the same with the high
+ *                                  nibbles, x1 and base1 (int32 bases with |base + sum| < 2^24: exact floats)
  */
 
 /* w6-q32gemv additions (the 32-element decode, M = 1; implemented in km_lanes_avx512.h only: the bodies test

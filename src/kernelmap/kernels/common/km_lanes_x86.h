@@ -348,7 +348,8 @@ KL_INLINE void kl_kq_imin4(int32_t *p, uint64_t mn, const km_block_q8_k *x) {
 }
 
 /* q32_r8 additions (shared by km_lanes_avx2.h and km_lanes_avx512.h; km_lanes.h documents them): one row's codes of
- * a tile of the repacked layout "q32_r8" and their exact dot (linear/q32_r8_body.h). */
+ * a tile of the repacked layout "q32_r8" and their exact dots, and the 8 rows' whole-block sums of a tile
+ * (linear/q32_r8_body.h). */
 #define KL_R8 1
 typedef __m256i kl_b32;
 
@@ -378,6 +379,62 @@ KL_INLINE kl_f8 kl_r8_dot(kl_b32 c, kl_b32 x, kl_b32 seed) {
     const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(c, x), _mm256_set1_epi16(1)), seed);
 #endif
     return _mm256_sub_ps(_mm256_castsi256_ps(s), _mm256_set1_ps(KL_MAGIC_F));
+}
+
+/* Lane l = (float) the exact int32 sum of c[4l+i] * x[4l+i] (no seed: the formats without a code offset): the
+ * int32 lanes converted as they are, one op fewer than the seed's add and the magic's subtract. */
+KL_INLINE kl_f8 kl_r8_dot0(kl_b32 c, kl_b32 x) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), c, x);
+#else
+    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(c, x), _mm256_set1_epi16(1));
+#endif
+    return _mm256_cvtepi32_ps(s);
+}
+
+/* Both blocks of a q32_r8 tile's 8 rows (nib: the tile's 8 x 32 nibble bytes): lane r of *s0 = (float)(base0 + the
+ * exact int32 sum of lo(nib[32r + i]) * x0[i], i < 32), of *s1 the same with the high nibbles, x1 and base1. The 8
+ * rows' bytes are transposed as dwords first (lane r of t[j] = row r's bytes 4j..4j+3: 24 shuffles, for both
+ * blocks), so dword j of the activation is a broadcast load and the products of row r land in lane r: with VNNI
+ * 8 vpdpbusd per block and no reduction, else vpmaddubsw summed in int16 (a word sums 16 products, |.| <= 30720)
+ * and one vpmaddwd. */
+KL_INLINE void kl_r8_sums2(const uint8_t *nib, const int8_t *x0, const int8_t *x1, int32_t base0, int32_t base1,
+                           kl_f8 *s0, kl_f8 *s1) {
+    __m256i a[8], b[8];
+    for (int r = 0; r < 8; r++) a[r] = _mm256_loadu_si256((const __m256i *)(nib + 32 * r));
+    for (int r = 0; r < 8; r += 2) { /* per half dwords: (r, r + 1) of dwords 0, 1 / 2, 3 */
+        b[r] = _mm256_unpacklo_epi32(a[r], a[r + 1]);
+        b[r + 1] = _mm256_unpackhi_epi32(a[r], a[r + 1]);
+    }
+    for (int r = 0; r < 8; r += 4) /* per half: rows r .. r + 3 of one dword */
+        for (int k = 0; k < 2; k++) {
+            a[r + 2 * k] = _mm256_unpacklo_epi64(b[r + k], b[r + 2 + k]);
+            a[r + 2 * k + 1] = _mm256_unpackhi_epi64(b[r + k], b[r + 2 + k]);
+        }
+    /* a[k] (k < 4): rows 0..3's dword k (low half) and k + 4 (high half); a[4 + k] the same of rows 4..7 */
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
+    for (int j = 0; j < 8; j++) {
+        const int k = j & 3;
+        const __m256i t = _mm256_permute2x128_si256(a[k], a[4 + k], j < 4 ? 0x20 : 0x31); /* lane r: dword j of row r */
+        const __m256i lo = _mm256_and_si256(t, m4), hi = _mm256_and_si256(_mm256_srli_epi16(t, 4), m4);
+        int32_t d0, d1;
+        memcpy(&d0, x0 + 4 * j, 4);
+        memcpy(&d1, x1 + 4 * j, 4);
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+        acc0 = _mm256_dpbusd_epi32(acc0, lo, _mm256_set1_epi32(d0));
+        acc1 = _mm256_dpbusd_epi32(acc1, hi, _mm256_set1_epi32(d1));
+#else
+        acc0 = _mm256_add_epi16(acc0, _mm256_maddubs_epi16(lo, _mm256_set1_epi32(d0)));
+        acc1 = _mm256_add_epi16(acc1, _mm256_maddubs_epi16(hi, _mm256_set1_epi32(d1)));
+#endif
+    }
+#if !(defined(__AVX512VNNI__) && defined(__AVX512VL__))
+    acc0 = _mm256_madd_epi16(acc0, _mm256_set1_epi16(1));
+    acc1 = _mm256_madd_epi16(acc1, _mm256_set1_epi16(1));
+#endif
+    *s0 = _mm256_cvtepi32_ps(_mm256_add_epi32(acc0, _mm256_set1_epi32(base0)));
+    *s1 = _mm256_cvtepi32_ps(_mm256_add_epi32(acc1, _mm256_set1_epi32(base1)));
 }
 
 #endif /* KM_LANES_X86_H */

@@ -1,54 +1,89 @@
-/* linear/q32_r8_body.h — the decode GEMV (M = 1 activation row; any M runs correctly) of contract
- * linear.q5_0.q8_0.ggml.v1 on q5_0 weights in the repacked layout "q32_r8" (weights/repack.py packs it),
- * written once; every x86 variant (AVX2, AVX-512, AVX-512 VNNI) is an instantiation of it.
+/* linear/q32_r8_body.h — the decode GEMV (M = 1 activation row; any M runs correctly) of the 32-element nibble
+ * formats on weights in the repacked layout "q32_r8" (weights/repack.py packs it), written once; every x86
+ * variant (AVX2, AVX-512, AVX-512 VNNI) of every format is an instantiation of it. The format fmt (KL_Q32_Q4_0,
+ * KL_Q32_Q4_1, KL_Q32_Q5_0, KL_Q32_Q5_1: a compile-time constant the entry point passes) picks the contract:
+ * linear.q4_0.q8_0.ggml.v1, linear.q4_1.q8_1.ggml.v1, linear.q5_0.q8_0.ggml.v1, linear.q5_1.q8_1.ggml.v1.
  *
- * Layout "q32_r8" (K a multiple of 64, nb = K / 32 blocks per row): rows in groups of 8 (ceil(N / 8) groups;
- * the last group's rows >= N are zero bytes), group g at g * (nb / 2) * 352 bytes, nb / 2 tiles of 352 bytes,
- * tile j holding blocks b0 = 2j and b1 = 2j + 1 of the group's 8 rows:
- *   [0, 16)    the 8 rows' d of b0 (fp16, row order)      [16, 32)  the same for b1
- *   [32, 64)   H0: byte i bit r = the fifth bit of value i of row r, block b0   [64, 96)  H1: the same, b1
- *   [96, 352)  row r's 32 bytes at 96 + 32 r: byte i = (b0's code i & 15) | (b1's code i & 15) << 4
- * So a row's two blocks are one 32-byte load (the low / high nibbles are value i of b0 / b1, already in the
- * activation's byte order: no 16 -> 32 byte spread), a group's scales are two 16-byte loads (vcvtph2ps gives
- * the 8 rows' d: no per-row gather) and row r's fifth bits are its own bit r of H0 / H1: one shift by the
- * compile-time 4 - r puts every byte's bit r on bit 4 (bits that crossed bytes land elsewhere and the & 0x10
- * drops them). linear/q32_ggml_body.h's AVX2 decode on the plain layout spent ~30% of its time building the
- * fifth bits (broadcast, shuffle, and, compare per block) and ~13% gathering a row's f16 scales.
+ * Layout "q32_r8" (K a multiple of 64, nb = K / 32 blocks per row, B = the format's block bytes: q4_0 18, q4_1 20,
+ * q5_0 22, q5_1 24): rows in groups of 8 (ceil(N / 8) groups; the last group's rows >= N are zero bytes), group g
+ * at g * (nb / 2) * 16B bytes, nb / 2 tiles of 16B bytes, tile j holding blocks b0 = 2j and b1 = 2j + 1 of the
+ * group's 8 rows, its fields in this order:
+ *   d:      [0, 16) the 8 rows' d of b0 (fp16, row order), [16, 32) the same for b1
+ *   m:      (q4_1, q5_1) 32 bytes: the 8 rows' m of b0, then of b1
+ *   H0, H1: (q5_0, q5_1) 2 x 32 bytes: byte i bit r = the fifth bit of value i of row r, block b0 (H0) / b1 (H1)
+ *   nibbles: 256 bytes, row r's 32 at 32 r: byte i = (b0's code i & 15) | (b1's code i & 15) << 4
+ * (q5_0: d at 0, H0 / H1 at 32, nibbles at 96; q4_0: nibbles at 32; q4_1: m at 32, nibbles at 64; q5_1: m at 32,
+ * H0 / H1 at 64, nibbles at 128.) So a row's two blocks are one 32-byte load (the low / high nibbles are value i
+ * of b0 / b1, already in the activation's byte order: no 16 -> 32 byte spread), a group's scales (and mins) are
+ * 16-byte loads (vcvtph2ps gives the 8 rows' d: no per-row gather) and row r's fifth bits are its own bit r of
+ * H0 / H1: one shift by the compile-time 4 - r puts every byte's bit r on bit 4 (bits that crossed bytes land
+ * elsewhere and the & 0x10 drops them). linear/q32_ggml_body.h's AVX2 decode on the plain layout spent ~30% of
+ * its q5_0 time building the fifth bits (broadcast, shuffle, and, compare per block) and ~13% gathering a row's
+ * f16 scales.
  *
- * Numerics (exactly linear/q5_0_q8_0_ggml_ref.c on the plain layout, i.e. q5_0_q8_0_ggml_r8_ref.c): per output
- * (m, n), eight f32 lanes acc[l] = +0; for the blocks b = 0, 1, ... in order, lane[l] = the exact int32 sum of
- * the four products (code - 16) * xq at 4l..4l+3, t = f32(fp16(w.d) * fp16(x.d)), acc[l] = fma(t, (float)lane[l],
- * acc[l]); y = kl_f8_fold(acc). The lanes are vpmaddubsw(code, xq) + vpmaddwd(1) (or one vpdpbusd with VNNI:
- * int16 pairs <= 2 * 31 * 128, so both are exact) plus km_lanes_x86.h's seed 0x4B400000 - 16 * xs4 (xs4 = the
- * lane's four activation quants summed), whose float minus 1.5 * 2^23 is the lane's exact float. A tile runs
- * block b0's fma then b1's for every row, tiles in order: each row's chain is the ref's; rows, groups, threads
- * and K slices never split one chain.
+ * Numerics (exactly linear/<w>_<a>_ggml_ref.c on the plain layout, i.e. <w>_<a>_ggml_r8_ref.c), two orders:
+ * - the vec_dot order (q5_0, q4_1, q5_1; q4_0 when N % 8 != 0): per output (m, n), eight f32 lanes acc[l] = +0;
+ *   for the blocks b = 0, 1, ... in order, lane[l] = the exact int32 sum of the four products (code - off) * xq at
+ *   4l..4l+3 (off = 16 q5_0, 8 q4_0, 0 q4_1 / q5_1), t = f32(fp16(w.d) * fp16(x.d)), acc[l] = fma(t,
+ *   (float)lane[l], acc[l]); y = kl_f8_fold(acc). q4_1 / q5_1 also run summs = fma(fp16(w.m), fp16(x.s), summs)
+ *   from +0 over the blocks in order (x.s: the q8_1 block's fp16 s) and store y = kl_f8_fold(acc) + summs; the
+ *   8 rows' summs are one kl_f8 (lane = row, a tile's m fields are 16-byte loads). The lanes are
+ *   vpmaddubsw(code, xq) + vpmaddwd(1) (or one vpdpbusd with VNNI: int16 pairs <= 2 * 31 * 128, so both are
+ *   exact); with an offset km_lanes_x86.h's seed 0x4B400000 - off * xs4 (xs4 = the lane's four activation quants
+ *   summed) is added, whose float minus 1.5 * 2^23 is the lane's exact float (kl_r8_dot); without one the
+ *   int32 lane is converted as it is (kl_r8_dot0, one op fewer per row and block).
+ * - llama.cpp's repacked q4_0x8 order (q4_0 when N % 8 == 0, as linear/q4_0_q8_0_ggml_ref.c chooses): per output
+ *   one f32 chain acc = +0; for the blocks in order isum = the exact int32 sum of the block's 32 products
+ *   (nibble - 8) * xq, t as above, acc = fma((float)isum, t, acc); y = acc. The 8 rows' isums of a tile's two
+ *   blocks come out as two kl_f8 (lane = row: kl_r8_sums2 transposes the 8 rows' nibble bytes as dwords, so row
+ *   r's products land in lane r, and adds -8 * the block's quant sum), the 8 rows' t are one vcvtph2ps and a
+ *   multiply, so the 8 chains are one vector fma per block and y is one store. kqr8_linear picks the order by
+ *   N % 8 at run time; each order is its own loop (kqr8_run's x8 is a compile-time constant).
+ * A tile runs block b0's fmas then b1's, tiles in order: each chain is the ref's; rows, groups, threads and K
+ * slices never split one chain.
  *
  * Schedule (the instantiating file defines these before including this header):
  *   KQR8_PF     software prefetch distance in bytes (to L2) ahead of the tile being read. A thread's groups are
  *               one contiguous byte range read forward (a group's 8 rows are adjacent), so the lines of the range
- *               KQR8_PF ahead of each tile are prefetched (across group ends; never past the tensor). AVX2, one
+ *               KQR8_PF ahead of each tile are prefetched (across group ends; never past the tensor). AVX2 q5_0, one
  *               thread, N = 2048, K = 2048 streaming from DRAM (34 weight copies, 98 MB): no prefetch 20.0 GMAC/s,
  *               1 KB 23.6, 2 KB 24.8, 3-5 KB 25.9-26.0, 8 KB 25.0, 16 KB 24.1 (hot, the same shape: ~28), Zen 3
- *   KQR8_KS     blocks per K slice (even): the prepared activation slice (68 bytes per block) lives on the stack;
+ *   KQR8_KS     blocks per K slice (even): the prepared activation slice (76 bytes per block) lives on the stack;
  *               longer rows run slice by slice with the accumulators parked between slices (and prefetch less
  *               usefully: the next tile of a group is a slice away)
- *   KQR8_NC     groups per chunk when a row has several slices (park: 256 bytes per group)
- * The fifth bits and the dot are the lanes header's kl_r8_code and kl_r8_dot (km_lanes_x86.h): on AVX-512 BW
- * row r's fifth bits are a mask register (vptestmb against 1 << r) and a masked byte add of 16, on AVX2 the shift and
- * & 0x10 above or-ed into the nibbles; with AVX-512 VNNI a lane's int32 is one vpdpbusd onto the seed, else
- * vpmaddubsw, vpmaddwd and an add.
- * AVX2 cost per tile (8 rows x 2 blocks): ~154 vector ALU ops (32 integer multiplies, 16 fmas, 22 shifts, 64
- * logic / integer adds, 16 float subtracts, 4 for the t) and ~50 loads; q32_ggml_body.h's decode spends ~230
- * vector ops (and scalar work packing the scales) on the same 16 row-blocks of the plain layout. Hot
- * (L2 / L3 resident), one thread, Zen 3 at ~3.2 GHz: 26-29 GMAC/s for N x K = 2048 x 640, 640 x 2048, 1152 x 640,
- * 2048 x 2048 (q32_ggml_body.h on the plain layout: 16-18), i.e. ~58 cycles per tile. Measured and dropped:
- * 4 rows per pass over K instead of 8 (-9%: the t, the H loads and the loop are per pass), 2 rows (-23%); fifth
- * bits by and + vpminub (bit r kept, clamped to 16) instead of the shift (-13%: seven more live constants); the
- * activation operands and the dot's constants forced to memory operands (no spills left, but -9%: loads); the
- * eight folds as one transposed vector tree (-7% to 0 between builds: code placement); prefetch off when hot (no
- * gain). The eight accumulators, the constants, H0 / H1 and the activation operands exceed AVX2's 16 ymm: gcc
- * parks 2-6 accumulators on the stack (fma from memory, store), which measured cheaper than the alternatives.
+ *   KQR8_NC     groups per chunk when a row has several slices (park: 256 bytes per group, 288 with mins)
+ * The fifth bits and the dots are the lanes header's kl_r8_code, kl_r8_dot, kl_r8_dot0 and kl_r8_sums2
+ * (km_lanes_x86.h): on AVX-512 BW row r's fifth bits are a mask register (vptestmb against 1 << r) and a masked
+ * byte add of 16, on AVX2 the shift and & 0x10 above or-ed into the nibbles; with AVX-512 VNNI a lane's int32 is
+ * one vpdpbusd, else vpmaddubsw, vpmaddwd (and the seed's add).
+ * AVX2 cost per tile (8 rows x 2 blocks), vector ALU ops of the hot loop in gcc 12's code: q5_0 ~154 (32 integer
+ * multiplies, 16 fmas, 22 shifts, 64 logic / integer adds, 16 float subtracts, 4 for the t; ~50 loads), q5_1 ~142
+ * (no seed add, no magic subtract: converts; 2 more fmas and converts for the min chains), q4_0 vec_dot order ~108,
+ * q4_1 ~96, q4_0 repacked order ~90 (24 of them shuffles: the dword transpose). q32_ggml_body.h's decode spends
+ * ~230 vector ops (and scalar work packing the scales) on the same 16 q5_0 row-blocks of the plain layout.
+ * Hot (L2 / L3 resident), one thread, Zen 3 at ~3.1 GHz, GMAC/s for N x K = 2048 x 640, 640 x 2048, 2048 x 2048
+ * (medians of 3 runs; the GGUF-layout AVX2 kernel in brackets): q4_0 N % 8 == 0 43.2, 44.1, 42.2 (24.7, 23.9,
+ * 24.5; N = 2047: 34.5 against 22.8), q4_1 34.2, 38.5, 36.8 (17.7, 18.9, 19.3), q5_0 25.5, 27.1, 27.3 (16.4, 17.5,
+ * 17.6), q5_1 26.1, 27.3, 27.0 (13.5, 14.2, 14.2); q5_0 ~59 cycles per tile, q4_0's repacked order ~37.
+ * Streaming 2048 x 2048 from DRAM: one thread q4_0 26.3 GMAC/s (19.9), q4_1 23.6 (13.6), q5_0 21.5 (12.7), q5_1
+ * 21.6 (11.8), i.e. 14.8-16.2 GB/s of weights, at this host's one-core read bandwidth (a plain AVX2 read loop:
+ * 14-16 GB/s); two threads (7 runs) q4_0 25-31 GB/s (20.6-23.5), q4_1 26-36 (14.4-15.7), q5_0 25-31 (16.0-17.7),
+ * q5_1 29-33 (16.2-18.3), the spread run to run (the plain read loop on two threads: 22-27 GB/s).
+ * Measured and dropped: 4 rows per pass over K instead of 8 (q5_0: -9%: the t, the H loads and the loop are per
+ * pass), 2 rows (-23%); fifth bits by and + vpminub (bit r kept, clamped to 16) instead of the shift (-13%: seven
+ * more live constants); the activation operands and the dot's constants forced to memory operands (no spills left,
+ * but -9%: loads); the eight folds as one transposed vector tree (-7% to 0 between builds: code placement);
+ * prefetch off when hot (no gain); for q4_0's repacked order, per-row vpmaddubsw on the untransposed rows and a
+ * transposing reduction of the 16 int16 products vectors (three unpack / add levels and a widening add, 2 x 25 ops
+ * per tile; -3 to -5% against the dword transpose); the t values double-buffered by tile parity (the broadcasts
+ * then address one base register instead of gcc's hoisted per-row pointers: within +-3% for q4_0, q4_1, q5_1).
+ * With the repacked order's group call in the vec_dot order's loop (a branch compile-time false for the other
+ * formats) gcc 12 scheduled q5_0's loop differently (the same instructions) and it ran 9-11% slower than before
+ * this body took other formats; with kqr8_run per order it runs as before (0.98-1.03 of the previous body, same
+ * binary, hot and from DRAM). KQR8_PF for two threads from DRAM (2-12 KB): no distance stood out of the ~15%
+ * run-to-run spread, so every format keeps q5_0's 4 KB. The eight accumulators, the
+ * constants, H0 / H1 and the activation operands exceed AVX2's 16 ymm: gcc parks 2-6 accumulators on the stack
+ * (fma from memory, store), which measured cheaper than the alternatives.
  * Partition: groups of 8 output columns (km_part over ceil(N / 8)); a thread writes y only for its groups' rows
  * below N; no output depends on M, the slices or (ith, nth).
  * The instantiating file defines the entry point (linear.token_major.v1 ABI) as a call of kqr8_linear.
@@ -58,8 +93,12 @@
 
 #include "km_lanes.h"
 
-#define KQR8_TILE 352 /* bytes per tile: 8 rows x 2 blocks x 22 bytes */
-#define KQR8_XBLK 34  /* bytes per q8_0 activation block */
+#define KQR8_TILE(fmt) (16 * KL_Q32_WBLK(fmt))                              /* bytes per tile: 8 rows x 2 blocks */
+#define KQR8_QH(fmt) (KL_Q32_QH(fmt) >= 0)                                   /* 1: fifth-bit planes H0, H1 */
+#define KQR8_OH(fmt) (32 + 32 * KL_Q32_HASMIN(fmt))                          /* H0's offset in a tile */
+#define KQR8_ON(fmt) (KQR8_OH(fmt) + 64 * KQR8_QH(fmt))                      /* the nibbles' offset */
+#define KQR8_X8(fmt, N) ((fmt) == KL_Q32_Q4_0 && (N) % 8 == 0)              /* q4_0's repacked order */
+#define KQR8_PARK(fmt) (64 + 8 * KL_Q32_HASMIN(fmt))                         /* floats parked per group */
 
 #if (KQR8_KS) % 2 != 0
 #error "KQR8_KS must be even (a tile is two blocks)"
@@ -70,69 +109,113 @@
 #endif
 
 /* One activation row's slice of blocks, prepared once per call (per chunk when sliced): each block's 32 quants,
- * its seed, its d as f32. 32-byte aligned rows: the dots read them as memory operands. */
+ * its seeds (the vec_dot order with a code offset), its d as f32, its s as f32 (q8_1) and -8 * its quant sum
+ * (q4_0's repacked order). 32-byte aligned rows: the dots read them as memory operands. */
 typedef struct {
     int8_t q[KQR8_KS][32] __attribute__((aligned(32)));
     int32_t seed[KQR8_KS][8] __attribute__((aligned(32)));
     float dx[KQR8_KS];
+    float sx[KQR8_KS];
+    int32_t xo[KQR8_KS];
 } kqr8_xrow;
 
-/* x: the slice's first activation block; ks blocks. */
-KL_INLINE void kqr8_prep(kqr8_xrow *r, const uint8_t *x, int64_t ks) {
+/* x: the slice's first activation block (q8_0, or q8_1 for the min formats); ks blocks; x8: q4_0's repacked order. */
+KL_INLINE void kqr8_prep(kqr8_xrow *r, const uint8_t *x, int64_t ks, const int fmt, const int x8) {
     for (int64_t b = 0; b < ks; b++) {
-        const uint8_t *blk = x + b * KQR8_XBLK;
-        memcpy(r->q[b], blk + 2, 32);
-        kl_q32_seeds(r->seed[b], (const int8_t *)(blk + 2), 16);
+        const uint8_t *blk = x + b * KL_Q32_XBLK(fmt);
+        const int8_t *qs = (const int8_t *)(blk + KL_Q32_XQS(fmt));
+        memcpy(r->q[b], qs, 32);
+        if (x8)
+            r->xo[b] = -8 * kl_q32_xsum(qs);
+        else if (KL_Q32_OFF(fmt))
+            kl_q32_seeds(r->seed[b], qs, KL_Q32_OFF(fmt));
         km_half h;
         memcpy(&h, blk, 2);
         r->dx[b] = km_fp16_to_fp32(h);
+        if (KL_Q32_HASMIN(fmt)) {
+            memcpy(&h, blk + 2, 2);
+            r->sx[b] = km_fp16_to_fp32(h);
+        }
     }
 }
 
-/* One tile at tp (activation blocks b0 = 2j, b1 = 2j + 1 of xr) for the group's 8 rows; tv: the tile's 16 t values
- * (b0's 8 rows, then b1's), read back as broadcast loads (no vector ALU op). Each row: one 32-byte load of its
- * nibbles, both blocks' codes, two dots, two fmas (b0's first). */
-KL_INLINE void kqr8_tile(kl_f8 *acc, const uint8_t *tp, const float *tv, const kqr8_xrow *xr, int64_t j) {
-    const kl_b32 h0 = kl_b32_load(tp + 32), h1 = kl_b32_load(tp + 64);
+/* One tile at tp (activation blocks b0 = 2j, b1 = 2j + 1 of xr) for the group's 8 rows, the vec_dot order; tv: the
+ * tile's 16 t values (b0's 8 rows, then b1's), read back as broadcast loads (no vector ALU op). Each row: one
+ * 32-byte load of its nibbles, both blocks' codes, two dots, two fmas (b0's first). */
+KL_INLINE void kqr8_tile(kl_f8 *acc, const uint8_t *tp, const float *tv, const kqr8_xrow *xr, int64_t j,
+                         const int fmt) {
+    /* (without fifth bits h0 / h1 are dead loads of the tile's first bytes, which the compiler drops) */
+    const int oh = KQR8_QH(fmt) ? KQR8_OH(fmt) : 0;
+    const kl_b32 h0 = kl_b32_load(tp + oh), h1 = kl_b32_load(tp + oh + 32 * KQR8_QH(fmt));
     const kl_b32 x0 = kl_b32_load(xr->q[2 * j]), x1 = kl_b32_load(xr->q[2 * j + 1]);
     const kl_b32 s0 = kl_b32_load(xr->seed[2 * j]), s1 = kl_b32_load(xr->seed[2 * j + 1]);
 #pragma GCC unroll 8
     for (int r = 0; r < 8; r++) {
-        const kl_b32 p = kl_b32_load(tp + 96 + 32 * r);
-        const kl_b32 c0 = kl_r8_code(kl_r8_lo(p), h0, r);
-        const kl_b32 c1 = kl_r8_code(kl_r8_hi(p), h1, r);
-        acc[r] = kl_f8_fma(kl_f8_bcast_mem(tv + r), kl_r8_dot(c0, x0, s0), acc[r]);
-        acc[r] = kl_f8_fma(kl_f8_bcast_mem(tv + 8 + r), kl_r8_dot(c1, x1, s1), acc[r]);
+        const kl_b32 p = kl_b32_load(tp + KQR8_ON(fmt) + 32 * r);
+        const kl_b32 c0 = KQR8_QH(fmt) ? kl_r8_code(kl_r8_lo(p), h0, r) : kl_r8_lo(p);
+        const kl_b32 c1 = KQR8_QH(fmt) ? kl_r8_code(kl_r8_hi(p), h1, r) : kl_r8_hi(p);
+        acc[r] = kl_f8_fma(kl_f8_bcast_mem(tv + r), KL_Q32_OFF(fmt) ? kl_r8_dot(c0, x0, s0) : kl_r8_dot0(c0, x0),
+                           acc[r]);
+        acc[r] = kl_f8_fma(kl_f8_bcast_mem(tv + 8 + r), KL_Q32_OFF(fmt) ? kl_r8_dot(c1, x1, s1) : kl_r8_dot0(c1, x1),
+                           acc[r]);
     }
 }
 
-/* One group: 8 rows at gw (the slice's first tile) over the nt tiles of the slice; first: accumulators from +0,
- * else from park; last: fold and store the first n rows to y, else park all 8. wend: the end of the weights
- * (the prefetch stops short of it). */
+/* One group, the vec_dot order: 8 rows at gw (the slice's first tile) over the nt tiles of the slice; first:
+ * accumulators (and the min chains) from +0, else from park; last: fold and store the first n rows to y, else park
+ * all. wend: the end of the weights (the prefetch stops short of it). */
 KL_INLINE void kqr8_group(float *y, int n, const uint8_t *gw, const kqr8_xrow *xr, int64_t nt, int first, int last,
-                          float *park, const uint8_t *wend) {
-    kl_f8 acc[8];
+                          float *park, const uint8_t *wend, const int fmt) {
+    kl_f8 acc[8], sm = first ? kl_f8_zero() : kl_f8_loadu(park + 64);
     for (int r = 0; r < 8; r++) acc[r] = first ? kl_f8_zero() : kl_f8_loadu(park + 8 * r);
     float tv[16] __attribute__((aligned(32)));
     for (int64_t j = 0; j < nt; j++) {
-        const uint8_t *tp = gw + j * KQR8_TILE;
-        if (wend - tp >= KQR8_PF + KQR8_TILE)
-            for (int o = 0; o < KQR8_TILE; o += 64) kl_prefetch_l2(tp + KQR8_PF + o);
+        const uint8_t *tp = gw + j * KQR8_TILE(fmt);
+        if (wend - tp >= KQR8_PF + KQR8_TILE(fmt))
+            for (int o = 0; o < KQR8_TILE(fmt); o += 64) kl_prefetch_l2(tp + KQR8_PF + o);
         kl_f8_storeu(tv, kl_f8_mul(kl_f8_load_f16((const uint16_t *)tp), kl_f8_set1(xr->dx[2 * j])));
         kl_f8_storeu(tv + 8, kl_f8_mul(kl_f8_load_f16((const uint16_t *)(tp + 16)), kl_f8_set1(xr->dx[2 * j + 1])));
-        kqr8_tile(acc, tp, tv, xr, j);
+        if (KL_Q32_HASMIN(fmt)) { /* the 8 min chains, b0 then b1 */
+            sm = kl_f8_fma(kl_f8_load_f16((const uint16_t *)(tp + 32)), kl_f8_set1(xr->sx[2 * j]), sm);
+            sm = kl_f8_fma(kl_f8_load_f16((const uint16_t *)(tp + 48)), kl_f8_set1(xr->sx[2 * j + 1]), sm);
+        }
+        kqr8_tile(acc, tp, tv, xr, j, fmt);
     }
+    float smv[8] __attribute__((aligned(32)));
+    if (KL_Q32_HASMIN(fmt)) kl_f8_storeu(last ? smv : park + 64, sm);
     for (int r = 0; r < 8; r++) {
         if (!last) kl_f8_storeu(park + 8 * r, acc[r]);
-        else if (r < n) y[r] = kl_f8_fold(acc[r]);
+        else if (r < n) y[r] = KL_Q32_HASMIN(fmt) ? kl_f8_fold(acc[r]) + smv[r] : kl_f8_fold(acc[r]);
     }
 }
 
-/* The whole linear.token_major.v1 call: thread ith's groups, activation rows one at a time, K in slices of
- * KQR8_KS blocks (one slice: all groups per prepared row; several: chunks of KQR8_NC groups, slices inner). */
-static inline void kqr8_linear(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
-                               int nth) {
-    const int64_t nb = K / 32, ng = (N + 7) / 8, gstride = nb / 2 * KQR8_TILE;
+/* One group, q4_0's repacked order (N % 8 == 0, so the group's 8 rows are all below N): the 8 chains as one kl_f8;
+ * first: from +0, else from park; last: stored to y, else parked. Per tile: the 8 rows' isums of both blocks
+ * (kl_r8_sums2), each block's 8 t, one fma per block (b0's first). */
+KL_INLINE void kqr8_group_x8(float *y, const uint8_t *gw, const kqr8_xrow *xr, int64_t nt, int first, int last,
+                             float *park, const uint8_t *wend) {
+    const int fmt = KL_Q32_Q4_0;
+    kl_f8 acc = first ? kl_f8_zero() : kl_f8_loadu(park);
+    for (int64_t j = 0; j < nt; j++) {
+        const uint8_t *tp = gw + j * KQR8_TILE(fmt);
+        if (wend - tp >= KQR8_PF + KQR8_TILE(fmt))
+            for (int o = 0; o < KQR8_TILE(fmt); o += 64) kl_prefetch_l2(tp + KQR8_PF + o);
+        kl_f8 s0, s1;
+        kl_r8_sums2(tp + KQR8_ON(fmt), xr->q[2 * j], xr->q[2 * j + 1], xr->xo[2 * j], xr->xo[2 * j + 1], &s0, &s1);
+        const kl_f8 t0 = kl_f8_mul(kl_f8_load_f16((const uint16_t *)tp), kl_f8_set1(xr->dx[2 * j]));
+        const kl_f8 t1 = kl_f8_mul(kl_f8_load_f16((const uint16_t *)(tp + 16)), kl_f8_set1(xr->dx[2 * j + 1]));
+        acc = kl_f8_fma(s0, t0, acc);
+        acc = kl_f8_fma(s1, t1, acc);
+    }
+    kl_f8_storeu(last ? y : park, acc);
+}
+
+/* The whole call for one order (x8: q4_0's repacked order, a compile-time constant, so each order is its own loop):
+ * thread ith's groups, activation rows one at a time, K in slices of KQR8_KS blocks (one slice: all groups per
+ * prepared row; several: chunks of KQR8_NC groups, slices inner). */
+KL_INLINE void kqr8_run(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith, int nth,
+                        const int fmt, const int x8) {
+    const int64_t nb = K / 32, ng = (N + 7) / 8, gstride = nb / 2 * KQR8_TILE(fmt);
     int64_t lo, hi;
     km_part(ng, ith, nth, &lo, &hi);
     const uint8_t *wb = (const uint8_t *)w, *xb = (const uint8_t *)x;
@@ -140,30 +223,47 @@ static inline void kqr8_linear(float *y, const void *w, const void *x, int64_t M
     kqr8_xrow xr;
     if (nb <= KQR8_KS) {
         for (int64_t m = 0; m < M; m++) {
-            kqr8_prep(&xr, xb + m * nb * KQR8_XBLK, nb);
+            kqr8_prep(&xr, xb + m * nb * KL_Q32_XBLK(fmt), nb, fmt, x8);
             for (int64_t g = lo; g < hi; g++) {
                 const int n = N - 8 * g >= 8 ? 8 : (int)(N - 8 * g);
-                kqr8_group(y + m * N + 8 * g, n, wb + g * gstride, &xr, nb / 2, 1, 1, NULL, wend);
+                if (x8)
+                    kqr8_group_x8(y + m * N + 8 * g, wb + g * gstride, &xr, nb / 2, 1, 1, NULL, wend);
+                else
+                    kqr8_group(y + m * N + 8 * g, n, wb + g * gstride, &xr, nb / 2, 1, 1, NULL, wend, fmt);
             }
         }
         return;
     }
-    float park[KQR8_NC * 64] __attribute__((aligned(32)));
+    float park[KQR8_NC * 72] __attribute__((aligned(32))); /* KQR8_PARK(fmt) <= 72 floats per group */
     for (int64_t m = 0; m < M; m++) {
         for (int64_t c0 = lo; c0 < hi; c0 += KQR8_NC) {
             const int64_t c1 = hi - c0 > KQR8_NC ? c0 + KQR8_NC : hi;
             for (int64_t k0 = 0; k0 < nb; k0 += KQR8_KS) {
                 const int64_t ks = nb - k0 > KQR8_KS ? KQR8_KS : nb - k0;
-                kqr8_prep(&xr, xb + (m * nb + k0) * KQR8_XBLK, ks);
+                kqr8_prep(&xr, xb + (m * nb + k0) * KL_Q32_XBLK(fmt), ks, fmt, x8);
                 const int first = k0 == 0, last = k0 + ks == nb;
                 for (int64_t g = c0; g < c1; g++) {
                     const int n = N - 8 * g >= 8 ? 8 : (int)(N - 8 * g);
-                    kqr8_group(y + m * N + 8 * g, n, wb + g * gstride + k0 / 2 * KQR8_TILE, &xr, ks / 2, first, last,
-                               park + 64 * (g - c0), wend);
+                    const uint8_t *gw = wb + g * gstride + k0 / 2 * KQR8_TILE(fmt);
+                    float *pk = park + KQR8_PARK(fmt) * (g - c0);
+                    if (x8)
+                        kqr8_group_x8(y + m * N + 8 * g, gw, &xr, ks / 2, first, last, pk, wend);
+                    else
+                        kqr8_group(y + m * N + 8 * g, n, gw, &xr, ks / 2, first, last, pk, wend, fmt);
                 }
             }
         }
     }
+}
+
+/* The whole linear.token_major.v1 call: q4_0 with N % 8 == 0 takes the repacked order, everything else the vec_dot
+ * order (for the other formats the first branch is compiled away). */
+static inline void kqr8_linear(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
+                               int nth, const int fmt) {
+    if (KQR8_X8(fmt, N))
+        kqr8_run(y, w, x, M, N, K, ith, nth, KL_Q32_Q4_0, 1);
+    else
+        kqr8_run(y, w, x, M, N, K, ith, nth, fmt, 0);
 }
 
 #endif /* KM_Q32_R8_BODY_H */

@@ -14,5 +14,5 @@
 
 void km_linear_q5_0_q8_0_ggml_r8__avx2(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
                                        int ith, int nth) {
-    kqr8_linear(y, w, x, M, N, K, ith, nth);
+    kqr8_linear(y, w, x, M, N, K, ith, nth, KL_Q32_Q5_0);
 }

@@ -1,0 +1,20 @@
+/* linear/q4_1_q8_1_ggml_r8_avx512.c — km_linear_q4_1_q8_1_ggml_r8__avx512: contract
+ * linear.q4_1.q8_1.ggml.v1 on weights in the repacked layout "q32_r8".
+ *
+ * An instantiation of the family body linear/q32_r8_body.h (layout, numerics and the exactness argument are
+ * there; byte-identical to km_linear_q4_1_q8_1_ggml__ref on the plain layout for every (ith, nth) and M)
+ * on the AVX-512 F/BW/VL/DQ lanes, still on 256-bit vectors (the AVX2 dots; with 32 ymm registers gcc 12's loop
+ * keeps the group's 8 accumulators, the min chains and the activation operands in registers). Not measured (no
+ * AVX-512 host at hand): the schedule is the AVX2 one.
+ */
+#include "km_lanes_avx512.h"
+
+#define KQR8_PF 4096 /* prefetch distance in bytes (to L2) */
+#define KQR8_KS 256  /* blocks per K slice: K <= 8192 in one slice */
+#define KQR8_NC 16   /* groups per chunk when sliced */
+#include "q32_r8_body.h"
+
+void km_linear_q4_1_q8_1_ggml_r8__avx512(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
+                                         int ith, int nth) {
+    kqr8_linear(y, w, x, M, N, K, ith, nth, KL_Q32_Q4_1);
+}
