@@ -2,7 +2,7 @@
 
 Used by the golden-codegen, hostile-metadata and end-to-end tests: small enough to compile and run in
 seconds, shaped like the real file (same tensor names and metadata keys), with q8_0 embeddings,
-projection weights in f32, q8_0, q5_0 or q4_0 (gguf-py's quantizer) or q4_k / q6_k (random blocks with
+projection weights in f32, q8_0, q5_0, q4_0, q5_1 or q4_1 (gguf-py's quantizer) or q4_k / q6_k (random blocks with
 finite scales: gguf-py cannot quantize K-quants), one type for all or one per projection, and a tiny
 SentencePiece-style vocabulary so the tokenizer loads. K-quant projections need d, ffn and
 n_heads * head_dim to be multiples of 256.
@@ -22,7 +22,8 @@ __all__ = ["write_synth_model", "ARCH"]
 ARCH = "gemma3"
 
 _QUANTIZED = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q5_0": gguf.GGMLQuantizationType.Q5_0,
-              "q4_0": gguf.GGMLQuantizationType.Q4_0}
+              "q4_0": gguf.GGMLQuantizationType.Q4_0, "q5_1": gguf.GGMLQuantizationType.Q5_1,
+              "q4_1": gguf.GGMLQuantizationType.Q4_1}
 # K-quant type -> (GGML type, bytes per 256-element block, byte offsets of its f16 scales, scale magnitude)
 _K_QUANTS = {"q4_k": (gguf.GGMLQuantizationType.Q4_K, 144, (0, 2), 2e-4),
              "q6_k": (gguf.GGMLQuantizationType.Q6_K, 210, (208,), 1e-4)}
