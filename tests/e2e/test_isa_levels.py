@@ -3,8 +3,8 @@
 The contracts say a SIMD variant computes its scalar ref's bits, so programs built for lower ISA
 levels must agree with the host's best build bit for bit. A small synthetic Gemma-3-shaped model
 (6 layers, one global-attention layer, sliding window 8) carries the default policy's linear weight
-types (q4_k, q6_k, q5_0, q8_0, q4_0, q4_1, q5_1 in llama.cpp's order, f32; the legacy types' decode runs
-their repacked-layout GEMVs) and is compiled once per level with the KERNELMAP_ISA override; the prompt's prefill logits (two prefill batches of max_rows 8) and six decode
+types (q4_k, q6_k, q5_0, q8_0, q4_0, q4_1, q5_1 in llama.cpp's order, f32; the legacy nibble types run their
+repacked-layout providers) and is compiled once per level with the KERNELMAP_ISA override; the prompt's prefill logits (two prefill batches of max_rows 8) and six decode
 steps after it must equal the scalar build's. `make test` runs scalar, avx2 and the host's best;
 `make test-slow` adds the plain avx512 level (on an AVX512-VNNI host the best build uses the vnni
 variants instead). A level the target cannot run is skipped, and the end-of-run ISA line
@@ -32,11 +32,10 @@ WEIGHT_TYPES = {"attn_q": "q4_k", "attn_k": "q5_0", "attn_v": "q6_k", "attn_outp
                 "blk.3.ffn_gate": "q8_0", "blk.4.attn_k": "q6_k", "blk.5.attn_q": "f32", "blk.2.attn_v": "q4_0",
                 "blk.3.ffn_up": "q4_1", "blk.4.ffn_down": "q5_1"}
 
-# the default policy's linear kernels the weights above must reach (the legacy types in decode: the repacked
-# layout's GEMVs; in prefill: the GGUF-layout providers)
-LINEAR_PROVIDERS = {"linear_q4_k_q8_k_ggml", "linear_q6_k_q8_k_ggml", "linear_q5_0_q8_0_ggml", "linear_q8_0_q8_0_ggml",
-                    "linear_f32_f32_ggml", "linear_q5_0_q8_0_ggml_r8", "linear_q4_0_q8_0_ggml", "linear_q4_1_q8_1_ggml",
-                    "linear_q5_1_q8_1_ggml", "linear_q4_0_q8_0_ggml_r8", "linear_q4_1_q8_1_ggml_r8",
+# the default policy's linear kernels the weights above must reach (the legacy nibble types in every phase: the
+# repacked layout's providers)
+LINEAR_PROVIDERS = {"linear_q4_k_q8_k_ggml", "linear_q6_k_q8_k_ggml", "linear_q8_0_q8_0_ggml", "linear_f32_f32_ggml",
+                    "linear_q5_0_q8_0_ggml_r8", "linear_q4_0_q8_0_ggml_r8", "linear_q4_1_q8_1_ggml_r8",
                     "linear_q5_1_q8_1_ggml_r8"}
 
 

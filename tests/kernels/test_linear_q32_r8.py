@@ -1,12 +1,12 @@
-"""Differential tests for the decode GEMVs that read a repacked weight layout ("q32_r8", weights/repack.py).
+"""Differential tests for the linears that read a repacked weight layout ("q32_r8", weights/repack.py).
 
 linear_<w>_<a>_ggml_r8 computes contract linear.<w>.<a>.ggml.v1 (llama.cpp's x86 orders: q4_0 and q5_0 against
 q8_0 activations, q4_1 and q5_1 against q8_1; q4_0 with both of its orders, chosen by N % 8) on weights the packer
 repacked. Each ref must equal the GGUF-layout provider's ref (linear_<w>_<a>_ggml, itself tested against the NumPy
 statement of llama.cpp's order and llama.cpp's outputs) bit for bit on the same values: random weights with N on
 both sides of the 8-row group (q4_0: N % 8 == 0 and != 0), 2..262 blocks (past 256 blocks the SIMD variants run
-K in slices with parked accumulators), tiny and huge scales, extreme codes, M 1..3, nth 1..3 (and more threads
-than groups); every SIMD variant must equal the ref the same way; q5_0 also on real rows of the Gemma 3 GGUF (the
+K in slices with parked accumulators), tiny and huge scales, extreme codes, M 1..3 (the decode loop) and 16..70 (the prefill GEMM on panels unpacked from the layout),
+nth 1..3 (and more threads than groups); every SIMD variant must equal the ref the same way; q5_0 also on real rows of the Gemma 3 GGUF (the
 default model has no q4_0, q4_1 or q5_1 tensors). The repacker itself is tested in tests/weights/test_repack.py.
 """
 
@@ -39,7 +39,11 @@ SIMD = [(f, v) for f in FORMATS for v in map_variants(MAP_IDS[f], ref=False)]
 # q4_0's repacked order); blocks 2 (one tile) .. 130 in one K slice, 258..262 in two (the SIMD variants' KQR8_KS is
 # 256 blocks)
 SHAPES = [(1, 1, 2), (1, 7, 4), (1, 8, 20), (1, 9, 64), (1, 17, 6), (1, 40, 20), (1, 130, 64), (2, 5, 10),
-          (3, 16, 12), (1, 3, 130), (1, 64, 128), (3, 25, 2), (1, 11, 258), (1, 16, 260), (2, 24, 262)]
+          (3, 16, 12), (1, 3, 130), (1, 64, 128), (3, 25, 2), (1, 11, 258), (1, 16, 260), (2, 24, 262),
+          # M >= 16: the prefill GEMM on panels unpacked from the layout (KQ32G_MIN_M 16; 32-block panel chunks, so
+          # 34 and 66 blocks park accumulators between chunks; 70 rows: two 64-row super-tiles; N past 8- and
+          # 16-column panels with tails; q5_0's AVX2 lane-outer tiles of 8 rows and their 4 / 2 / 1-row tails)
+          (16, 8, 2), (17, 24, 64), (33, 37, 34), (23, 40, 4), (70, 130, 66), (16, 16, 96)]
 _run = runner(w_offset=4, x_offset=38)  # weights: the ABI promises 4-byte alignment (KERNEL_ABI.md)
 
 

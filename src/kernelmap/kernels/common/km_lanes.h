@@ -310,6 +310,14 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *                                  gathers are slow):
  *   kl_iv_rows4(out, p, stride, n) out[t] (t < 4) lane c = the 4 bytes at p + c * stride + 4t; lanes c >= n read
  *                                  row n - 1 (never past the last row; kl_iv_gather32 gives 0 there)
+ *   KL_IV_R8                       defined when the lanes header also provides (optional; km_lanes_avx2.h,
+ *                                  km_lanes_avx512.h: linear/q32_gemm_body.h's panels from the q32_r8 layout) the
+ *                                  ops below; lane c < 8 reads the q32_r8 group at p (row c), lane c >= 8 (16-lane
+ *                                  headers) row c - 8 of the group at p + gstride (gstride 0: the same group):
+ *   kl_iv_r8_nib(out, p, gstride)  out[l] (l < 8) lane c = bytes 4l..4l+3 of the 32 at p + 32 (c mod 8): a tile's
+ *                                  nibble bytes (p: its 8 x 32) as column lanes
+ *   kl_iv_r8_bit(h, gstride, l)    byte k of lane c = 16 * bit (c mod 8) of h[4l + k] (h: a fifth-bit plane)
+ *   kl_fv_r8_f16(p, gstride)       lane c = the IEEE half p[c mod 8] (of 8 at p) as f32 (exact)
  */
 
 /* q32_r8 additions (optional; km_lanes_x86.h, so AVX2 and AVX-512; linear/q32_r8_body.h needs them):

@@ -520,6 +520,41 @@ KL_INLINE kl_fv kl_fv_f16s(const uint8_t *p, int64_t stride, int n) {
 }
 KL_INLINE kl_fv kl_fv_unmagic(kl_iv v) { return _mm256_sub_ps(_mm256_castsi256_ps(v), _mm256_set1_ps(KL_MAGIC_F)); }
 
+/* q32_r8 GEMM additions (km_lanes.h): a q32_r8 tile's 8 rows unpacked into column lanes (lane c = row c); one group
+ * fills the 8 lanes, so gstride (the second group's offset on 16-lane headers) is not read. */
+#define KL_IV_R8 1
+KL_INLINE void kl_iv_r8_nib(kl_iv out[8], const uint8_t *p, int64_t gstride) {
+    (void)gstride;
+    __m256i r[8];
+    for (int c = 0; c < 8; c++) r[c] = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * c));
+    /* an 8 x 8 dword transpose: pairs of rows, then quads, then the 128-bit halves */
+    const __m256i a0 = _mm256_unpacklo_epi32(r[0], r[1]), a1 = _mm256_unpackhi_epi32(r[0], r[1]);
+    const __m256i a2 = _mm256_unpacklo_epi32(r[2], r[3]), a3 = _mm256_unpackhi_epi32(r[2], r[3]);
+    const __m256i a4 = _mm256_unpacklo_epi32(r[4], r[5]), a5 = _mm256_unpackhi_epi32(r[4], r[5]);
+    const __m256i a6 = _mm256_unpacklo_epi32(r[6], r[7]), a7 = _mm256_unpackhi_epi32(r[6], r[7]);
+    const __m256i b0 = _mm256_unpacklo_epi64(a0, a2), b1 = _mm256_unpackhi_epi64(a0, a2); /* rows 0-3: dwords 0|4, 1|5 */
+    const __m256i b2 = _mm256_unpacklo_epi64(a1, a3), b3 = _mm256_unpackhi_epi64(a1, a3); /* 2|6, 3|7 */
+    const __m256i b4 = _mm256_unpacklo_epi64(a4, a6), b5 = _mm256_unpackhi_epi64(a4, a6); /* rows 4-7 */
+    const __m256i b6 = _mm256_unpacklo_epi64(a5, a7), b7 = _mm256_unpackhi_epi64(a5, a7);
+    out[0] = _mm256_permute2x128_si256(b0, b4, 0x20);
+    out[4] = _mm256_permute2x128_si256(b0, b4, 0x31);
+    out[1] = _mm256_permute2x128_si256(b1, b5, 0x20);
+    out[5] = _mm256_permute2x128_si256(b1, b5, 0x31);
+    out[2] = _mm256_permute2x128_si256(b2, b6, 0x20);
+    out[6] = _mm256_permute2x128_si256(b2, b6, 0x31);
+    out[3] = _mm256_permute2x128_si256(b3, b7, 0x20);
+    out[7] = _mm256_permute2x128_si256(b3, b7, 0x31);
+}
+KL_INLINE kl_iv kl_iv_r8_bit(const uint8_t *h, int64_t gstride, int l) {
+    (void)gstride; /* lane c: the dword shifted right by c puts every byte's bit c on its bit 0 */
+    const __m256i v = _mm256_srlv_epi32(kl_avx2_bcast32(h + 4 * l), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_slli_epi32(_mm256_and_si256(v, _mm256_set1_epi8(1)), 4);
+}
+KL_INLINE kl_fv kl_fv_r8_f16(const uint8_t *p, int64_t gstride) {
+    (void)gstride;
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+
 /* ---- q3_K's decode dot (linear/q_k_vecdot_ggml_body.h's kqv_row1_q3; km_lanes.h's KL_KQ3X ops) ----
  * As km_lanes_avx512.h's without VNNI: the code q = u - 4 [third bit clear] is dotted as the unsigned
  * u + 4 [third bit set] (0..7), and the activation's -4 * (pair sums) (int16, made once per activation block)

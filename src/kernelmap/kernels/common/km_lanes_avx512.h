@@ -699,6 +699,49 @@ KL_INLINE kl_fv kl_fv_f16s(const uint8_t *p, int64_t stride, int n) {
 }
 KL_INLINE kl_fv kl_fv_unmagic(kl_iv v) { return _mm512_sub_ps(_mm512_castsi512_ps(v), _mm512_set1_ps(KL_MAGIC_F)); }
 
+/* q32_r8 GEMM additions (km_lanes.h): two q32_r8 groups' tiles unpacked into column lanes (lanes 0-7 = rows 0-7 of
+ * the group at p, lanes 8-15 = those of the group gstride bytes on; gstride 0: the first group again). */
+#define KL_IV_R8 1
+KL_INLINE __m512i kl_avx512_r8_pair(const uint8_t *a, const uint8_t *b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)a)),
+                              _mm256_loadu_si256((const __m256i *)(const void *)b), 1);
+}
+KL_INLINE void kl_iv_r8_nib(kl_iv out[8], const uint8_t *p, int64_t gstride) {
+    __m512i r[8];
+    for (int c = 0; c < 8; c++) r[c] = kl_avx512_r8_pair(p + 32 * c, p + gstride + 32 * c);
+    /* the AVX2 header's 8 x 8 dword transpose in each 256-bit half; the last step's 128-bit exchange by qword index */
+    const __m512i a0 = _mm512_unpacklo_epi32(r[0], r[1]), a1 = _mm512_unpackhi_epi32(r[0], r[1]);
+    const __m512i a2 = _mm512_unpacklo_epi32(r[2], r[3]), a3 = _mm512_unpackhi_epi32(r[2], r[3]);
+    const __m512i a4 = _mm512_unpacklo_epi32(r[4], r[5]), a5 = _mm512_unpackhi_epi32(r[4], r[5]);
+    const __m512i a6 = _mm512_unpacklo_epi32(r[6], r[7]), a7 = _mm512_unpackhi_epi32(r[6], r[7]);
+    const __m512i b0 = _mm512_unpacklo_epi64(a0, a2), b1 = _mm512_unpackhi_epi64(a0, a2);
+    const __m512i b2 = _mm512_unpacklo_epi64(a1, a3), b3 = _mm512_unpackhi_epi64(a1, a3);
+    const __m512i b4 = _mm512_unpacklo_epi64(a4, a6), b5 = _mm512_unpackhi_epi64(a4, a6);
+    const __m512i b6 = _mm512_unpacklo_epi64(a5, a7), b7 = _mm512_unpackhi_epi64(a5, a7);
+    const __m512i lo = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0), hi = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+    out[0] = _mm512_permutex2var_epi64(b0, lo, b4);
+    out[4] = _mm512_permutex2var_epi64(b0, hi, b4);
+    out[1] = _mm512_permutex2var_epi64(b1, lo, b5);
+    out[5] = _mm512_permutex2var_epi64(b1, hi, b5);
+    out[2] = _mm512_permutex2var_epi64(b2, lo, b6);
+    out[6] = _mm512_permutex2var_epi64(b2, hi, b6);
+    out[3] = _mm512_permutex2var_epi64(b3, lo, b7);
+    out[7] = _mm512_permutex2var_epi64(b3, hi, b7);
+}
+KL_INLINE kl_iv kl_iv_r8_bit(const uint8_t *h, int64_t gstride, int l) {
+    int32_t a, b; /* lane c: the dword shifted right by c mod 8 puts every byte's bit c mod 8 on its bit 0 */
+    memcpy(&a, h + 4 * l, 4);
+    memcpy(&b, h + gstride + 4 * l, 4);
+    const __m512i v = _mm512_inserti64x4(_mm512_set1_epi32(a), _mm256_set1_epi32(b), 1);
+    const __m512i s = _mm512_srlv_epi32(v, _mm512_set_epi32(7, 6, 5, 4, 3, 2, 1, 0, 7, 6, 5, 4, 3, 2, 1, 0));
+    return _mm512_slli_epi32(_mm512_and_si512(s, _mm512_set1_epi8(1)), 4);
+}
+KL_INLINE kl_fv kl_fv_r8_f16(const uint8_t *p, int64_t gstride) {
+    const __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+    const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + gstride));
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1));
+}
+
 /* ---- w6-q32gemv additions (decode row pairs; linear/q32_ggml_body.h's kq32_row1p) ---- */
 #define KL_Q32P 1
 

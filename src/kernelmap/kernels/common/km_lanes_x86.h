@@ -413,10 +413,13 @@ KL_INLINE void kl_r8_sums2(const uint8_t *nib, const int8_t *x0, const int8_t *x
         }
     /* a[k] (k < 4): rows 0..3's dword k (low half) and k + 4 (high half); a[4 + k] the same of rows 4..7 */
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
+    __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256(), tr[8];
+    for (int k = 0; k < 4; k++) { /* tr[j] lane r: dword j of row r (immediates written out: the loop below need not unroll) */
+        tr[k] = _mm256_permute2x128_si256(a[k], a[4 + k], 0x20);
+        tr[k + 4] = _mm256_permute2x128_si256(a[k], a[4 + k], 0x31);
+    }
     for (int j = 0; j < 8; j++) {
-        const int k = j & 3;
-        const __m256i t = _mm256_permute2x128_si256(a[k], a[4 + k], j < 4 ? 0x20 : 0x31); /* lane r: dword j of row r */
+        const __m256i t = tr[j];
         const __m256i lo = _mm256_and_si256(t, m4), hi = _mm256_and_si256(_mm256_srli_epi16(t, 4), m4);
         int32_t d0, d1;
         memcpy(&d0, x0 + 4 * j, 4);

@@ -110,7 +110,7 @@ static inline void kqc_linear(float *y, const void *w, const void *x, int64_t M,
     const uint8_t *xb = (const uint8_t *)x;
 #ifdef KQ32G_NG
     if (M >= KQ32G_MIN_M) { /* the prefill GEMM of linear/q32_gemm_body.h, this order */
-        kq32g_linear(y, wb, xb, M, N, nb, lo, hi, fmt, 1);
+        kq32g_linear(y, wb, xb, M, N, nb, lo, hi, fmt, 1, 0);
         return;
     }
 #endif

@@ -46,6 +46,7 @@
 #define KM_Q32_GEMM_BODY_H
 
 #include "km_lanes.h"
+#include "q32_r8_layout.h"
 
 #ifndef KL_IV
 #error "linear/q32_gemm_body.h needs the column-lane int32 operations (KL_IV) of the lanes header"
@@ -97,6 +98,50 @@ KL_INLINE void kq32g_pack(kq32g_blk *P, const uint8_t *w, int64_t wrow, int64_t 
         kl_fv_store(p->d, kl_fv_f16s(blk, wrow, nc));
         if (KL_Q32_HASMIN(fmt)) kl_fv_store(p->m, kl_fv_f16s(blk + 2, wrow, nc));
     }
+}
+
+#if defined(KL_IV_R8)
+/* The same unpacking from the repacked layout q32_r8 (linear/q32_r8_layout.h; not q8_0): blocks [b0, b0 + bc) (both
+ * even: a tile is two blocks) of the group whose tiles start at g (lanes 0-7) and, on 16-lane headers, of the
+ * group at g + gstride (lanes 8-15; gstride 0 when the panel has no second group: those lanes repeat the first
+ * group and their outputs are not stored). A tile is eight 32-byte row loads and one dword transpose for both of
+ * its blocks (low / high nibbles), the fifth bits one shift per lane, the scales one 16-byte load per group: no
+ * gathers. Rows past N in a group's last rows are zero bytes (code 0, d = +0), as kq32g_pack's lanes past nc. */
+KL_INLINE void kq32g_pack_r8(kq32g_blk *P, const uint8_t *g, int64_t gstride, int64_t b0, int bc, const int fmt) {
+    for (int bb = 0; bb < bc; bb += 2) {
+        const uint8_t *t = g + (b0 + bb) / 2 * KQR8_TILE(fmt);
+        kl_iv raw[8];
+        kl_iv_r8_nib(raw, t + KQR8_ON(fmt), gstride);
+        for (int h = 0; h < 2; h++) {
+            kq32g_blk *p = &P[bb + h];
+            for (int l = 0; l < 8; l++) {
+                kl_iv q = h ? kl_iv_nib_hi(raw[l]) : kl_iv_nib_lo(raw[l]);
+                if (KQR8_QH(fmt)) q = kl_iv_or(q, kl_iv_r8_bit(t + KQR8_OH(fmt) + 32 * h, gstride, l));
+                p->q[l] = q;
+            }
+            kl_fv_store(p->d, kl_fv_r8_f16(t + 16 * h, gstride));
+            if (KL_Q32_HASMIN(fmt)) kl_fv_store(p->m, kl_fv_r8_f16(t + 32 + 16 * h, gstride));
+        }
+    }
+}
+#endif
+
+/* A panel's source: the GGUF layout (rows at w, row stride wrow, nc rows) or, r8, the q32_r8 groups at w (group
+ * stride gs; the second group's offset g2: gs or 0). Blocks [b0, b0 + bc) into P. */
+typedef struct {
+    const uint8_t *w;
+    int64_t wrow, gs, g2;
+    int nc, r8;
+} kq32g_src;
+
+KL_INLINE void kq32g_pack_src(kq32g_blk *P, const kq32g_src *s, int64_t b0, int bc, const int fmt) {
+#if defined(KL_IV_R8)
+    if (s->r8) {
+        kq32g_pack_r8(P, s->w, s->g2, b0, bc, fmt);
+        return;
+    }
+#endif
+    kq32g_pack(P, s->w, s->wrow, b0, bc, s->nc, fmt);
 }
 
 /* The vec_dot order: one activation row (x: its block at the chunk start) against G (<= KQ32G_NG) column
@@ -211,18 +256,20 @@ typedef struct {
     float d[KQ32G_L]; /* f32 of the column's f16 d (+0 past the group) */
 } __attribute__((aligned(64))) kq32g_lblk;
 
-KL_INLINE void kq32g_lpack(kq32g_lblk *P, const uint8_t *w, int64_t wrow, int64_t b0, int bc, int nc, const int fmt) {
+KL_INLINE void kq32g_lpack(kq32g_lblk *P, const kq32g_src *src, int64_t b0, int bc, const int fmt) {
     static const uint8_t ones[4] = {1, 1, 1, 1};
     const uint32_t add = 0x01010101u * (uint32_t)(128 - KL_Q32_OFF(fmt)); /* code + 128 - off <= 31 + 120: no carry */
-    for (int bb = 0; bb < bc; bb++) {
-        kq32g_blk u;
-        kq32g_pack(&u, w, wrow, b0 + bb, 1, nc, fmt);
-        for (int l = 0; l < 8; l++) { /* (code + 128 - off) ^ 0x80 = code - off as a signed byte */
-            const kl_iv ws = kl_iv_xor(kl_iv_add(u.q[l], kl_iv_set1((int32_t)add)), kl_iv_set1((int32_t)0x80808080u));
-            P[bb].w[l] = ws;
-            P[bb].s[l] = kl_iv_add(kl_iv_set1(KL_MAGIC_I), kl_iv_mullo(kl_iv_dp4u(kl_iv_zero(), ws, ones), kl_iv_set1(-128)));
-        }
-        kl_fv_store(P[bb].d, kl_fv_load(u.d));
+    const int step = src->r8 ? 2 : 1; /* q32_r8 unpacks a tile (two blocks) at a time */
+    for (int bb = 0; bb < bc; bb += step) {
+        kq32g_blk u[2];
+        kq32g_pack_src(u, src, b0 + bb, step, fmt);
+        for (int i = 0; i < step; i++)
+            for (int l = 0; l < 8; l++) { /* (code + 128 - off) ^ 0x80 = code - off as a signed byte */
+                const kl_iv ws = kl_iv_xor(kl_iv_add(u[i].q[l], kl_iv_set1((int32_t)add)), kl_iv_set1((int32_t)0x80808080u));
+                P[bb + i].w[l] = ws;
+                P[bb + i].s[l] = kl_iv_add(kl_iv_set1(KL_MAGIC_I), kl_iv_mullo(kl_iv_dp4u(kl_iv_zero(), ws, ones), kl_iv_set1(-128)));
+            }
+        for (int i = 0; i < step; i++) kl_fv_store(P[bb + i].d, kl_fv_load(u[i].d));
     }
 }
 
@@ -292,10 +339,24 @@ KL_INLINE void kq32g_pf_step(kq32g_pf *pf, int64_t count) {
         kl_prefetch_l2(pf->w + (pf->next / pf->lines) * pf->wrow + 64 * (pf->next % pf->lines));
 }
 
+/* The source of the panel of G groups of KQ32G_L columns at column n (nc: the last group's), group g's. */
+KL_INLINE kq32g_src kq32g_src_at(const uint8_t *w, int64_t wrow, int64_t n, int g, int G, int nc, const int r8) {
+    kq32g_src s;
+    const int cols = g == G - 1 ? nc : KQ32G_L;
+    s.wrow = wrow;
+    s.nc = cols;
+    s.r8 = r8;
+    s.gs = 8 * wrow; /* a q32_r8 group: 8 rows' bytes */
+    s.g2 = cols > 8 ? s.gs : 0;
+    s.w = r8 ? w + (n + g * KQ32G_L) / 8 * s.gs : w + (n + g * KQ32G_L) * wrow;
+    return s;
+}
+
 /* Columns [n0, n1) of y (row stride N) for all M rows (activation rows of nb blocks of format fmt's
- * activation type at x); one: the repacked order, else the vec_dot order. */
+ * activation type at x); one: the repacked order, else the vec_dot order. r8: w is in the q32_r8 layout (then
+ * n0 is a multiple of 8, nb and KQ32G_KB are even and the lanes header has KL_IV_R8), else the GGUF layout. */
 static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M, int64_t N, int64_t nb, int64_t n0,
-                         int64_t n1, const int fmt, const int one) {
+                         int64_t n1, const int fmt, const int one, const int r8) {
     const int64_t wblk = KL_Q32_WBLK(fmt), xblk = KL_Q32_XBLK(fmt);
     const int64_t wrow = nb * wblk, xrow = nb * xblk;
     kq32g_blk P[KQ32G_NG * KQ32G_KB];
@@ -329,19 +390,31 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                 const int bc = nb - b0 < KQ32G_KB ? (int)(nb - b0) : KQ32G_KB;
                 const int first = b0 == 0, last = b0 + bc == nb;
 #if defined(KQ32G_LMT)
-                if (lout) kq32g_lpack(PL, w + n * wrow, wrow, b0, bc, nc, fmt);
-                else
+                if (lout) {
+                    const kq32g_src src = kq32g_src_at(w, wrow, n, 0, 1, nc, r8);
+                    kq32g_lpack(PL, &src, b0, bc, fmt);
+                } else
 #endif
-                for (int g = 0; g < G; g++)
-                    kq32g_pack(P + g * KQ32G_KB, w + (n + g * KQ32G_L) * wrow, wrow, b0, bc, g == G - 1 ? nc : KQ32G_L, fmt);
-                kq32g_pf pf; /* the next chunk of this panel, else the next panel's first */
+                for (int g = 0; g < G; g++) {
+                    const kq32g_src src = kq32g_src_at(w, wrow, n, g, G, nc, r8);
+                    kq32g_pack_src(P + g * KQ32G_KB, &src, b0, bc, fmt);
+                }
+                kq32g_pf pf; /* the next chunk of this panel, else the next panel's first (q32_r8: per group of 8
+                              * rows one range, the group's tiles of those blocks) */
                 if (!last) {
                     const int64_t bn = nb - b0 - bc < KQ32G_KB ? nb - b0 - bc : KQ32G_KB;
-                    kq32g_pf_set(&pf, w + n * wrow + (b0 + bc) * wblk, wrow, n1 - n < NG * KQ32G_L ? n1 - n : NG * KQ32G_L,
-                                 bn * wblk);
+                    const int64_t rows = n1 - n < NG * KQ32G_L ? n1 - n : NG * KQ32G_L;
+                    if (r8)
+                        kq32g_pf_set(&pf, w + n / 8 * 8 * wrow + (b0 + bc) * 8 * wblk, 8 * wrow, (rows + 7) / 8, bn * 8 * wblk);
+                    else
+                        kq32g_pf_set(&pf, w + n * wrow + (b0 + bc) * wblk, wrow, rows, bn * wblk);
                 } else {
                     const int64_t nn = n + NG * KQ32G_L, rn = n1 - nn < NG * KQ32G_L ? n1 - nn : NG * KQ32G_L;
-                    kq32g_pf_set(&pf, w + nn * wrow, wrow, rn, (nb < KQ32G_KB ? nb : KQ32G_KB) * wblk);
+                    const int64_t bn = nb < KQ32G_KB ? nb : KQ32G_KB;
+                    if (r8)
+                        kq32g_pf_set(&pf, w + nn / 8 * 8 * wrow, 8 * wrow, (rn + 7) / 8, bn * 8 * wblk);
+                    else
+                        kq32g_pf_set(&pf, w + nn * wrow, wrow, rn, bn * wblk);
                 }
                 const int64_t pfs = (pf.total + ms - 1) / ms; /* lines per activation row */
                 float *yb = y + m0 * N + n;

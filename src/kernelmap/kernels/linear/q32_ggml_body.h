@@ -357,7 +357,7 @@ static inline void kq32_linear(float *y, const void *w, const void *x, int64_t M
     const uint8_t *xb = (const uint8_t *)x;
 #ifdef KQ32G_NG
     if (M >= KQ32G_MIN_M) {
-        kq32g_linear(y, wb, xb, M, N, nb, lo, hi, fmt, 0);
+        kq32g_linear(y, wb, xb, M, N, nb, lo, hi, fmt, 0, 0);
         return;
     }
 #endif

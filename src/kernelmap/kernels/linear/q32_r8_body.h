@@ -1,5 +1,7 @@
-/* linear/q32_r8_body.h — the decode GEMV (M = 1 activation row; any M runs correctly) of the 32-element nibble
- * formats on weights in the repacked layout "q32_r8" (weights/repack.py packs it), written once; every x86
+/* linear/q32_r8_body.h — the linear of the 32-element nibble formats on weights in the repacked layout "q32_r8"
+ * (weights/repack.py packs it): its own decode loop (one activation row at a time, M < KQ32G_MIN_M) and, for
+ * M >= KQ32G_MIN_M when the instantiation sets the schedule, linear/q32_gemm_body.h's prefill GEMM on panels
+ * unpacked from this layout (kq32g_pack_r8: row loads and a dword transpose, no gathers); written once; every x86
  * variant (AVX2, AVX-512, AVX-512 VNNI) of every format is an instantiation of it. The format fmt (KL_Q32_Q4_0,
  * KL_Q32_Q4_1, KL_Q32_Q5_0, KL_Q32_Q5_1: a compile-time constant the entry point passes) picks the contract:
  * linear.q4_0.q8_0.ggml.v1, linear.q4_1.q8_1.ggml.v1, linear.q5_0.q8_0.ggml.v1, linear.q5_1.q8_1.ggml.v1.
@@ -84,19 +86,26 @@
  * run-to-run spread, so every format keeps q5_0's 4 KB. The eight accumulators, the
  * constants, H0 / H1 and the activation operands exceed AVX2's 16 ymm: gcc parks 2-6 accumulators on the stack
  * (fma from memory, store), which measured cheaper than the alternatives.
- * Partition: groups of 8 output columns (km_part over ceil(N / 8)); a thread writes y only for its groups' rows
- * below N; no output depends on M, the slices or (ith, nth).
+ * Partition: groups of 8 output columns (km_part over ceil(N / 8)), the GEMM's too; a thread writes y only for its
+ * groups' rows below N; no output depends on M, the slices, the GEMM's blocking or (ith, nth) (the GEMM computes
+ * the same two orders: linear/q32_gemm_body.h).
  * The instantiating file defines the entry point (linear.token_major.v1 ABI) as a call of kqr8_linear.
  */
 #ifndef KM_Q32_R8_BODY_H
 #define KM_Q32_R8_BODY_H
 
 #include "km_lanes.h"
+#include "q32_r8_layout.h"
+#ifdef KQ32G_NG /* the instantiation also sets the prefill GEMM's schedule (panels unpacked from this layout) */
+#ifndef KL_IV_R8
+#error "linear/q32_r8_body.h: the prefill GEMM on q32_r8 needs the lanes header's KL_IV_R8 ops"
+#endif
+#if (KQ32G_KB) % 2 != 0
+#error "linear/q32_r8_body.h: KQ32G_KB must be even (a q32_r8 tile is two blocks)"
+#endif
+#include "q32_gemm_body.h"
+#endif
 
-#define KQR8_TILE(fmt) (16 * KL_Q32_WBLK(fmt))                              /* bytes per tile: 8 rows x 2 blocks */
-#define KQR8_QH(fmt) (KL_Q32_QH(fmt) >= 0)                                   /* 1: fifth-bit planes H0, H1 */
-#define KQR8_OH(fmt) (32 + 32 * KL_Q32_HASMIN(fmt))                          /* H0's offset in a tile */
-#define KQR8_ON(fmt) (KQR8_OH(fmt) + 64 * KQR8_QH(fmt))                      /* the nibbles' offset */
 #define KQR8_X8(fmt, N) ((fmt) == KL_Q32_Q4_0 && (N) % 8 == 0)              /* q4_0's repacked order */
 #define KQR8_PARK(fmt) (64 + 8 * KL_Q32_HASMIN(fmt))                         /* floats parked per group */
 
@@ -260,6 +269,16 @@ KL_INLINE void kqr8_run(float *y, const void *w, const void *x, int64_t M, int64
  * order (for the other formats the first branch is compiled away). */
 static inline void kqr8_linear(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
                                int nth, const int fmt) {
+#ifdef KQ32G_NG
+    if (M >= KQ32G_MIN_M) { /* prefill: linear/q32_gemm_body.h's GEMM on panels unpacked from this layout */
+        int64_t lo, hi;
+        km_part((N + 7) / 8, ith, nth, &lo, &hi);
+        if (lo < hi)
+            kq32g_linear(y, (const uint8_t *)w, (const uint8_t *)x, M, N, K / 32, 8 * lo, 8 * hi < N ? 8 * hi : N, fmt,
+                         KQR8_X8(fmt, N), 1);
+        return;
+    }
+#endif
     if (KQR8_X8(fmt, N))
         kqr8_run(y, w, x, M, N, K, ith, nth, KL_Q32_Q4_0, 1);
     else

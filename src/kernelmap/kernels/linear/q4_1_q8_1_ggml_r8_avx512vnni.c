@@ -11,6 +11,12 @@
 #define KQR8_PF 4096 /* prefetch distance in bytes (to L2) */
 #define KQR8_KS 256  /* blocks per K slice: K <= 8192 in one slice */
 #define KQR8_NC 16   /* groups per chunk when sliced */
+/* the prefill GEMM (linear/q32_gemm_body.h, panels unpacked from q32_r8): q4_1_q8_1_ggml_avx512vnni.c's schedule */
+#define KQ32G_NG 2     /* prefill GEMM: 16-column groups per panel */
+#define KQ32G_MT1 4    /* prefill GEMM: activation rows per register tile (q4_0's repacked order) */
+#define KQ32G_KB 32    /* prefill GEMM: blocks per weight panel */
+#define KQ32G_MS 64    /* prefill GEMM: rows per super-tile (K of several panels) */
+#define KQ32G_MIN_M 16 /* prefill GEMM: smallest batch */
 #include "q32_r8_body.h"
 
 void km_linear_q4_1_q8_1_ggml_r8__avx512vnni(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,

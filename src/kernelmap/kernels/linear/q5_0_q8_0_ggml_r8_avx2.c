@@ -10,6 +10,13 @@
 #define KQR8_PF 4096 /* prefetch distance in bytes (to L2): 3-5 KB best from DRAM (Zen 3, one thread) */
 #define KQR8_KS 256  /* blocks per K slice: K <= 8192 in one slice (17 KB of prepared activations) */
 #define KQR8_NC 16   /* groups per chunk when sliced (4 KB of parked accumulators) */
+/* the prefill GEMM (linear/q32_gemm_body.h, panels unpacked from q32_r8): q5_0_q8_0_ggml_avx2.c's schedule */
+#define KQ32G_NG 1     /* prefill GEMM: 8-column groups per panel (16 ymm: 8 accumulators per group) */
+#define KQ32G_MT1 4    /* prefill GEMM: activation rows per register tile (q4_0's repacked order) */
+#define KQ32G_KB 32    /* prefill GEMM: blocks per weight panel */
+#define KQ32G_MS 64    /* prefill GEMM: rows per super-tile (K of several panels) */
+#define KQ32G_MIN_M 16 /* prefill GEMM: smallest batch */
+#define KQ32G_LMT 8    /* prefill GEMM: rows per lane-outer tile (the seed with the weights: kq32g_ltile) */
 #include "q32_r8_body.h"
 
 void km_linear_q5_0_q8_0_ggml_r8__avx2(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
