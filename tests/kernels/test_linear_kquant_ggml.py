@@ -45,8 +45,9 @@ SHAPES = [(1, 1, 1), (1, 7, 3), (2, 5, 9), (3, 4, 8), (4, 9, 4), (5, 13, 2), (7,
           (12, 3, 2), (15, 17, 3), (16, 7, 8), (17, 4, 5), (33, 3, 2), (130, 2, 8), (1, 64, 11), (19, 40, 11),
           (14, 390, 2),
           # the prefill GEMM of q2_K (N % 8 == 0) and q5_K (M >= 16): 16-column groups and short tails, panels of
-          # 8 superblocks and their tail, the super-tiles (q5_K 56 rows, q2_K 256) and the row-tile tails
-          (16, 32, 9), (70, 24, 5), (137, 48, 12), (260, 16, 1)]
+          # 8 superblocks and their tail, the super-tiles (KQG_FA 1152: q5_K 128 rows, q3_K 144, q2_K 576) and the
+          # row-tile tails
+          (16, 32, 9), (70, 24, 5), (150, 48, 12), (580, 16, 1)]
 _run = runner(w_offset=2, x_offset=36)  # weights: 2-byte alignment only
 
 

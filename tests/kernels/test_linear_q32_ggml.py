@@ -47,7 +47,8 @@ SHAPES = [(1, 1, 1), (1, 7, 3), (1, 13, 20), (1, 17, 9), (2, 5, 9), (3, 9, 11), 
           (1, 8, 20), (1, 24, 67), (3, 16, 9), (17, 40, 5), (2, 136, 64),  # N % 8 == 0: q4_0's repacked order
           # the AVX-512 VNNI prefill GEMM (M >= 16, linear/q32_gemm_body.h): 16-column groups with 8- and odd
           # tails, panels of 32 blocks and their tails (33, 65 blocks: accumulators parked between panels),
-          # the 64-row super-tile of a several-panel K crossed (M = 70, 131), both q4_0 orders
+          # the 64-row super-tile of a several-panel K crossed (M = 70, 131), both q4_0 orders; one panel: the
+          # 128-row super-tile of the vec_dot order's seeds crossed (M = 130 above)
           (16, 32, 20), (21, 40, 32), (19, 37, 33), (16, 48, 65), (70, 19, 65), (70, 24, 40), (131, 21, 34),
           (64, 5, 1)]
 _run = runner(w_offset=2, x_offset=38)

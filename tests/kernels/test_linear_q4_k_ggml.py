@@ -35,8 +35,9 @@ BLOCK = 144
 SHAPES = [(1, 1, 256), (1, 8, 768), (2, 9, 2304), (3, 17, 512), (4, 16, 1024), (5, 7, 2816), (7, 23, 256),
           (16, 8, 512), (17, 13, 768), (33, 3, 256), (128, 9, 512), (130, 5, 256),
           # the prefill GEMM (M >= 16, N % 8 == 0): 16-column groups and their 8-column tail, panels of 8
-          # superblocks and their tail (K = 9 and 12 blocks), the 256-row super-tile and the row-tile tails
-          (16, 32, 512), (21, 40, 2304), (260, 24, 256), (137, 48, 3072)]
+          # superblocks and their tail (K = 9 and 12 blocks), the 576-row super-tile (KQG_FA 1152 / 2) and the
+          # row-tile tails
+          (16, 32, 512), (21, 40, 2304), (580, 24, 256), (137, 48, 3072)]
 _run = runner(w_offset=4, x_offset=36)  # weights: 4-byte alignment only
 
 

@@ -39,8 +39,8 @@ SHAPES = [(1, 1, 1), (1, 7, 3), (2, 5, 9), (3, 4, 8), (4, 3, 4), (5, 13, 2), (7,
           (12, 3, 2), (15, 2, 3), (16, 7, 8), (17, 4, 5), (33, 3, 2), (130, 2, 8), (1, 41, 11), (19, 40, 11),
           (14, 70, 5),
           # the prefill GEMM (M >= 16): 16-column groups and short tails, panels of 4 superblocks and their
-          # tail, the 64-row super-tile and the row-tile tails
-          (16, 16, 2), (21, 40, 9), (70, 24, 5), (137, 33, 12)]
+          # tail, the 144-row super-tile (KQG_FA 1152 / 8 accumulators) and the row-tile tails
+          (16, 16, 2), (21, 40, 9), (70, 24, 5), (150, 33, 12)]
 _run = runner(w_offset=4, x_offset=36)
 
 

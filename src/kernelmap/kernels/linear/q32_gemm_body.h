@@ -27,13 +27,15 @@
  * dots, |w| * sign-adjusted x, was exact but measured no faster than q8_0's row tiles on avx2 and slower on
  * avx512, whose row tiles need no unpacking: not kept.)
  *
- * Schedule: the thread's columns in panels of KQ32G_NG groups of KL_FV_LANES columns; per panel and chunk of up to KQ32G_KB blocks the weights are unpacked once (per block and
- * contract lane l the 4 codes of each column, the f32 d (and m) per column), then every activation row
- * reads it: the vec_dot order one row at a time, its 8 (+1) float accumulators per group in registers for
- * the chunk and its seeds, scale and quant broadcasts shared by the groups; the repacked order in tiles
- * of KQ32G_MT1 rows, one chain per (row, group) in registers. The seeds of a tile's chunk are computed
- * before its dot loop, which broadcasts them from memory. With more than one chunk (nb > KQ32G_KB) rows go in super-tiles of KQ32G_MS and the
- * accumulators are parked between chunks.
+ * Schedule: the thread's columns in panels of KQ32G_NG groups of KL_FV_LANES columns; per panel and chunk of up to
+ * KQ32G_KB blocks the weights are unpacked once (per block and contract lane l the 4 codes of each column, the f32
+ * d (and m) per column), then every activation row reads it: the vec_dot order one row at a time, its 8 (+1) float
+ * accumulators per group in registers for the chunk and its seeds, scale and quant broadcasts shared by the groups;
+ * the repacked order in tiles of KQ32G_MT1 rows, one chain per (row, group) in registers. The seeds of a tile's
+ * chunk are computed before its dot loop, which broadcasts them from memory; with one K chunk the vec_dot order's
+ * seeds are made once per super-tile of up to KQ32G_SDR rows for all its panels (q5_0 +8-11% at K = 640 on Zen 5).
+ * With more than one chunk (nb > KQ32G_KB) rows go in super-tiles of KQ32G_MS and the accumulators are parked
+ * between chunks.
  *   KQ32G_NG     column groups per panel (1 or 2)
  *   KQ32G_MT1    row tile of the repacked order (1 accumulator per row)
  *   KQ32G_KB     blocks per panel chunk
@@ -55,6 +57,7 @@
 #define KQ32G_L KL_FV_LANES
 #define KQ32G_LXS 64 /* kq32g_ltile, one chunk: rows per super-tile prepared at once (64 x KQ32G_KB x 36 bytes) */
 #define KQ32G_PARK 9 /* parked vectors per row: 8 lanes and the min chain */
+#define KQ32G_SDR 128 /* one K chunk: rows per super-tile (their seeds made once, kq32g_linear) */
 
 /* One block of a column group, unpacked. */
 typedef struct {
@@ -147,9 +150,10 @@ KL_INLINE void kq32g_pack_src(kq32g_blk *P, const kq32g_src *s, int64_t b0, int 
 /* The vec_dot order: one activation row (x: its block at the chunk start) against G (<= KQ32G_NG) column
  * groups' panels (group g's at P + g * KQ32G_KB; bc blocks), which share the row's seeds, scales and quant
  * broadcasts; nc: the last group's columns. first: accumulators from +0, else from park (KQ32G_PARK
- * vectors per group); last: fold and store y (group g at y + g * KQ32G_L), else park. */
+ * vectors per group); last: fold and store y (group g at y + g * KQ32G_L), else park. sdp: the row's seeds of
+ * these blocks made once for every panel (kq32g_linear, one K chunk), or NULL: made here. */
 KL_INLINE void kq32g_tile(float *y, int nc, const kq32g_blk *P, int bc, const uint8_t *x, float *park, int first,
-                          int last, const int fmt, const int G) {
+                          int last, const int32_t (*sdp)[8], const int fmt, const int G) {
     const int64_t xblk = KL_Q32_XBLK(fmt), xq = KL_Q32_XQS(fmt);
     const int off = KQ32G_OFF(fmt), hasmin = KL_Q32_HASMIN(fmt);
     kl_fv acc[KQ32G_NG][8], sm[KQ32G_NG];
@@ -159,9 +163,12 @@ KL_INLINE void kq32g_tile(float *y, int nc, const kq32g_blk *P, int bc, const ui
     }
     /* the seeds of the whole chunk first: the dot loop below broadcasts them from memory (computed next
      * to their use, the compiler extracts them from registers, an extra shuffle per dot) */
-    int32_t sd[KQ32G_KB][8] __attribute__((aligned(32)));
-    if (off)
-        for (int bb = 0; bb < bc; bb++) kl_q32_seeds(sd[bb], (const int8_t *)(x + bb * xblk + xq), off);
+    int32_t sdl[KQ32G_KB][8] __attribute__((aligned(32)));
+    const int32_t (*sd)[8] = sdp;
+    if (off && !sdp) {
+        for (int bb = 0; bb < bc; bb++) kl_q32_seeds(sdl[bb], (const int8_t *)(x + bb * xblk + xq), off);
+        sd = (const int32_t (*)[8])sdl;
+    }
     for (int bb = 0; bb < bc; bb++) {
         const uint8_t *xb = x + bb * xblk;
         const int8_t *xs = (const int8_t *)(xb + xq);
@@ -367,21 +374,32 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
     const int lout = !one && fmt != KL_Q32_Q8_0 && !KL_Q32_HASMIN(fmt); /* the offset formats' vec_dot order */
     const int NG = lout ? 1 : KQ32G_NG;
 #else
+    const int lout = 0;
     const int NG = KQ32G_NG; /* column groups per panel */
 #endif
+    /* One K chunk, the vec_dot order of an offset format (kq32g_tile): a super-tile's seeds are made once for all
+     * its panels (they depend on the activation block only; made per panel they were ~10% of q5_0's GEMM at
+     * K = 640 on Zen 5), in super-tiles of up to KQ32G_SDR rows */
+    const int pre = !one && !lout && !chunked && KQ32G_OFF(fmt) != 0;
+    int32_t sdb[KQ32G_SDR * KQ32G_KB][8] __attribute__((aligned(32)));
 #if defined(KQ32G_LMT)
     /* one chunk: the super-tile's rows prepared once (kq32g_lprep), not once per column group */
     uint8_t xu[KQ32G_LXS * KQ32G_KB][32] __attribute__((aligned(32)));
     float dxf[KQ32G_LXS * KQ32G_KB] __attribute__((aligned(32)));
-    const int64_t MS = chunked ? KQ32G_MS : lout ? KQ32G_LXS : M;
+    const int64_t MS = chunked ? KQ32G_MS : lout ? KQ32G_LXS : pre && M > KQ32G_SDR ? KQ32G_SDR : M;
 #else
-    const int64_t MS = chunked ? KQ32G_MS : M; /* one chunk: nothing is parked, so no super-tiles */
+    const int64_t MS = chunked ? KQ32G_MS : pre && M > KQ32G_SDR ? KQ32G_SDR : M; /* one chunk: nothing parked */
 #endif
     for (int64_t m0 = 0; m0 < M; m0 += MS) {
         const int64_t ms = M - m0 < MS ? M - m0 : MS;
 #if defined(KQ32G_LMT)
         if (lout && !chunked) kq32g_lprep(xu, dxf, x + m0 * xrow, xrow, ms, (int)nb, fmt);
 #endif
+        if (pre)
+            for (int64_t r = 0; r < ms; r++)
+                for (int64_t bb = 0; bb < nb; bb++)
+                    kl_q32_seeds(sdb[r * KQ32G_KB + bb], (const int8_t *)(x + (m0 + r) * xrow + bb * xblk + KL_Q32_XQS(fmt)),
+                                 KQ32G_OFF(fmt));
         for (int64_t n = n0; n < n1; n += NG * KQ32G_L) {
             const int64_t left = n1 - n;
             const int G = left > KQ32G_L && NG > 1 ? 2 : 1;
@@ -478,11 +496,13 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                         kq32g_pf_step(&pf, pfs);
 #if KQ32G_NG > 1
                         if (G == 2) {
-                            kq32g_tile(yb + m * N, nc, P, bc, xb + m * xrow, pk, first, last, fmt, 2);
+                            kq32g_tile(yb + m * N, nc, P, bc, xb + m * xrow, pk, first, last,
+                                       pre ? (const int32_t (*)[8])sdb[m * KQ32G_KB] : NULL, fmt, 2);
                             continue;
                         }
 #endif
-                        kq32g_tile(yb + m * N, nc, P, bc, xb + m * xrow, pk, first, last, fmt, 1);
+                        kq32g_tile(yb + m * N, nc, P, bc, xb + m * xrow, pk, first, last,
+                                   pre ? (const int32_t (*)[8])sdb[m * KQ32G_KB] : NULL, fmt, 1);
                     }
                 }
             }

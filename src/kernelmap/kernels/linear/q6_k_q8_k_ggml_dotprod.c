@@ -11,7 +11,7 @@
 #define KQV_PF 4096     /* prefetch distance in bytes (to L2) */
 #define KQG_MT 8        /* prefill GEMM: activation rows per register tile */
 #define KQG_KB 8        /* prefill GEMM: superblocks per weight panel */
-#define KQG_FA 512      /* prefill GEMM: float accumulator rows (super-tiles of 512 / accumulators per row) */
+#define KQG_FA 1152     /* prefill GEMM: float accumulator rows (9 x 128: a 128-row batch is one super-tile) */
 #define KQG_MIN_M 16    /* prefill GEMM: smallest batch */
 #include "q_k_vecdot_ggml_body.h"
 

@@ -16,7 +16,10 @@
  * of a super-tile of rows in a buffer between chunks (the panel is re-made per super-tile).
  *   KQG_MT     largest row tile (the tail of M goes in single rows)
  *   KQG_KB     superblocks per panel chunk
- *   KQG_FA     float accumulator rows of the buffer: a super-tile has KQG_FA / KQG_NACC(fmt) rows
+ *   KQG_FA     float accumulator rows of the buffer: a super-tile has KQG_FA / KQG_NACC(fmt) rows (1152 = 9 x 128:
+ *              a prefill batch of 128 rows is one super-tile for every format, so each panel is unpacked once per
+ *              batch; 512 unpacked q6_K's panels twice, and gathers are slow on AMD: q6_K / q5_K +10-25% on Zen 5,
+ *              the AVX2 variants +15-30% there)
  *   KQG_MIN_M  smallest M this schedule takes
  *   KQG_RG     optional (lanes with KL_IV_P16; default 4): rows whose int16 sub-block partials are summed together
  *              (one weight vector load per KQG_RG rows; more rows' partials than registers spill)
