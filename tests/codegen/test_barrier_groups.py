@@ -73,7 +73,9 @@ def test_split_ops_in_a_prefill_phase_also_split_gemms_in_whole_panels():
     from kernelmap.circuits.graph import WeightRef
     from kernelmap.codegen.emit import (
         SPLIT_GEMM_COLS,
+        SPLIT_GEMM_COLS_NARROW,
         SPLIT_GEMM_MIN_BYTES,
+        SPLIT_GEMM_MIN_PIECES,
         SPLIT_MIN_ROWS,
         SPLIT_PIECES,
         split_ops,
@@ -82,13 +84,16 @@ def test_split_ops_in_a_prefill_phase_also_split_gemms_in_whole_panels():
     gemm = WeightRef("w", "ffn.weight", "f32", (2048, SPLIT_GEMM_MIN_BYTES // (2048 * 4) + 1))  # just above
     narrow = WeightRef("w", "v.weight", "f32", (64, SPLIT_GEMM_MIN_BYTES // (64 * 4) + 1))  # fewer rows than a panel
     tiny = WeightRef("w", "k.weight", "f32", (256, 64))
+    # 640 rows: 5 pieces of SPLIT_GEMM_COLS would leave one of 2 threads 3 of them; pieces of the narrow width
+    down = WeightRef("w", "down.weight", "f32", (640, SPLIT_GEMM_MIN_BYTES // (640 * 4) + 1))
     reg = SimpleNamespace(providers={"p": SimpleNamespace(scratch=[])})
-    ops = [_op(n, {"x": "h"}, {"y": t}) for n, t in (("ffn", "a"), ("v", "b"), ("k", "c"))]
-    ops[0].weights, ops[1].weights, ops[2].weights = {"w": gemm}, {"w": narrow}, {"w": tiny}
-    plan = _plan(ops, {"h": 0, "a": 64, "b": 128, "c": 192})
+    ops = [_op(n, {"x": "h"}, {"y": t}) for n, t in (("ffn", "a"), ("v", "b"), ("k", "c"), ("down", "d"))]
+    ops[0].weights, ops[1].weights, ops[2].weights, ops[3].weights = {"w": gemm}, {"w": narrow}, {"w": tiny}, {"w": down}
+    plan = _plan(ops, {"h": 0, "a": 64, "b": 128, "c": 192, "d": 256})
     assert split_ops(plan, reg) == {}  # a decode phase (1 row): these are below its GEMV threshold
     plan.graph.max_rows = SPLIT_MIN_ROWS
-    assert split_ops(plan, reg) == {0: 2048 // SPLIT_GEMM_COLS, 1: 2}
+    assert 640 // SPLIT_GEMM_COLS < SPLIT_GEMM_MIN_PIECES <= 2048 // SPLIT_GEMM_COLS
+    assert split_ops(plan, reg) == {0: 2048 // SPLIT_GEMM_COLS, 1: 2, 3: 640 // SPLIT_GEMM_COLS_NARROW}
     assert 2048 // SPLIT_GEMM_COLS < SPLIT_PIECES
 
 

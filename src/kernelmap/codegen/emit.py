@@ -19,7 +19,9 @@ thread that runs late (another process on its core, a slower memory channel) lea
 others take its remaining pieces. In a phase of at least SPLIT_MIN_ROWS rows (prefill), an op with a
 weight of at least SPLIT_GEMM_MIN_BYTES and no scratch (the per-layer GEMMs, milliseconds each) runs
 as claimed pieces too, SPLIT_GEMM_COLS output rows of the weight per piece (at most KM_SPLIT pieces),
-so a register-blocked GEMM keeps whole panels; in the other phases (decode, batch) an op with a weight of
+so a register-blocked GEMM keeps whole panels, or SPLIT_GEMM_COLS_NARROW rows when that would give fewer than
+SPLIT_GEMM_MIN_PIECES pieces: a 640-row weight (Gemma 3 270M's ffn_down and attn_output) in 5 pieces left one
+of 2 threads 3 of them (those GEMMs scaled 1.56-1.6x at 2 threads on Zen 5, the wider ones 1.72-1.77x); in the other phases (decode, batch) an op with a weight of
 at least SPLIT_GEMV_MIN_BYTES runs as pieces of SPLIT_GEMV_COLS weight rows (Gemma 3 270M's FFN GEMVs:
 8 pieces; on the quiet 2-vCPU Xeon decode speed was unchanged within noise, and a thread descheduled
 mid-op no longer holds the barrier for its whole half). Every kernel computes the same bytes for every
@@ -64,7 +66,9 @@ SPLIT_MIN_BYTES = 16 << 20  # weight bytes from which an op runs as claimed piec
 SPLIT_PIECES = 256  # pieces of such an op (KM_SPLIT in model.c.in)
 SPLIT_MIN_ROWS = 16  # phases of this many rows (prefill) also split their GEMMs ...
 SPLIT_GEMM_MIN_BYTES = 256 << 10  # ... of this many weight bytes ...
-SPLIT_GEMM_COLS = 128  # ... in pieces of this many weight rows (output columns)
+SPLIT_GEMM_COLS = 128  # ... in pieces of this many weight rows (output columns) ...
+SPLIT_GEMM_MIN_PIECES = 8  # ... or of SPLIT_GEMM_COLS_NARROW rows when that gives fewer pieces (see split_ops)
+SPLIT_GEMM_COLS_NARROW = 64
 SPLIT_GEMV_MIN_BYTES = 512 << 10  # phases of fewer rows (decode, batch) split GEMVs of this many weight bytes ...
 SPLIT_GEMV_COLS = 256  # ... in pieces of this many weight rows
 
@@ -220,7 +224,8 @@ def barrier_groups(plan: PhasePlan, registry: Registry) -> list[list[int]]:
 def split_ops(plan: PhasePlan, registry: Registry) -> dict[int, int]:
     """The ops that run as claimed pieces, by index, with their piece counts: weights of at least
     SPLIT_MIN_BYTES (SPLIT_PIECES pieces); in a phase of at least SPLIT_MIN_ROWS rows weights of at least
-    SPLIT_GEMM_MIN_BYTES (one piece per SPLIT_GEMM_COLS weight rows), in the other phases weights of at least
+    SPLIT_GEMM_MIN_BYTES (one piece per SPLIT_GEMM_COLS weight rows, per SPLIT_GEMM_COLS_NARROW rows when that gives
+    fewer than SPLIT_GEMM_MIN_PIECES), in the other phases weights of at least
     SPLIT_GEMV_MIN_BYTES (one piece per SPLIT_GEMV_COLS weight rows), 2 .. SPLIT_PIECES pieces; never an op
     with scratch (its scratch is per thread)."""
     out: dict[int, int] = {}
@@ -236,7 +241,10 @@ def split_ops(plan: PhasePlan, registry: Registry) -> dict[int, int]:
             if size < (SPLIT_GEMM_MIN_BYTES if gemm else SPLIT_GEMV_MIN_BYTES):
                 continue
             rows = max(ref.shape[0] if len(ref.shape) > 1 else 1 for ref in op.weights.values())
-            out[i] = min(SPLIT_PIECES, max(2, rows // (SPLIT_GEMM_COLS if gemm else SPLIT_GEMV_COLS)))
+            cols = SPLIT_GEMM_COLS if gemm else SPLIT_GEMV_COLS
+            if gemm and rows // cols < SPLIT_GEMM_MIN_PIECES:
+                cols = SPLIT_GEMM_COLS_NARROW
+            out[i] = min(SPLIT_PIECES, max(2, rows // cols))
     return out
 
 
