@@ -31,7 +31,11 @@
  *   KQR_MT  largest activation-row tile (8 or 4)
  *   KQR_BC  superblocks per chunk
  *   KQR_BC1 optional: kqr_row1's superblocks per chunk (default KQR_BC)
- *   KQR_PF  software prefetch distance in bytes (to L2) along each weight row (0: none)
+ *   KQR_PF  1: software prefetch (to L2) of the blocks the next group of 8 columns reads at the same position, 8
+ *           weight rows on; 0: none. (A distance along each row, 8 KiB before, fell inside the current group's
+ *           own rows whenever a row is shorter than 8 KiB, or 1-2 rows on for longer ones: rows the tile was
+ *           already reading. The next group's blocks: cold q4_K GEMV on one Zen 5 core +6-10% at K = 2048,
+ *           +65% at K = 8192.)
  *   KQV_MT, KQV_CHUNK  the vec_dot body's (N % 8 != 0)
  *   KQG_MT, KQG_KB, KQG_FA, KQG_MIN_M  optional (lanes with KL_IV): batches of M >= KQG_MIN_M rows go to
  *              the register-blocked GEMM of linear/q_k_gemm_body.h (same numerics)
@@ -49,6 +53,9 @@
 #endif
 
 /* Byte offsets of the f16 d and dmin of a block. */
+/* The prefetch distance of kqr_tile / kqr_row1 in bytes: the next 8-column group's rows (see KQR_PF). */
+#define KQR_PFD(wrow) (KQR_PF ? 8 * (wrow) : 0)
+
 #define KQR_DOFF(fmt) ((fmt) == KL_KQ_Q2_K ? 80 : 0)
 #define KQR_MOFF(fmt) ((fmt) == KL_KQ_Q2_K ? 82 : 2)
 
@@ -94,7 +101,7 @@ KL_INLINE void kqr_tile(float *y, int64_t N, const uint8_t *w, int64_t wrow, con
         const int bc = nb - b0 < KQR_BC ? (int)(nb - b0) : KQR_BC;
         for (int j = 0; j < nc; j++) {
             for (int bb = 0; bb < bc; bb++) {
-                const uint8_t *blk = kqv_block(w + j * wrow, b0 + bb, wblk, KQR_PF);
+                const uint8_t *blk = kqv_block(w + j * wrow, b0 + bb, wblk, KQR_PFD(wrow));
                 const kl_kqs s = kl_kqs_load(blk, fmt);
                 kqr_mins(blk, fmt, mins[bb] + nmin * j);
                 memcpy(&hd[bb][j], blk + KQR_DOFF(fmt), 2);
@@ -163,7 +170,7 @@ KL_INLINE void kqr_row1(float *y, const uint8_t *w, int64_t wrow, const km_block
         for (int bb = 0; bb < bc; bb++) kl_kq1x_load(&xs[bb], &x[b0 + bb], fmt);
         for (int j = 0; j < nc; j++) {
             for (int bb = 0; bb < bc; bb++) {
-                const uint8_t *blk = kqv_block(w + j * wrow, b0 + bb, wblk, KQR_PF);
+                const uint8_t *blk = kqv_block(w + j * wrow, b0 + bb, wblk, KQR_PFD(wrow));
                 /* the next column's same block, ~8 blocks of work ahead: into L1 (+4-9% with the weights in L2) */
                 for (int64_t o = 0; o < wblk; o += 64) kl_prefetch_l1(blk + wrow + o);
                 memcpy(&dm[bb][j], blk + KQR_DOFF(fmt), 4);
