@@ -469,4 +469,6 @@ def test_bench_cli_prefill_prints_gmacs_and_share_of_measured_int8_peak(capsys):
     assert row["gmacs"] == pytest.approx(128 * 2048 * 640 / row["median_us"] / 1e3)
     assert row["frac_peak"] == pytest.approx(row["gmacs"] / doc["int8_peak_gmacs"]["vpmaddubsw ymm|2"])
     assert row["frac_lane"] == pytest.approx(row["gmacs"] / doc["lane_step_gmacs"]["vpmaddubsw ymm|2"])
-    assert row["lane_gmacs"] == doc["lane_step_gmacs"]["vpmaddubsw ymm|2"] < doc["int8_peak_gmacs"]["vpmaddubsw ymm|2"]
+    # both are timings taken moments apart (2 threads, beside the other xdist worker): no order between them is
+    # asserted (it failed once under load: lane step 150 > peak 139 GMAC/s), only that the row carries the doc's
+    assert row["lane_gmacs"] == doc["lane_step_gmacs"]["vpmaddubsw ymm|2"] > 0
