@@ -13,19 +13,20 @@ byte ranges from the memory plan, op scratch, KV state buffers; weights are read
 `barrier_groups`. Ops without a barrier between them compute the same bytes in any interleaving, so
 no bit depends on the grouping.
 
-Split ops: an op that streams a large weight (at least SPLIT_MIN_BYTES) and has no scratch runs as
-KM_SPLIT pieces (ith = piece, nth = KM_SPLIT) that the threads claim in turn from a counter, so a
-thread that runs late (another process on its core, a slower memory channel) leaves no tail: the
-others take its remaining pieces. In a phase of at least SPLIT_MIN_ROWS rows (prefill), an op with a
-weight of at least SPLIT_GEMM_MIN_BYTES and no scratch (the per-layer GEMMs, milliseconds each) runs
-as claimed pieces too, SPLIT_GEMM_COLS output rows of the weight per piece (at most KM_SPLIT pieces),
-so a register-blocked GEMM keeps whole panels, or SPLIT_GEMM_COLS_NARROW rows when that would give fewer than
-SPLIT_GEMM_MIN_PIECES pieces: a 640-row weight (Gemma 3 270M's ffn_down and attn_output) in 5 pieces left one
-of 2 threads 3 of them (those GEMMs scaled 1.56-1.6x at 2 threads on Zen 5, the wider ones 1.72-1.77x); in the other phases (decode, batch) an op with a weight of
-at least SPLIT_GEMV_MIN_BYTES runs as pieces of SPLIT_GEMV_COLS weight rows (Gemma 3 270M's FFN GEMVs:
-8 pieces; on the quiet 2-vCPU Xeon decode speed was unchanged within noise, and a thread descheduled
-mid-op no longer holds the barrier for its whole half). Every kernel computes the same bytes for every
-(ith, nth) (each map's partition-invariance test), so the pieces compute what the static split did.
+Split ops: an op that streams a large weight (at least SPLIT_MIN_BYTES) and has no scratch runs as KM_SPLIT
+pieces (ith = piece, nth = KM_SPLIT) that the threads claim in turn from a counter, so a thread that runs
+late (another process on its core, a slower memory channel) leaves no tail: the others take its remaining
+pieces. In a phase of at least SPLIT_MIN_ROWS rows (prefill), an op with a weight of at least
+SPLIT_GEMM_MIN_BYTES and no scratch (the per-layer GEMMs, milliseconds each) runs as claimed pieces too,
+SPLIT_GEMM_COLS output rows of the weight per piece (at most KM_SPLIT pieces), so a register-blocked GEMM
+keeps whole panels, or SPLIT_GEMM_COLS_NARROW rows when that would give fewer than SPLIT_GEMM_MIN_PIECES
+pieces: a 640-row weight (Gemma 3 270M's ffn_down and attn_output) in 5 pieces left one of 2 threads 3 of
+them (those GEMMs scaled 1.56-1.6x at 2 threads on Zen 5, the wider ones 1.72-1.77x); in the other phases
+(decode, batch) an op with a weight of at least SPLIT_GEMV_MIN_BYTES runs as pieces of SPLIT_GEMV_COLS
+weight rows (Gemma 3 270M's FFN GEMVs: 8 pieces; on the quiet 2-vCPU Xeon decode speed was unchanged within
+noise, and a thread descheduled mid-op no longer holds the barrier for its whole half). Every kernel
+computes the same bytes for every (ith, nth) (each map's partition-invariance test), so the pieces compute
+what the static split did.
 """
 
 from __future__ import annotations
