@@ -180,3 +180,32 @@ def test_rope_random_shapes_property(kind_lib, m, h, half, pos, base, fscale, nt
     for variant in runnable_variants(spec["id"], ref=False):
         got = _run(bind(lib, spec, variant), x, h, d, pos, base, fscale, nth, in_place=True)
         assert_close_or_equal(ref, got, map_id=spec["id"], variant=variant, context=f"{m}x{h}x{d} pos={pos}")
+
+
+# (pos, base, freq_scale, D): positions 5 and 133 share a memo set (common/km_rope.h: 128 sets of 2 ways), three
+# bases in one set evict each other, and the same position with another freq_scale, D or base must never be served
+# the wrong tables (base 100 at D 128 has the same f32 theta_scale as base 10000 at D 256: only the width differs, and a
+# 128-float request must not take a way filled with 64).
+MEMO_SEQUENCE = [(5, 100.0, 1.0, 128), (5, 10000.0, 1.0, 256), (5, 1e6, 1.0, 256), (5, 100.0, 1.0, 128),
+                 (5, 10000.0, 1.0, 256), (5, 1e6, 1.0, 256), (133, 10000.0, 1.0, 256), (5, 10000.0, 1.0, 256),
+                 (5, 10000.0, 0.5, 256), (5, 10000.0, 1.0, 128), (5, 5e5, 1.0, 256), (5, 1e6, 1.0, 256),
+                 (133, 1e6, 1.0, 256), (5, 10000.0, 1.0, 256), (4, 10000.0, 1.0, 256), (261, 10000.0, 1.0, 256),
+                 (5, 10000.0, 1.0, 256), (100000, 1e6, 0.125, 512), (100000, 1e6, 0.125, 512)]
+
+
+@pytest.mark.parametrize("kind,variant", SIMD, ids=[f"{k}-{v}" for k, v in SIMD])
+def test_rope_table_memo_never_serves_other_tables(kind, variant):
+    """The SIMD variants keep each thread's row tables in a memo keyed by (position, theta_scale, freq_scale, width,
+    style); the refs compute every table. One process, calls whose keys collide in a set or differ in one field only:
+    every call equals ref bit for bit (3 rows from each position, so neighbouring sets are filled too)."""
+    lib, spec = load_map_library(MAP_IDS[kind])
+    skip_unless_runnable(spec["id"], variant)
+    ref, fn = bind(lib, spec, "ref"), bind(lib, spec, variant)
+    for pos, base, fscale, d in MEMO_SEQUENCE:
+        if kind == "normal" and d > 256:
+            d = 256  # the widest normal table the memo holds (wider ones always compute: also checked above)
+        x = _inputs(3, 2, d)
+        want = _run(ref, x, 2, d, pos, base, fscale, 1)
+        got = _run(fn, x, 2, d, pos, base, fscale, 1)
+        assert_close_or_equal(want, got, map_id=spec["id"], variant=variant, context=f"pos={pos} base={base} "
+                              f"fscale={fscale} D={d}")

@@ -5,7 +5,8 @@
  * (common/km_rownorm.h: t = (x * s) * w[d], no FMA) into a stack buffer, then rope.neox.f32.v1 of t
  * (common/km_rope.h); bit-identical with the unfused pair. Op: x, y f32 [M, H*D] (y may alias x), weight
  * w [D] shared by all heads, row m at position pos + m; D even, D <= 512.
- * Partition: (row, head) items, km_part over M*H; the rope tables are rebuilt when the row changes.
+ * Partition: (row, head) items, km_part over M*H; the rope tables are fetched (krp_cache_memo: from the
+ * thread's memo, or made) when the row changes.
  * No schedule parameters.
  */
 #ifndef KM_QK_NORM_ROPE_BODY_H
@@ -25,7 +26,7 @@ static inline void kqnr_qk_norm_rope_neox(float *y, const float *x, const float 
     for (int64_t it = lo; it < hi; it++) { /* it: (row, head) item = row * H + head */
         if (it / H != row) {
             row = it / H;
-            krp_cache(&t, (float)(pos + row), freq_scale, theta_scale, D / 2, 0);
+            krp_cache_memo(&t, (float)(pos + row), freq_scale, theta_scale, D / 2, 0);
         }
         const float *xr = x + it * D; /* [D] */
         krn_scale_row(nrm, xr, w, krn_scale(krn_sumsq(xr, D), D, eps), D);

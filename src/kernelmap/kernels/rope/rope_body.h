@@ -7,8 +7,8 @@
  * freq_scale * theta or freq_scale * (theta / f[i]), then y0 = fma(x0, c, -(x1 * s)), y1 = fma(x0, s, x1 * c);
  * one lane per value, so the vector width cannot change a bit).
  * Op: x f32 [M, H*D] row-major (H heads of D values; y may alias x), row m at position pos + m.
- * Partition: (row, head) items, km_part over M*H; the tables are rebuilt when the row changes inside a
- * thread's slice. No schedule parameters.
+ * Partition: (row, head) items, km_part over M*H; the tables are fetched when the row changes inside a
+ * thread's slice (without factors from the thread's memo, common/km_rope.h, or made). No schedule parameters.
  */
 #ifndef KM_ROPE_BODY_H
 #define KM_ROPE_BODY_H
@@ -25,7 +25,8 @@ static inline void krope_rows_ff(float *y, const float *x, const float *f, int64
     for (int64_t it = lo; it < hi; it++) { /* it: (row, head) item = row * H + head */
         if (it / H != row) {
             row = it / H;
-            krp_cache_ff(&t, (float)(pos + row), f, freq_scale, theta_scale, D / 2, normal);
+            if (f) krp_cache_ff(&t, (float)(pos + row), f, freq_scale, theta_scale, D / 2, normal);
+            else krp_cache_memo(&t, (float)(pos + row), freq_scale, theta_scale, D / 2, normal);
         }
         krp_rotate(y + it * D, x + it * D, D, &t, normal);
     }
