@@ -29,7 +29,7 @@ from kernelmap.target import missing, target_features
 
 __all__ = ["GEMV_FLOOR", "INT8_PEAK_KINDS", "LANE_STEP_KINDS", "LANE_STEP_WEIGHTS", "BenchResult", "BenchReport", "gemv_summary", "int8_peak_kind",
            "llc_bytes", "measure_bandwidth", "measure_int8_peak", "prefill_summary", "rebase_bandwidth", "resolver_variants", "run_bench",
-           "time_call"]
+           "time_call", "time_calls"]
 
 HARNESS = Path(__file__).resolve().parent / "harness.c"
 _SYMBOL = re.compile(r"^km_[a-z0-9_]+__[a-z0-9_]+$")
@@ -79,6 +79,7 @@ class BenchResult:
     peak_instr: str | None = None  # the variant's int8 instruction (INT8_PEAK_KINDS)
     frac_peak: float | None = None  # gmacs / the measured peak of that instruction at this thread count
     frac_lane: float | None = None  # gmacs / the measured peak of its lane step (LANE_STEP_KINDS)
+    frac_bw_typical: float | None = None  # gbps / the typical (median-pass) read bandwidth, like for like with median_s
 
 
 @dataclass
@@ -87,6 +88,9 @@ class BenchReport:
 
     bandwidth: dict[int, float] = field(default_factory=dict)  # threads -> GB/s (the median of the samples)
     bandwidth_samples: dict[int, list[float]] = field(default_factory=dict)  # threads -> every measurement
+    # the same measurements' median pass (a typical pass, as each kernel point's median call) instead of the fastest
+    bandwidth_typical: dict[int, float] = field(default_factory=dict)
+    bandwidth_typical_samples: dict[int, list[float]] = field(default_factory=dict)
     int8_peak: dict[tuple[str, int], float] = field(default_factory=dict)  # (instruction, threads) -> GMAC/s
     lane_peak: dict[tuple[str, int], float] = field(default_factory=dict)  # (instruction, threads) -> GMAC/s
     results: list[BenchResult] = field(default_factory=list)
@@ -211,6 +215,13 @@ def time_call(lib: _Library, fn_addr: int, slots: np.ndarray, nth: int, min_time
 
     `slots` is one argument set (1-D) or several (2-D, one row each) that successive calls rotate over.
     """
+    times = time_calls(lib, fn_addr, slots, nth, min_time, max_reps)
+    return float(min(times) if best else statistics.median(times)), len(times)
+
+
+def time_calls(lib: _Library, fn_addr: int, slots: np.ndarray, nth: int, min_time: float,
+               max_reps: int = 200) -> list[float]:
+    """Seconds of each timed team call (>= 3 of them, about `min_time` in all, at most `max_reps`)."""
     sets = np.ascontiguousarray(slots.reshape(-1, slots.shape[-1]), dtype=np.uint64)
     nsets, nslots = sets.shape
     probe = np.zeros(1, dtype=np.float64)
@@ -221,18 +232,25 @@ def time_call(lib: _Library, fn_addr: int, slots: np.ndarray, nth: int, min_time
     times = np.zeros(reps, dtype=np.float64)
     lib.lib.km_bench_run(fn_addr, sets.ctypes.data, nslots, nsets, nth, reps,
                          times.ctypes.data_as(ctypes.POINTER(ctypes.c_double)))
-    return float(min(times) if best else statistics.median(times.tolist())), reps
+    return [float(t) for t in times]
 
 
 def measure_bandwidth(threads: Sequence[int] = (1, 2), size_bytes: int = 512 << 20,
                       min_time: float = 0.3, repeats: int = 1,
-                      samples: dict[int, list[float]] | None = None) -> dict[int, float]:
+                      samples: dict[int, list[float]] | None = None,
+                      typical: dict[int, list[float]] | None = None) -> dict[int, float]:
     """Streaming-read bandwidth in GB/s (1e9 bytes/s) per thread count, over a buffer of `size_bytes`.
 
     One measurement keeps the fastest of several passes: the figure is a ceiling, and on a shared
     machine the slower passes measure other processes' traffic. Even that ceiling moves by a quarter
     between runs on a shared VM, so `repeats` measurements (thread counts interleaved) are taken and
     their median returned; each one is appended to `samples[threads]` when given.
+
+    `typical`, when given, gets each measurement's median pass as well (appended per thread count): the figure a
+    kernel point's median call compares with like for like. On a quiet machine the two agree; on a shared one the
+    fastest pass can be well above what a typical pass reads (the EPYC VM of December 2026: 2 threads, fastest
+    46-58 GB/s, median 35-40), and a median kernel time over the fastest pass then reads as a share no streaming
+    loop reaches in a typical run either.
     """
     features = target_features()
     lib = _Library(build_shared([_harness_unit(features)], name="km_bench_stream",
@@ -244,23 +262,31 @@ def measure_bandwidth(threads: Sequence[int] = (1, 2), size_bytes: int = 512 << 
     got: dict[int, list[float]] = {int(nth): [] for nth in threads}
     for _ in range(max(1, int(repeats))):
         for nth in threads:
-            fastest, _ = time_call(lib, lib.fn("km_bench_stream_call"), slots, int(nth), min_time, max_reps=20,
-                                   best=True)
-            got[int(nth)].append(size / fastest / 1e9)
+            times = time_calls(lib, lib.fn("km_bench_stream_call"), slots, int(nth), min_time, max_reps=20)
+            got[int(nth)].append(size / min(times) / 1e9)
+            if typical is not None:
+                typical.setdefault(int(nth), []).append(size / statistics.median(times) / 1e9)
     if samples is not None:
         for nth, values in got.items():
             samples.setdefault(nth, []).extend(values)
     return {nth: statistics.median(values) for nth, values in got.items()}
 
 
-def rebase_bandwidth(report: BenchReport, samples: dict[int, list[float]]) -> None:
+def rebase_bandwidth(report: BenchReport, samples: dict[int, list[float]],
+                     typical: dict[int, list[float]] | None = None) -> None:
     """Set the report's bandwidth to the median of `samples` (e.g. measured before and after the kernels, so
-    a drift of the machine during a long run shows) and recompute every point's share of it."""
+    a drift of the machine during a long run shows) and recompute every point's share of it; with `typical`
+    (measure_bandwidth's median passes) the typical bandwidth and every point's share of that too."""
     report.bandwidth_samples = {int(k): list(v) for k, v in samples.items() if v}
     report.bandwidth = {k: statistics.median(v) for k, v in report.bandwidth_samples.items()}
+    if typical is not None:
+        report.bandwidth_typical_samples = {int(k): list(v) for k, v in typical.items() if v}
+        report.bandwidth_typical = {k: statistics.median(v) for k, v in report.bandwidth_typical_samples.items()}
     for i, r in enumerate(report.results):
         bw = report.bandwidth.get(r.threads)
-        report.results[i] = replace(r, frac_bw=(r.gbps / bw) if bw else None)
+        typ = report.bandwidth_typical.get(r.threads)
+        report.results[i] = replace(r, frac_bw=(r.gbps / bw) if bw else None,
+                                    frac_bw_typical=(r.gbps / typ) if typ else None)
 
 
 def int8_peak_kind(requires: Sequence[str]) -> tuple[str, int, str, int] | None:
@@ -455,8 +481,11 @@ def gemv_summary(report: BenchReport, providers: Sequence[BenchProvider], policy
     """The decode GEMV points (one-row linear calls): per provider, shape and thread count the fastest variant
     measured, its weight type, GB/s and share of the read bandwidth, and whether it is under `GEMV_FLOOR`.
 
-    With a numerics `policy` (kernelmap.numerics.Policy), each row also says whether that policy's linear rule
-    for the weight type names the provider's contract (`in_policy`): the points a build with it would run.
+    With a numerics `policy` (kernelmap.numerics.Policy), each row also says whether a build with that policy
+    would run it (`in_policy`): the policy's linear rule for the weight type names the provider's contract, and of
+    the providers of that contract measured at the same shape and thread count it is the one the resolver ranks
+    first (one with a SIMD variant before one with only its ref, then the higher selection priority; q4_0's
+    GGUF-layout provider, say, is measured but a build on x86 runs its q32_r8 one).
     """
     weight = {p.id: p.raw.get("quant", {}).get("weight", "?") for p in providers}
     contract = {p.id: p.raw.get("numerics", {}).get("contract") for p in providers}
@@ -472,13 +501,24 @@ def gemv_summary(report: BenchReport, providers: Sequence[BenchProvider], policy
         key = (r.provider, r.shape, r.threads)
         if key not in best or r.gbps > best[key].gbps:
             best[key] = r
+    priority = {p.id: int(p.raw.get("selection", {}).get("priority", 0)) for p in providers}
+    first: dict[tuple[str, str, int], str] = {}  # (contract, shape, threads) -> the provider the resolver ranks first
+    for (provider, shape, threads), r in best.items():
+        key = (str(contract.get(provider)), shape, threads)
+        rank = (r.variant != "ref", priority.get(provider, 0), provider)
+        if key not in first or rank > (best[(first[key], shape, threads)].variant != "ref",
+                                       priority.get(first[key], 0), first[key]):
+            first[key] = provider
     rows = []
     for (provider, shape, threads), r in sorted(best.items(), key=lambda kv: (weight.get(kv[0][0], "?"), kv[0])):
+        selected = (chosen.get(weight.get(provider, "?")) == contract.get(provider) is not None
+                    and first.get((str(contract.get(provider)), shape, threads)) == provider)
         rows.append({"weight": weight.get(provider, "?"), "provider": provider, "variant": r.variant,
                      "shape": shape, "threads": threads, "median_us": r.median_s * 1e6, "gbps": r.gbps,
                      "frac_bw": r.frac_bw, "below_floor": r.frac_bw is not None and r.frac_bw < GEMV_FLOOR,
-                     "in_policy": None if policy is None else
-                     chosen.get(weight.get(provider, "?")) == contract.get(provider) is not None})
+                     "frac_bw_typical": r.frac_bw_typical,
+                     "below_floor_typical": r.frac_bw_typical is not None and r.frac_bw_typical < GEMV_FLOOR,
+                     "in_policy": None if policy is None else selected})
     return rows
 
 
