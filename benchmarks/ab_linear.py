@@ -14,10 +14,11 @@ with identical sources (--rev HEAD on a clean tree) gave ratios within 1-3% on a
         --shape 1x2048x8192 --cold 64             # a decode GEMV over 64 weight copies (past the LLC)
 
 Inputs are bytes below 0x3C (every f16 scale a small positive normal number, every code valid), the linear
-token-major ABI (y, w, x, M, N, K, ith, nth), one thread (ith 0 of nth 1). Written by hand: it is a few
-lines of C around the project's own compile flags, and no benchmarking library builds two revisions of a C
-kernel into one process. Not a speed claim against llama.cpp (benchmarks/e2e.py and `kernelmap bench` make
-those); a development tool.
+token-major ABI (y, w, x, M, N, K, ith, nth), one thread (ith 0 of nth 1) or with --threads N a team whose
+threads run their parts of each call between two barriers (the barrier cost is in both timings). Written by
+hand: it is a few lines of C around the project's own compile flags, and no benchmarking library builds two
+revisions of a C kernel into one process. Not a speed claim against llama.cpp (benchmarks/e2e.py and `kernelmap
+bench` make those); a development tool.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MAIN_C = r"""
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +43,35 @@ void km_ab_a(float *, const void *, const void *, int64_t, int64_t, int64_t, int
 void km_ab_b(float *, const void *, const void *, int64_t, int64_t, int64_t, int, int);
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return x < y ? -1 : x > y; }
+typedef void (*lin_fn)(float *, const void *, const void *, int64_t, int64_t, int64_t, int, int);
+/* a team of NTH threads: thread 0 publishes a call, all run their part (ith of NTH), all meet at a barrier */
+static struct { lin_fn fn; float *y; const void *w, *x; int64_t M, N, K; int stop; } job;
+static int NTH = 1;
+static pthread_barrier_t bar;
+static void *worker(void *arg) {
+    const int ith = (int)(intptr_t)arg;
+    for (;;) {
+        pthread_barrier_wait(&bar);
+        if (job.stop) return NULL;
+        job.fn(job.y, job.w, job.x, job.M, job.N, job.K, ith, NTH);
+        pthread_barrier_wait(&bar);
+    }
+}
+static void call(lin_fn fn, float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K) {
+    if (NTH == 1) { fn(y, w, x, M, N, K, 0, 1); return; }
+    job.fn = fn; job.y = y; job.w = w; job.x = x; job.M = M; job.N = N; job.K = K;
+    pthread_barrier_wait(&bar);
+    fn(y, w, x, M, N, K, 0, NTH);
+    pthread_barrier_wait(&bar);
+}
 int main(int argc, char **argv) {
-    if (argc != 9) return 2;
+    if (argc != 10) return 2;
+    NTH = atoi(argv[9]);
+    if (NTH < 1 || NTH > 64) return 2;
+    if (NTH > 1) {
+        pthread_barrier_init(&bar, NULL, (unsigned)NTH);
+        for (int i = 1; i < NTH; i++) { pthread_t t; if (pthread_create(&t, NULL, worker, (void *)(intptr_t)i)) return 3; }
+    }
     const int64_t M = atoll(argv[1]), N = atoll(argv[2]), K = atoll(argv[3]), wrow = atoll(argv[4]), xrow = atoll(argv[5]);
     const int reps = atoi(argv[6]), copies = atoi(argv[7]);
     const size_t wb = (size_t)N * (size_t)wrow, align = 64;
@@ -55,18 +84,18 @@ int main(int argc, char **argv) {
     srand((unsigned)atoi(argv[8]));
     for (size_t i = 0; i < wb * (size_t)copies; i++) w[i] = (uint8_t)(rand() % 0x3C);
     for (size_t i = 0; i < (size_t)(M * xrow); i++) x[i] = (uint8_t)(rand() % 0x3C);
-    km_ab_a(ya, w, x, M, N, K, 0, 1);
-    km_ab_b(yb, w, x, M, N, K, 0, 1);
+    call(km_ab_a, ya, w, x, M, N, K);
+    call(km_ab_b, yb, w, x, M, N, K);
     const int same = memcmp(ya, yb, (size_t)(M * N) * 4) == 0;
     for (int r = 0; r < reps; r++) {
         const uint8_t *wa = w + wb * (size_t)((2 * r) % copies), *wbb = w + wb * (size_t)((2 * r + 1) % copies);
         if (r & 1) {
-            double t0 = now(); km_ab_b(yb, wbb, x, M, N, K, 0, 1); double t1 = now();
-            km_ab_a(ya, wa, x, M, N, K, 0, 1); double t2 = now();
+            double t0 = now(); call(km_ab_b, yb, wbb, x, M, N, K); double t1 = now();
+            call(km_ab_a, ya, wa, x, M, N, K); double t2 = now();
             tb[r] = t1 - t0; ta[r] = t2 - t1;
         } else {
-            double t0 = now(); km_ab_a(ya, wa, x, M, N, K, 0, 1); double t1 = now();
-            km_ab_b(yb, wbb, x, M, N, K, 0, 1); double t2 = now();
+            double t0 = now(); call(km_ab_a, ya, wa, x, M, N, K); double t1 = now();
+            call(km_ab_b, yb, wbb, x, M, N, K); double t2 = now();
             ta[r] = t1 - t0; tb[r] = t2 - t1;
         }
     }
@@ -76,6 +105,7 @@ int main(int argc, char **argv) {
     printf("A (rev)  min %8.1f us  median %8.1f us  %7.1f GMAC/s (median)\n", ta[0] * 1e6, ta[reps / 2] * 1e6, macs / ta[reps / 2] / 1e9);
     printf("B (tree) min %8.1f us  median %8.1f us  %7.1f GMAC/s (median)\n", tb[0] * 1e6, tb[reps / 2] * 1e6, macs / tb[reps / 2] / 1e9);
     printf("B/A speed: median %.3f, min %.3f; same output bytes: %s\n", ta[reps / 2] / tb[reps / 2], ta[0] / tb[0], same ? "yes" : "NO");
+    if (NTH > 1) { job.stop = 1; pthread_barrier_wait(&bar); }
     return same ? 0 : 1;
 }
 """
@@ -93,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=0, help="timed pairs (default: about 2 s of calls)")
     ap.add_argument("--cold", type=int, default=1, metavar="COPIES",
                     help="weight copies to rotate over (e.g. 64 for a GEMV from memory; 1: weights hot)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads of the team (each call: thread ith of N runs its part; default 1)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
 
@@ -126,6 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     wrow = row_bytes(provider.raw["weights"][0]["dtype"], k)
     xrow = row_bytes(provider.raw["inputs"][0]["dtype"], k)
+    need, avail = wrow * n * max(1, args.cold), _mem_available()
+    if avail is not None and need > avail // 2:
+        print(f"error: --cold {args.cold}: {max(1, args.cold)} copies of the {wrow * n / 1e6:.0f} MB weight need "
+              f"{need / 1e9:.1f} GB, more than half of the {avail / 1e9:.1f} GB available (a weight above the LLC is "
+              "cold with 1-2 copies)", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="km_ab_") as tmp:
         t = Path(tmp)
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.rev, "src/kernelmap/kernels"],
@@ -159,7 +197,18 @@ def main(argv: list[str] | None = None) -> int:
               f"{args.cold} weight cop{'y' if args.cold == 1 else 'ies'}")
         sys.stdout.flush()
         return subprocess.run([str(exe), str(m), str(n), str(k), str(wrow), str(xrow), str(reps),
-                               str(max(1, args.cold)), str(args.seed)], check=False).returncode
+                               str(max(1, args.cold)), str(args.seed), str(args.threads)], check=False).returncode
+
+
+def _mem_available() -> int | None:
+    """MemAvailable from /proc/meminfo in bytes (None where there is no such file)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 if __name__ == "__main__":

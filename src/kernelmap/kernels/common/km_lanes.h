@@ -43,7 +43,8 @@
  *   kl_q32_dot8(rows, off, p, fmt) lane c = (float) the exact int32 sum of all 32 products of the weight block at
  *                                  rows[c] + off (c < 8) against prepared activation block p (|sum| < 2^20)
  *   kl_q32_values8(blk, fmt, j)    lanes l = the integers of elements 8j + l of the block as f32 (exact)
- * Memory hints: kl_prefetch_l1(p), kl_prefetch_l2(p).
+ * Memory hints: kl_prefetch_l1(p), kl_prefetch_l2(p), kl_prefetch_nt(p) (data read once: x86 prefetchnta, ARM
+ * PLDL1STRM; a decode GEMV's weights, which the next step reads only after ~250 MB of others).
  *
  * ---- native-width f32 (elementwise) ----
  * For contracts with no cross-lane float operation (each output element is its own chain): the body

@@ -61,6 +61,7 @@ KL_INLINE float kl_f8_fold(kl_f8 v) {
 
 KL_INLINE void kl_prefetch_l1(const void *p) { __builtin_prefetch(p, 0, 3); }
 KL_INLINE void kl_prefetch_l2(const void *p) { __builtin_prefetch(p, 0, 2); }
+KL_INLINE void kl_prefetch_nt(const void *p) { __builtin_prefetch(p, 0, 0); }
 
 typedef struct {
     kl_f8 a, b;

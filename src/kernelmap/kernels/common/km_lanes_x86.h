@@ -40,6 +40,7 @@ KL_INLINE float kl_f8_fold(kl_f8 v) {
 
 KL_INLINE void kl_prefetch_l1(const void *p) { _mm_prefetch((const char *)p, _MM_HINT_T0); }
 KL_INLINE void kl_prefetch_l2(const void *p) { _mm_prefetch((const char *)p, _MM_HINT_T1); }
+KL_INLINE void kl_prefetch_nt(const void *p) { _mm_prefetch((const char *)p, _MM_HINT_NTA); }
 
 /* 32 int8 from 16 packed nibbles: low nibbles are elements 0..15, high nibbles 16..31. The 16 bytes are loaded into
  * both halves (vbroadcasti128: a load, no shuffle uop) and the upper half shifted by 4 (vpsrlvq): one vector uop

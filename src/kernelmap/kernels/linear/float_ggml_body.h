@@ -30,7 +30,11 @@
  * Schedule (the instantiating file defines these before including this header):
  *   KFL_R1  weight rows per decode step (M = 1): independent accumulator sets
  *   KFL_TT  activation rows per prefill tile (one weight row against KFL_TT activation rows)
- *   KFL_PF  software prefetch distance in bytes along each weight row (to L2)
+ *   KFL_PF  software prefetch distance in bytes along each weight row (to L2; one-row tiles, as decode's, with the
+ *           non-temporal hint kl_prefetch_nt: Zen 5, weights from memory, interleaved A/B (benchmarks/ab_linear.py):
+ *           one thread f16 / f32 / bf16 LM-head GEMV +6 / +6 / +15%, the FFN shapes 0-8%; two threads +4-5% at
+ *           the LM head, the FFN shapes within noise. The same hint in the q8_0 and K-quant GEMVs gained 2-9% on
+ *           one thread but lost 1-6% on two at the FFN shapes, and 7-26% in the q32_r8 ones: not used there)
  * Partition: output columns n (km_part over N); no output depends on M, tiling or (ith, nth).
  * The instantiating file defines the entry point (linear.token_major.v1 ABI) as a call of kfl_linear.
  */
@@ -83,8 +87,12 @@ KL_INLINE void kfl_steps(kl_f8 *acc, const uint8_t *const *wr, const uint8_t *co
     const int64_t es = KFL_ESIZE(fmt);
     for (int i = 0; i < R * T * KFL_NACC; i++) acc[i] = kl_f8_zero();
     for (int64_t i = 0; i < np; i += KFL_DOTW) {
-        for (int r = 0; r < R; r++)
-            for (int64_t o = 0; o < KFL_DOTW * es; o += 64) kl_prefetch_l2(wr[r] + i * es + KFL_PF + o);
+        for (int r = 0; r < R; r++) {
+            for (int64_t o = 0; o < KFL_DOTW * es; o += 64) {
+                if (T == 1) kl_prefetch_nt(wr[r] + i * es + KFL_PF + o); /* a decode step reads each row once */
+                else kl_prefetch_l2(wr[r] + i * es + KFL_PF + o);
+            }
+        }
         if (fmt == KFL_BF16 && KFL_DOTW == 64) {
             for (int q = 0; q < 4; q++)
                 for (int r = 0; r < R; r++)
