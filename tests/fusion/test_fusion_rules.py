@@ -71,17 +71,18 @@ def test_fuse_shipped_rules_replace_residual_add_then_rmsnorm(synth):
     before = len(graph.ops)
     records = fuse(graph, load_rules("x86_64"), _available("residual_add_rmsnorm_f32"))
     applied = [r for r in records if r["decision"] == "applied"]
-    # 2 layers: attn residual -> ffn norm twice, ffn residual -> next attn norm once; the last ffn residual
-    # feeds the final norm, which reads only the last row, so it stays unfused
-    assert len(applied) == 3
-    assert ["blk.0.attn_residual", "blk.0.ffn_norm"] in [r["ops"] for r in applied]
+    # 2 layers: attn residual -> ffn norm twice, ffn residual -> next attn norm once, and the last ffn residual
+    # -> the final norm: the last layer's ops after attention compute only the last row, like the final norm
+    # (the circuit's rows_when), so the two match in rows and fuse
+    assert [r["ops"] for r in applied] == [["blk.0.attn_residual", "blk.0.ffn_norm"],
+                                           ["blk.0.ffn_residual", "blk.1.attn_norm"],
+                                           ["blk.1.attn_residual", "blk.1.ffn_norm"],
+                                           ["blk.1.ffn_residual", "final_norm"]]
     skipped = [r for r in records if r["decision"] == "skipped"]
     assert skipped == [
         {"rule": "qk_norm_rope_neox", "decision": "skipped", "priority": 100, "ops": [],
-         "reason": "not available: kernel:qk_norm_rope_neox_f32"},
-        {"rule": "residual_add_rmsnorm", "decision": "skipped", "priority": 100,
-         "reason": "the matched ops differ in rows (all vs last)", "ops": ["blk.1.ffn_residual", "final_norm"]}]
-    assert len(graph.ops) == before - 3
+         "reason": "not available: kernel:qk_norm_rope_neox_f32"}]
+    assert len(graph.ops) == before - 4
     fused = [op for op in graph.ops if op.op == "residual_add_rmsnorm"]
     assert fused[0].interface == "residual_add_rmsnorm.row_major.v1"
     assert set(fused[0].inputs) == {"a", "b"} and set(fused[0].outputs) == {"y", "h"}
@@ -278,6 +279,20 @@ def test_fuse_refuses_a_resolved_graph(synth):
         fuse(graph, load_rules("x86_64"), _available("residual_add_rmsnorm_f32"))
 
 
+def test_fuse_refuses_ops_that_differ_in_rows(synth):
+    """A residual add over all rows feeding a last-row norm (a circuit without rows_when on its last layer) is
+    not fused: the fused op would have to be one or the other."""
+    graph = _graph(synth)
+    for op in graph.ops:
+        if op.label == "blk.1.ffn_residual":
+            op.rows_last = False
+    records = fuse(graph, load_rules("x86_64"), _available("residual_add_rmsnorm_f32"))
+    assert {"rule": "residual_add_rmsnorm", "decision": "skipped", "priority": 100,
+            "reason": "the matched ops differ in rows (all vs last)",
+            "ops": ["blk.1.ffn_residual", "final_norm"]} in records
+    assert ["blk.1.ffn_residual", "final_norm"] not in [r["ops"] for r in records if r["decision"] == "applied"]
+
+
 def test_fuse_scheduled_stage_matches_contracts_and_updates_them(tmp_path):
     from synth_model import write_synth_model
 
@@ -295,7 +310,8 @@ def test_fuse_scheduled_stage_matches_contracts_and_updates_them(tmp_path):
     applied = [r for r in records if r["decision"] == "applied"]
     assert [r["ops"] for r in applied][0] == ["blk.0.attn_residual.blk0_ffn_norm",
                                               "blk.0.attn_residual.blk0_ffn_norm.quantize_q8_0"]
-    assert len(applied) == 3 and {r["rule"] for r in applied} == {"residual_add_rmsnorm_quantize_q8_0_rne"}
+    # 4: the last layer's pairs are last-row ops with last-row quantizers (plan/schedule.py), so they fuse too
+    assert len(applied) == 4 and {r["rule"] for r in applied} == {"residual_add_rmsnorm_quantize_q8_0_rne"}
     assert [r["reason"] for r in records if r["rule"] == "residual_add_rmsnorm_quantize_q8_k"] == [
         "not available: kernel:residual_add_rmsnorm_quantize_q8_k"]
     fused = [op for op in graph.ops if op.op == "residual_add_rmsnorm_quantize"]

@@ -298,7 +298,11 @@ class _Hydrator:
         ports = iface["ports"]
         label = f"blk.{layer}.{spec['id']}" if layer >= 0 else spec["id"]
         cname = c_ident(f"blk{layer}_{spec['id']}" if layer >= 0 else f"op_{spec['id']}")
-        rows_last = spec.get("rows") == "last" and self.phase != "batch"  # batch: every row is a sequence's last
+        # "rows": "last": the op computes only the last row (the logits' row), where "rows_when" (an expression over
+        # the layer's environment; absent: everywhere) holds; batch: every row is a sequence's last, so all rows
+        rows_last = (spec.get("rows") == "last" and self.phase != "batch"
+                     and ("rows_when" not in spec
+                          or bool(evaluate(spec["rows_when"], env, where=self.where, pointer=pointer + "/rows_when"))))
         declared = set(spec.get("in", {})) | set(spec.get("out", {})) | set(spec.get("weights", {})) | set(
             spec.get("state", {}))
         if declared != set(ports):

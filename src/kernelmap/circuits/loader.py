@@ -30,6 +30,8 @@ _OP = {
     "type": "object",
     "additionalProperties": False,
     "required": ["id", "op"],
+    # rows_when narrows "rows": "last" to the layers where it holds: meaningless without it
+    "dependentSchemas": {"rows_when": {"required": ["rows"], "properties": {"rows": {"const": "last"}}}},
     "properties": {
         "id": _NAME,
         "op": _NAME,
@@ -37,6 +39,7 @@ _OP = {
         "if_tensor": _TENSOR,
         "policy": {"type": "object", "additionalProperties": {"type": "string"}},
         "rows": {"enum": ["all", "last"]},
+        "rows_when": {"type": "string"},
         "in": {"type": "object", "additionalProperties": _NAME},
         "out": {"type": "object", "additionalProperties": _NAME},
         "state": {"type": "object", "additionalProperties": _NAME},

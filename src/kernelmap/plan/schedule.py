@@ -99,10 +99,14 @@ def _quantizer(graph: Graph, t: Tensor, dtype: str, consumer: OpNode, interfaces
     rows, cols = t.shape[0], t.shape[-1]
     qt = Tensor(qname, dtype, t.shape, t.rows_dynamic, None)
     label = f"{t.producer}.quantize_{dtype}" if t.producer else f"quantize_{dtype}.{base}"
+    # a tensor made by a last-row op is that one row: its quantizer is a last-row op too (so it fuses with its
+    # producer, and runs where the producer runs: the prompt's last chunk)
+    producer = next((o for o in graph.ops if o.label == t.producer), None) if t.producer else None
+    rows_last = bool(producer is not None and producer.rows_last and not t.rows_dynamic)
     op = OpNode(label=label, cname=c_ident(f"quant_{base}_{dtype}"), op="quantize_act", layer=consumer.layer,
                 interface=iface_id, inputs={"x": t.name}, outputs={"y": qname},
                 dims={"M": rows, "K": cols}, dynamic_dims={"M": "n_tokens"} if t.rows_dynamic else {},
-                inserted_by="activation_quantize", rows_last=False)
+                inserted_by="activation_quantize", rows_last=rows_last)
     qt.producer = label
     graph.tensors[qname] = qt
     return op, qt
