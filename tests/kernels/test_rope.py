@@ -209,3 +209,45 @@ def test_rope_table_memo_never_serves_other_tables(kind, variant):
         got = _run(fn, x, 2, d, pos, base, fscale, 1)
         assert_close_or_equal(want, got, map_id=spec["id"], variant=variant, context=f"pos={pos} base={base} "
                               f"fscale={fscale} D={d}")
+
+
+_MEMO_STYLES_C = r"""
+#include "km_lanes_avx2.h"
+#include "km_rope.h"
+/* Both styles' callers in one translation unit share one memo (a unity build would do this): a neox table of 128
+ * floats (D 256, base 10000) and a normal one of 128 (D 128, base 100) have the same position, theta_scale bits and
+ * width, so only the style tells them apart. Returns the number of floats that differ from krp_cache's. */
+int km_test_rope_memo_styles(void) {
+    int bad = 0;
+    const float ts_neox = krp_theta_scale(10000.0f, 256), ts_normal = krp_theta_scale(100.0f, 128);
+    for (int round = 0; round < 2; round++) {
+        const float pos = round == 0 ? 5.0f : 700.0f;
+        for (int k = 0; k < 4; k++) {
+            const int normal = (k + round) % 2;
+            const float ts = normal ? ts_normal : ts_neox;
+            const int64_t half = normal ? 64 : 128;
+            krp_tables got, want;
+            krp_cache_memo(&got, pos, 1.0f, ts, half, normal);
+            krp_cache(&want, pos, 1.0f, ts, half, normal);
+            for (int i = 0; i < 128; i++) bad += memcmp(&got.a[i], &want.a[i], 4) != 0 || memcmp(&got.b[i], &want.b[i], 4) != 0;
+        }
+    }
+    return bad + (memcmp(&ts_neox, &ts_normal, 4) != 0 ? 1000 : 0); /* the case needs equal theta_scale bits */
+}
+"""
+
+
+def test_rope_table_memo_keys_the_style(tmp_path):
+    """One memo for both styles (one translation unit): equal position, theta_scale and width, other style -> the
+    table krp_cache makes for that style, never the other's."""
+    from kernelmap.build.driver import CompileUnit, build_shared
+    from kernelmap.target import target_features
+
+    if not {"avx2", "fma", "f16c"} <= target_features():
+        pytest.skip("the probe is built on the AVX2 lanes")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "memo_styles.c").write_text(_MEMO_STYLES_C)
+    lib = ctypes.CDLL(str(build_shared([CompileUnit(src / "memo_styles.c", ("-mavx2", "-mfma", "-mf16c"))],
+                                       name="test_rope_memo_styles", out_dir=tmp_path / "lib")))
+    assert lib.km_test_rope_memo_styles() == 0

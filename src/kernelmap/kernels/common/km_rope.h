@@ -58,9 +58,9 @@ KL_INLINE void krp_cache(krp_tables *t, float pos_f, float freq_scale, float the
 }
 
 /* ---- the table memo ----
- * A row's tables are a pure function of (position, theta_scale, freq_scale, half, style), and one forward pass asks
- * for the same ones again and again: every rope op of every layer (Gemma 3: q and k of 18 layers, two bases) at the
- * same positions. Computing them (2 libm calls per pair) was most of the rope ops' time, so each thread keeps the
+ * A row's tables are a pure function of (position, theta_scale, freq_scale, half, style), all in the key, and one
+ * forward pass asks for the same ones again and again: every rope op of every layer (Gemma 3: q and k of 18 layers,
+ * two bases) at the same positions. Computing them (2 libm calls per pair) was most of the rope ops' time, so each thread keeps the
  * tables it made in a memo: 2-way set-associative, the set chosen by the position, each way holding its full key,
  * so a lookup either returns the bytes krp_cache would write for that key or misses and computes them. The memo
  * can never change a bit, only skip work; tables with frequency factors (rope_ff: the factors are weights, not
@@ -72,7 +72,7 @@ KL_INLINE void krp_cache(krp_tables *t, float pos_f, float freq_scale, float the
 
 typedef struct {
     uint32_t pos, ts, fs; /* float bits of the key */
-    int32_t n;            /* floats per table (neox: half; normal: 2 * half), 0: empty */
+    int32_t n;            /* floats per table (neox: half; normal: -2 * half, so the style is in the key), 0: empty */
     float a[KRP_MEMO_F], b[KRP_MEMO_F];
 } krp_memo_way;
 
@@ -98,10 +98,11 @@ KL_INLINE void krp_cache_memo(krp_tables *t, float pos_f, float freq_scale, floa
         return;
     }
     const uint32_t kp = krp_bits(pos_f), kt = krp_bits(theta_scale), kf = krp_bits(freq_scale);
+    const int32_t kn = (int32_t)(normal ? -n : n); /* one translation unit may hold both styles' callers */
     const uint32_t set = (uint32_t)pos_f % KRP_MEMO_SETS; /* any set is correct: the ways hold their keys */
     for (int w = 0; w < 2; w++) {
         const krp_memo_way *e = &krp_memo.way[set][w];
-        if (e->n == (int32_t)n && e->pos == kp && e->ts == kt && e->fs == kf) {
+        if (e->n == kn && e->pos == kp && e->ts == kt && e->fs == kf) {
             memcpy(t->a, e->a, (size_t)n * sizeof(float));
             memcpy(t->b, e->b, (size_t)n * sizeof(float));
             krp_memo.last[set] = (uint8_t)w;
@@ -114,7 +115,7 @@ KL_INLINE void krp_cache_memo(krp_tables *t, float pos_f, float freq_scale, floa
     e->pos = kp;
     e->ts = kt;
     e->fs = kf;
-    e->n = (int32_t)n;
+    e->n = kn;
     memcpy(e->a, t->a, (size_t)n * sizeof(float));
     memcpy(e->b, t->b, (size_t)n * sizeof(float));
     krp_memo.last[set] = (uint8_t)w;
