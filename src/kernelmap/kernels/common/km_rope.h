@@ -60,13 +60,14 @@ KL_INLINE void krp_cache(krp_tables *t, float pos_f, float freq_scale, float the
 /* ---- the table memo ----
  * A row's tables are a pure function of (position, theta_scale, freq_scale, half, style), all in the key, and one
  * forward pass asks for the same ones again and again: every rope op of every layer (Gemma 3: q and k of 18 layers,
- * two bases) at the same positions. Computing them (2 libm calls per pair) was most of the rope ops' time, so each thread keeps the
- * tables it made in a memo: 2-way set-associative, the set chosen by the position, each way holding its full key,
- * so a lookup either returns the bytes krp_cache would write for that key or misses and computes them. The memo
- * can never change a bit, only skip work; tables with frequency factors (rope_ff: the factors are weights, not
- * part of the key) and those wider than KRP_MEMO_F floats always compute. 512 KiB of thread-local storage per
+ * two bases) at the same positions. Computing them (2 libm calls per pair) was most of the rope ops' time, so each
+ * thread keeps the tables it made in a memo: 2-way set-associative, the set chosen by the position, each way holding
+ * its full key, so a lookup either returns the bytes krp_cache would write for that key or misses and computes them.
+ * The memo can never change a bit, only skip work; tables with frequency factors (rope_ff: the factors are weights,
+ * not part of the key) and those wider than KRP_MEMO_F floats always compute. 512 KiB of thread-local storage per
  * thread that runs a rope op. Gemma 3 270M, 2 threads, in-process A/B of two builds: the q and k rope ops of a
- * 256-token prefill 3.8 -> 1.9 ms (the q op still normalises and rotates 4 heads per row), a decode step 43 -> 27 us. */
+ * 256-token prefill 3.8 -> 1.9 ms (the q op still normalises and rotates 4 heads per row), a decode step 43 -> 27
+ * us. */
 #define KRP_MEMO_SETS 128 /* positions p and p + 128 share a set */
 #define KRP_MEMO_F 256    /* floats per table: neox D <= 512, normal D <= 256 */
 
