@@ -52,6 +52,7 @@ struct km_model {
     size_t weights_len;
     const uint8_t *gguf;
     size_t gguf_len;
+    int weights_copied, gguf_copied; /* km_map_file: a huge-page copy (1) or the file mapping (0) */
     void *state[KM_N_STATE > 0 ? KM_N_STATE : 1];
     int64_t state_cells[KM_N_STATE > 0 ? KM_N_STATE : 1]; /* cells per head: n_ctx, or a ring's (fewer) */
     int64_t hw; /* the selected slot's ring guard: 1 + the highest position written since its last call at 0 */
@@ -1211,11 +1212,72 @@ static int km_check_cpu(char *err, size_t errlen) {
     return 0;
 }
 
-/* Map `path` read-only; it must hold exactly `want` bytes (a zero-byte file maps to nothing). */
+/* Where the weights live. A decode step streams every weight once, and reads from a file mapping go through
+ * 4 KiB pages: the hardware prefetchers stop at each page and the TLB misses every 4 KiB. So a file is read
+ * once into private anonymous memory advised for transparent huge pages (2 MiB aligned) when the kernel
+ * offers them (/sys/kernel/mm/transparent_hugepage/enabled is not "never"), then made read-only; a plain
+ * streaming read of the Gemma 3 270M file measured 35-39 GB/s from the file mapping and 40-45 GB/s from the
+ * huge-page copy on two threads (AMD Zen 5; +10-25% on one). The cost: one read of the file at start-up,
+ * and the memory is the process's own instead of the page cache's (not shared between processes).
+ * KERNELMAP_WEIGHTS=map in the environment keeps the plain file mapping (=copy forces the copy);
+ * km_model_weights_copied reports which one a model got. Either way the bytes are the file's. */
+#define KM_HUGE (UINT64_C(2) << 20)
+
+static int km_thp_available(void) {
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f) return 0;
+    char line[128] = {0};
+    const int ok = fgets(line, sizeof line, f) != NULL && strstr(line, "[never]") == NULL;
+    fclose(f);
+    return ok;
+}
+
+static int km_weights_copy_wanted(void) {
+    const char *e = getenv("KERNELMAP_WEIGHTS");
+    if (e && strcmp(e, "map") == 0) return 0;
+    if (e && strcmp(e, "copy") == 0) return 1;
+    return km_thp_available();
+}
+
+/* `want` bytes of fd into a fresh 2 MiB-aligned anonymous region advised for huge pages, read-only after;
+ * NULL (nothing left allocated) when memory or the read fails. *maplen: the region's length for munmap. */
+static const uint8_t *km_copy_huge(int fd, uint64_t want, size_t *maplen) {
+    const size_t len = (size_t)((want + 4095) / 4096 * 4096);
+    const size_t span = len + (size_t)KM_HUGE;
+    uint8_t *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    uint8_t *p = (uint8_t *)(((uintptr_t)raw + KM_HUGE - 1) & ~(uintptr_t)(KM_HUGE - 1));
+    if (p > raw) munmap(raw, (size_t)(p - raw));
+    if (raw + span > p + len) munmap(p + len, (size_t)(raw + span - (p + len)));
+#ifdef MADV_HUGEPAGE
+    madvise(p, len, MADV_HUGEPAGE); /* advice only: without it the copy is still correct */
+#endif
+    uint64_t done = 0;
+    while (done < want) {
+        const size_t chunk = want - done > (UINT64_C(1) << 30) ? (size_t)1 << 30 : (size_t)(want - done);
+        const ssize_t r = pread(fd, p + done, chunk, (off_t)done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            munmap(p, len);
+            return NULL;
+        }
+        done += (uint64_t)r;
+    }
+    if (mprotect(p, len, PROT_READ) != 0) {
+        munmap(p, len);
+        return NULL;
+    }
+    *maplen = len;
+    return p;
+}
+
+/* Map `path` read-only (a huge-page copy or the file mapping, see above); it must hold exactly `want` bytes
+ * (a zero-byte file maps to nothing). *copied: 1 when the bytes are a copy. */
 static int km_map_file(const char *path, uint64_t want, const char *what, const uint8_t **out, size_t *len,
-                       char *err, size_t errlen) {
+                       int *copied, char *err, size_t errlen) {
     *out = NULL;
     *len = 0;
+    *copied = 0;
     if (!path && want == 0) return 0;
     if (!path) {
         km_set_err(err, errlen, what, "no path given");
@@ -1235,6 +1297,15 @@ static int km_map_file(const char *path, uint64_t want, const char *what, const 
     if (want == 0) {
         close(fd);
         return 0;
+    }
+    if (km_weights_copy_wanted()) {
+        const uint8_t *c = km_copy_huge(fd, want, len);
+        if (c) {
+            close(fd);
+            *out = c;
+            *copied = 1;
+            return 0;
+        } /* no memory for a copy: the file mapping below serves the same bytes */
     }
     void *p = mmap(NULL, (size_t)want, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
@@ -1280,13 +1351,13 @@ km_model *km_model_create(const char *weights_path, const char *gguf_path, int64
     }
     m->n_ctx = n_ctx;
     if (km_map_file(weights_path, KM_WEIGHTS_BYTES, "cannot map the packed weights file", &m->weights,
-                    &m->weights_len, err, errlen) != 0) {
+                    &m->weights_len, &m->weights_copied, err, errlen) != 0) {
         free(m);
         return NULL;
     }
     if (KM_GGUF_BYTES > 0) {
-        if (km_map_file(gguf_path, KM_GGUF_BYTES, "cannot map the model file", &m->gguf, &m->gguf_len, err,
-                        errlen) != 0) {
+        if (km_map_file(gguf_path, KM_GGUF_BYTES, "cannot map the model file", &m->gguf, &m->gguf_len,
+                        &m->gguf_copied, err, errlen) != 0) {
             km_model_free(m);
             return NULL;
         }
@@ -1440,6 +1511,8 @@ int km_model_decode_batch(km_model *m, const int32_t *tokens, const int64_t *slo
 int64_t km_model_max_batch(void) { return KM_MAX_BATCH; }
 
 const float *km_model_logits(const km_model *m) { return m->logits; }
+
+int km_model_weights_copied(const km_model *m) { return m->weights_copied | m->gguf_copied << 1; }
 int64_t km_model_n_vocab(void) { return KM_N_VOCAB; }
 int64_t km_model_max_rows(void) { return KM_MAX_ROWS; }
 int64_t km_model_n_ctx(const km_model *m) { return m->n_ctx; }

@@ -22,7 +22,7 @@ PROMPT = [2, *range(270, 290)]  # 21 tokens: three prefill chunks of at most 8 r
 def synth(tmp_path_factory):
     d = tmp_path_factory.mktemp("runtime_synth")
     return {"f32": write_synth_model(d / "f32.gguf"), "q8_0": write_synth_model(d / "q8.gguf", weight_type="q8_0"),
-            "dir": d}
+            "q4_0": write_synth_model(d / "q4.gguf", weight_type="q4_0"), "dir": d}
 
 
 def _trajectory(compiled, threads: int) -> list[np.ndarray]:
@@ -71,6 +71,36 @@ def test_model_maps_tensors_from_the_gguf_it_is_given_now(synth, tmp_path):
     assert second.build_dir == first.build_dir and second.gguf == b
     for x, y in zip(want, _trajectory(second, 2), strict=True):
         assert np.array_equal(x, y)
+
+
+def test_weights_copied_to_huge_pages_or_mapped_give_the_same_bits(synth, monkeypatch):
+    """KERNELMAP_WEIGHTS=copy reads each weight file into huge-page memory, =map maps it: same logits either way,
+    and the model says which it got (q4_0: repacked weights in weights.bin and tensors read from the model file)."""
+    compiled = compile_model(synth["q4_0"], CompileOptions(max_rows=8))
+    assert compiled.info["weights"]["packed_bytes"] > 0 and compiled.info["weights"]["mapped_from_gguf"] > 0
+    runs = {}
+    for mode, want in (("map", "file mapping"), ("copy", "huge-page copy")):
+        monkeypatch.setenv("KERNELMAP_WEIGHTS", mode)
+        m = Model(compiled, n_ctx=64, threads=2)
+        try:
+            assert m.weights_memory == {"weights.bin": want, "model file": want}
+        finally:
+            m.close()
+        runs[mode] = _trajectory(compiled, 2)
+    for step, (a, b) in enumerate(zip(runs["map"], runs["copy"], strict=True)):
+        assert np.array_equal(a.view(np.uint32), b.view(np.uint32)), f"step {step} differs"
+
+
+@pytest.mark.parametrize("mode", ["map", "copy"])
+def test_model_refuses_a_truncated_model_file_whichever_way_it_is_read(synth, tmp_path, monkeypatch, mode):
+    monkeypatch.setenv("KERNELMAP_WEIGHTS", mode)
+    compiled = compile_model(synth["q8_0"], CompileOptions(max_rows=8))
+    short = tmp_path / "short.gguf"
+    short.write_bytes(synth["q8_0"].read_bytes()[:-64])
+    from dataclasses import replace
+
+    with pytest.raises(ModelError, match="cannot map the model file: wrong size"):
+        Model(replace(compiled, gguf=short), n_ctx=32, threads=1)
 
 
 def test_model_refuses_a_gguf_whose_head_differs_from_the_one_it_was_built_from(synth, tmp_path):

@@ -103,6 +103,7 @@ class _Lib:
         lib.km_model_decode_batch.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), i64p, i64p,
                                               ctypes.c_int64]
         lib.km_model_max_batch.restype = ctypes.c_int64
+        lib.km_model_weights_copied.argtypes = [ctypes.c_void_p]
         self.lib = lib
 
 
@@ -177,6 +178,15 @@ class Model:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+    @property
+    def weights_memory(self) -> dict[str, str]:
+        """Where each weight file's bytes live: "huge-page copy" (read once into memory advised for transparent
+        huge pages: decode streams them faster) or "file mapping" (KERNELMAP_WEIGHTS=map, no transparent huge
+        pages, or no memory for a copy); model.c.in's km_map_file decides."""
+        bits = int(self._lib.km_model_weights_copied(self._handle))
+        return {name: "huge-page copy" if bits >> i & 1 else "file mapping"
+                for i, name in enumerate(("weights.bin", "model file"))}
 
     def reset(self) -> None:
         """Forget the KV cache contents (positions restart at 0)."""

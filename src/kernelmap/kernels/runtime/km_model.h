@@ -28,13 +28,17 @@ extern const km_selection_row km_selection[];
 extern const int km_selection_count;
 
 /* weights_path: the packed weights (weights.bin); gguf_path: the model file, whose tensors in the GGUF
- * layout are mapped from it directly (may be NULL when the model reads none). */
+ * layout are read from it directly (may be NULL when the model reads none). Each file is read once into
+ * huge-page memory when the kernel offers transparent huge pages, else mapped (KERNELMAP_WEIGHTS=map / copy
+ * forces one; model.c.in's km_map_file). */
 km_model *km_model_create(const char *weights_path, const char *gguf_path, int64_t n_ctx, int n_threads,
                           char *err, size_t errlen);
 void km_model_free(km_model *m);
 int km_model_prefill(km_model *m, const int32_t *tokens, int64_t n, int64_t pos);
 int km_model_decode(km_model *m, int32_t token, int64_t pos);
 const float *km_model_logits(const km_model *m);
+/* Bit 0: weights.bin is a huge-page copy; bit 1: the model file is (else a file mapping, or not used). */
+int km_model_weights_copied(const km_model *m);
 int64_t km_model_n_vocab(void);
 int64_t km_model_max_rows(void);
 int64_t km_model_n_ctx(const km_model *m);
