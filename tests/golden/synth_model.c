@@ -68,6 +68,10 @@ struct km_model {
      * caches of state_slot_bytes[i] each and state[i] points at the selected slot's; the batch body
      * sees state[i] = state_base[i] and finds each row's slot from slots[]. */
     void *state_base[KM_N_STATE > 0 ? KM_N_STATE : 1];
+    /* every state buffer (all slots) lives in one km_map_huge region: attention reads the KV cache through
+     * 2 MiB pages (decode attention +14-17% against 4 KiB pages, Gemma 3 270M on Zen 5) */
+    uint8_t *kv_region;
+    size_t kv_region_len;
     size_t state_slot_bytes[KM_N_STATE > 0 ? KM_N_STATE : 1];
     int64_t n_slots;
     int64_t slot;
@@ -1239,19 +1243,28 @@ static int km_weights_copy_wanted(void) {
     return km_thp_available();
 }
 
-/* `want` bytes of fd into a fresh 2 MiB-aligned anonymous region advised for huge pages, read-only after;
- * NULL (nothing left allocated) when memory or the read fails. *maplen: the region's length for munmap. */
-static const uint8_t *km_copy_huge(int fd, uint64_t want, size_t *maplen) {
-    const size_t len = (size_t)((want + 4095) / 4096 * 4096);
-    const size_t span = len + (size_t)KM_HUGE;
+/* A fresh zeroed private region of at least `bytes` (rounded up to 4 KiB: *len), 2 MiB-aligned and advised for
+ * huge pages; NULL when there is no memory. Freed by munmap(p, *len). */
+static uint8_t *km_map_huge(size_t bytes, size_t *len) {
+    *len = (bytes + 4095) / 4096 * 4096;
+    const size_t span = *len + (size_t)KM_HUGE;
     uint8_t *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) return NULL;
     uint8_t *p = (uint8_t *)(((uintptr_t)raw + KM_HUGE - 1) & ~(uintptr_t)(KM_HUGE - 1));
     if (p > raw) munmap(raw, (size_t)(p - raw));
-    if (raw + span > p + len) munmap(p + len, (size_t)(raw + span - (p + len)));
+    if (raw + span > p + *len) munmap(p + *len, (size_t)(raw + span - (p + *len)));
 #ifdef MADV_HUGEPAGE
-    madvise(p, len, MADV_HUGEPAGE); /* advice only: without it the copy is still correct */
+    madvise(p, *len, MADV_HUGEPAGE); /* advice only */
 #endif
+    return p;
+}
+
+/* `want` bytes of fd into a fresh 2 MiB-aligned anonymous region advised for huge pages, read-only after;
+ * NULL (nothing left allocated) when memory or the read fails. *maplen: the region's length for munmap. */
+static const uint8_t *km_copy_huge(int fd, uint64_t want, size_t *maplen) {
+    size_t len;
+    uint8_t *p = km_map_huge((size_t)want, &len);
+    if (!p) return NULL;
     uint64_t done = 0;
     while (done < want) {
         const size_t chunk = want - done > (UINT64_C(1) << 30) ? (size_t)1 << 30 : (size_t)(want - done);
@@ -1336,6 +1349,33 @@ static uint64_t km_gguf_checksum(const uint8_t *p, uint64_t n) {
     return sum;
 }
 
+static size_t km_slot_bytes(const km_model *m, int i) {
+    return km_state_row[i] * (size_t)km_state_heads[i] * (size_t)m->state_cells[i];
+}
+
+/* The state buffers of n_slots slots in one zeroed huge-page region, state i's slots back to back at
+ * state_base[i] (each state 64-byte aligned), state[i] at slot 0; the old region (if any) is freed. -1: no
+ * memory (nothing changed). */
+static int km_state_alloc(km_model *m, int64_t n_slots) {
+    size_t off[KM_N_STATE > 0 ? KM_N_STATE : 1], total = 0;
+    for (int i = 0; i < KM_N_STATE; i++) {
+        off[i] = total;
+        total += (km_slot_bytes(m, i) * (size_t)n_slots + 63) / 64 * 64;
+    }
+    size_t len = 0;
+    uint8_t *region = total > 0 ? km_map_huge(total, &len) : NULL;
+    if (total > 0 && !region) return -1;
+    if (m->kv_region) munmap(m->kv_region, m->kv_region_len);
+    m->kv_region = region;
+    m->kv_region_len = len;
+    for (int i = 0; i < KM_N_STATE; i++) {
+        m->state_slot_bytes[i] = km_slot_bytes(m, i);
+        m->state_base[i] = region + off[i];
+        m->state[i] = m->state_base[i];
+    }
+    return 0;
+}
+
 km_model *km_model_create(const char *weights_path, const char *gguf_path, int64_t n_ctx, int n_threads,
                           char *err, size_t errlen) {
     if (km_check_cpu(err, errlen) != 0) return NULL;
@@ -1369,14 +1409,9 @@ km_model *km_model_create(const char *weights_path, const char *gguf_path, int64
     }
     m->arena = aligned_alloc(64, (size_t)KM_ARENA_BYTES);
     int ok = m->arena != NULL;
-    for (int i = 0; ok && i < KM_N_STATE; i++) {
+    for (int i = 0; i < KM_N_STATE; i++)
         m->state_cells[i] = km_state_ring[i] > 0 && km_state_ring[i] < n_ctx ? km_state_ring[i] : n_ctx;
-        size_t bytes = km_state_row[i] * (size_t)km_state_heads[i] * (size_t)m->state_cells[i];
-        bytes = (bytes + 63) / 64 * 64;
-        m->state[i] = aligned_alloc(64, bytes);
-        if (!m->state[i]) ok = 0;
-        else memset(m->state[i], 0, bytes);
-    }
+    if (ok) ok = km_state_alloc(m, 1) == 0;
     if (ok) m->pool = km_pool_create(n_threads);
     if (!ok || !m->pool) {
         km_set_err(err, errlen, "out of memory allocating the arena, KV cache or threads", NULL);
@@ -1388,9 +1423,8 @@ km_model *km_model_create(const char *weights_path, const char *gguf_path, int64
 
 void km_model_free(km_model *m) {
     if (!m) return;
-    for (int i = 0; m->n_slots > 0 && i < KM_N_STATE; i++) m->state[i] = m->state_base[i];
     if (m->pool) km_pool_destroy(m->pool);
-    for (int i = 0; i < KM_N_STATE; i++) free(m->state[i]);
+    if (m->kv_region) munmap(m->kv_region, m->kv_region_len);
     free(m->arena);
     if (m->weights) munmap((void *)m->weights, m->weights_len);
     if (m->gguf) munmap((void *)m->gguf, m->gguf_len);
@@ -1432,36 +1466,11 @@ int km_model_decode(km_model *m, int32_t token, int64_t pos) {
 
 /* ---- batched decode: KV slots and one step of up to KM_MAX_BATCH sequences ---- */
 
-static size_t km_slot_bytes(const km_model *m, int i) {
-    return km_state_row[i] * (size_t)km_state_heads[i] * (size_t)m->state_cells[i];
-}
-
 int km_model_set_slots(km_model *m, int64_t n_slots) {
     if (n_slots < 1 || n_slots > (KM_MAX_BATCH > 1 ? KM_MAX_BATCH : 1)) return KM_ERR_SLOT;
-    if (m->n_slots == 0) { /* adopt the single cache km_model_create made as slot 0 */
-        for (int i = 0; i < KM_N_STATE; i++) {
-            m->state_base[i] = m->state[i];
-            m->state_slot_bytes[i] = km_slot_bytes(m, i);
-        }
-        m->n_slots = 1;
-    }
+    if (m->n_slots == 0) m->n_slots = 1; /* adopt the single cache km_model_create made as slot 0 */
     if (n_slots != m->n_slots) {
-        void *fresh[KM_N_STATE > 0 ? KM_N_STATE : 1] = {0};
-        int ok = 1;
-        for (int i = 0; ok && i < KM_N_STATE; i++) {
-            size_t bytes = (m->state_slot_bytes[i] * (size_t)n_slots + 63) / 64 * 64;
-            fresh[i] = aligned_alloc(64, bytes);
-            if (!fresh[i]) ok = 0;
-            else memset(fresh[i], 0, bytes);
-        }
-        if (!ok) {
-            for (int i = 0; i < KM_N_STATE; i++) free(fresh[i]);
-            return KM_ERR_MEMORY;
-        }
-        for (int i = 0; i < KM_N_STATE; i++) {
-            free(m->state_base[i]);
-            m->state_base[i] = fresh[i];
-        }
+        if (km_state_alloc(m, n_slots) != 0) return KM_ERR_MEMORY;
         m->n_slots = n_slots;
         m->hw = 0; /* every slot's cache is fresh */
         memset(m->hw_slot, 0, sizeof m->hw_slot);
