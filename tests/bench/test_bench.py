@@ -134,6 +134,44 @@ def test_measure_bandwidth_small_buffer_returns_positive_gbps():
     assert set(bw) == {1, 2} and all(v > 0 for v in bw.values())
 
 
+def test_stream_read_sums_the_same_bytes_with_every_prefetch_hint_and_the_ceiling_is_their_best(monkeypatch):
+    """The streaming read's prefetch hints (slots[3]) change how it reads, not what: the same checksum per thread;
+    measure_bandwidth keeps the best hint (each measured alone, the figure is the max)."""
+    import ctypes
+
+    from kernelmap.bench import runner
+    from kernelmap.build.driver import build_shared
+    from kernelmap.target import target_features
+
+    lib = runner._Library(build_shared([runner._harness_unit(target_features())], name="km_bench_stream",
+                                       link_flags=("-pthread",)))
+    buf = runner.huge_buffer(1 << 20)
+    assert buf.ctypes.data % runner.HUGE_PAGE == 0 and buf.nbytes == 1 << 20
+    buf[:] = np.random.default_rng(7).integers(0, 256, buf.size, dtype=np.uint8)
+    sums = []
+    for hint in runner.STREAM_PREFETCH_HINTS:
+        sink = np.zeros(8 * 256, dtype=np.uint64)
+        slots = np.array([buf.ctypes.data, buf.nbytes, sink.ctypes.data, hint], dtype=np.uint64)
+        fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_int)(lib.fn("km_bench_stream_call"))
+        for ith in range(2):
+            fn(slots.ctypes.data, ith, 2)
+        sums.append((int(sink[0]), int(sink[8])))
+    assert len(set(sums)) == 1 and sums[0] != (0, 0)
+    seen = []
+
+    def fake_calls(lib_, fn_addr, slots, nth, min_time, max_reps=200):
+        hint = int(slots[3])
+        seen.append(hint)
+        return [1.0 / (hint + 1), 2.0 / (hint + 1)]  # hint 2 the fastest
+
+    monkeypatch.setattr(runner, "time_calls", fake_calls)
+    typical: dict[int, list[float]] = {}
+    bw = runner.measure_bandwidth(threads=(1,), size_bytes=1 << 20, typical=typical)
+    assert sorted(seen) == list(runner.STREAM_PREFETCH_HINTS)
+    assert bw[1] == pytest.approx((1 << 20) / (1 / 3) / 1e9)
+    assert typical[1] == [pytest.approx((1 << 20) / 0.5 / 1e9)]  # hint 2: the median of (1/3, 2/3)
+
+
 def test_measure_bandwidth_repeats_report_the_median_and_keep_every_sample():
     samples: dict[int, list[float]] = {1: [1.0]}
     bw = measure_bandwidth(threads=(1, 2), size_bytes=4 << 20, min_time=0.005, repeats=3, samples=samples)

@@ -11,7 +11,10 @@
  *
  * km_bench_stream_call(slots, ith, nth) is a kernel of the same shape that reads bytes
  * [lo, hi) of slots[0] (slots[1] bytes long, split in 64-byte lines by km_part) with 256-bit loads
- * when compiled with -mavx2, and stores a checksum in ((uint64_t *)slots[2])[ith * 8].
+ * when compiled with -mavx2, and stores a checksum in ((uint64_t *)slots[2])[ith * 8]. slots[3] (x86 with
+ * AVX2) adds a software prefetch 8 KiB ahead of each line pair: 0 none, 1 to L2, 2 non-temporal (the hints
+ * the decode GEMVs use; on Zen 5 the prefetched reads ran 10-20% faster than the plain loop, so a ceiling
+ * measured without them understated what a kernel can stream).
  *
  * km_bench_peak_call(slots, ith, nth) is the int8 peak calibration: every thread runs slots[0]
  * iterations of KM_PEAK_CHAINS independent int8 multiply-add instructions of kind slots[1]
@@ -138,9 +141,12 @@ void km_bench_stream_call(const uint64_t *slots, int ith, int nth) {
 #if defined(__AVX2__)
     __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
     __m256i a2 = _mm256_setzero_si256(), a3 = _mm256_setzero_si256();
+    const uint64_t pf = slots[3];
     int64_t i = lo;
     for (; i + 2 <= hi; i += 2) {
         const uint8_t *p = buf + i * 64;
+        if (pf == 1) _mm_prefetch((const char *)(p + 8192), _MM_HINT_T1);
+        else if (pf == 2) _mm_prefetch((const char *)(p + 8192), _MM_HINT_NTA);
         a0 = _mm256_xor_si256(a0, _mm256_loadu_si256((const __m256i *)(const void *)p));
         a1 = _mm256_xor_si256(a1, _mm256_loadu_si256((const __m256i *)(const void *)(p + 32)));
         a2 = _mm256_xor_si256(a2, _mm256_loadu_si256((const __m256i *)(const void *)(p + 64)));
