@@ -123,6 +123,27 @@ def test_run_bench_tiny_provider_times_runnable_variant_and_skips_other(toy_prov
     assert report.errors == []
 
 
+def test_run_bench_brackets_each_one_row_point_with_the_adjacent_reads(toy_provider):
+    """With a StreamProbe, a one-row point's bw_adjacent is the mean of the median passes read right before and
+    right after it (at its thread count); batched points are not bracketed."""
+
+    class Probe:
+        def __init__(self):
+            self.calls = []
+
+        def read(self, nth, min_time):
+            self.calls.append(nth)
+            return 99.0, 10.0 * len(self.calls)  # (fastest, median): 10, 20, 30, ...
+
+    probe = Probe()
+    report = run_bench([toy_provider], rows=(1, 4), threads=(1, 2), min_time=0.002, adjacent=probe)
+    one = sorted((r for r in report.results if r.rows == 1), key=lambda r: r.threads)
+    assert probe.calls == [1, 1, 2, 2]
+    assert [r.bw_adjacent for r in one] == [15.0, 35.0]
+    assert all(r.frac_bw_adjacent == pytest.approx(r.gbps / r.bw_adjacent) for r in one)
+    assert all(r.bw_adjacent is None and r.frac_bw_adjacent is None for r in report.results if r.rows == 4)
+
+
 def test_run_bench_build_failure_is_recorded_not_raised(toy_provider, tmp_path):
     (tmp_path / "toy_add.c").write_text("this is not C\n")
     report = run_bench([toy_provider], rows=(1,), threads=(1,), min_time=0.001)
@@ -441,6 +462,8 @@ def test_bench_cli_gemv_prints_share_of_bandwidth_per_weight_type(tmp_path, caps
     assert doc["bandwidth_typical_gbps"]["2"] <= doc["bandwidth_gbps"]["2"]
     assert len(doc["bandwidth_typical_samples_gbps"]["2"]) == len(doc["bandwidth_samples_gbps"]["2"]) == 6
     assert {r["rows"] for r in doc["results"]} == {1}
+    # the reads bracketing the point: their own share
+    assert row["bw_adjacent"] > 0 and row["frac_bw_adjacent"] == pytest.approx(row["gbps"] / row["bw_adjacent"])
 
 
 def test_bench_cli_gemv_table_prints_both_shares(capsys):
@@ -450,6 +473,7 @@ def test_bench_cli_gemv_table_prints_both_shares(capsys):
     assert rc == 0, captured.err
     assert "% typ: of the median pass (2 threads" in " ".join(captured.out.split())
     assert "of the median-pass read bandwidth" in captured.out
+    assert "of the read just before and after the point (llama-cpu): q8_0 2048x640 t2" in " ".join(captured.out.split())
 
 
 def test_bench_cli_gemv_policy_marks_that_policys_contracts(capsys):

@@ -81,6 +81,8 @@ class BenchResult:
     frac_peak: float | None = None  # gmacs / the measured peak of that instruction at this thread count
     frac_lane: float | None = None  # gmacs / the measured peak of its lane step (LANE_STEP_KINDS)
     frac_bw_typical: float | None = None  # gbps / the typical (median-pass) read bandwidth, like for like with median_s
+    bw_adjacent: float | None = None  # GB/s of the streaming read's median pass right before and after this point
+    frac_bw_adjacent: float | None = None  # gbps / bw_adjacent
 
 
 @dataclass
@@ -236,6 +238,28 @@ def time_calls(lib: _Library, fn_addr: int, slots: np.ndarray, nth: int, min_tim
     return [float(t) for t in times]
 
 
+class StreamProbe:
+    """The streaming read (harness.c's km_bench_stream_call) over one huge_buffer of `size_bytes`, built once:
+    `read(nth, min_time)` returns (fastest pass, median pass) in GB/s, each the best over STREAM_PREFETCH_HINTS."""
+
+    def __init__(self, size_bytes: int) -> None:
+        self.lib = _Library(build_shared([_harness_unit(target_features())], name="km_bench_stream",
+                                         link_flags=("-pthread",)))
+        self.size = max(64, size_bytes - size_bytes % 64)
+        self.buf = huge_buffer(self.size)
+        self.buf[:] = 1
+        self.sink = np.zeros(8 * 256, dtype=np.uint64)
+
+    def read(self, nth: int, min_time: float) -> tuple[float, float]:
+        fastest = median = 0.0
+        for hint in STREAM_PREFETCH_HINTS:  # the best of the plain and the prefetched reads
+            slots = np.array([self.buf.ctypes.data, self.size, self.sink.ctypes.data, hint], dtype=np.uint64)
+            times = time_calls(self.lib, self.lib.fn("km_bench_stream_call"), slots, int(nth), min_time, max_reps=20)
+            fastest = max(fastest, self.size / min(times) / 1e9)
+            median = max(median, self.size / statistics.median(times) / 1e9)
+        return fastest, median
+
+
 def measure_bandwidth(threads: Sequence[int] = (1, 2), size_bytes: int = 512 << 20,
                       min_time: float = 0.3, repeats: int = 1,
                       samples: dict[int, list[float]] | None = None,
@@ -257,22 +281,11 @@ def measure_bandwidth(threads: Sequence[int] = (1, 2), size_bytes: int = 512 << 
     46-58 GB/s, median 35-40), and a median kernel time over the fastest pass then reads as a share no streaming
     loop reaches in a typical run either.
     """
-    features = target_features()
-    lib = _Library(build_shared([_harness_unit(features)], name="km_bench_stream",
-                                link_flags=("-pthread",)))
-    size = max(64, size_bytes - size_bytes % 64)
-    buf = huge_buffer(size)
-    buf[:] = 1
-    sink = np.zeros(8 * 256, dtype=np.uint64)
+    probe = StreamProbe(size_bytes)
     got: dict[int, list[float]] = {int(nth): [] for nth in threads}
     for _ in range(max(1, int(repeats))):
         for nth in threads:
-            fastest = median = 0.0
-            for hint in STREAM_PREFETCH_HINTS:  # the best of the plain and the prefetched reads
-                slots = np.array([buf.ctypes.data, size, sink.ctypes.data, hint], dtype=np.uint64)
-                times = time_calls(lib, lib.fn("km_bench_stream_call"), slots, int(nth), min_time, max_reps=20)
-                fastest = max(fastest, size / min(times) / 1e9)
-                median = max(median, size / statistics.median(times) / 1e9)
+            fastest, median = probe.read(int(nth), min_time)
             got[int(nth)].append(fastest)
             if typical is not None:
                 typical.setdefault(int(nth), []).append(median)
@@ -418,12 +431,17 @@ def _weight_sets(weights: dict[str, np.ndarray], cold_bytes: int) -> list[dict[s
 def run_bench(providers: Sequence[BenchProvider], *, rows: Sequence[int] = (1, 16, 128),
               threads: Sequence[int] = (1, 2), min_time: float = 0.1, bandwidth: dict[int, float] | None = None,
               cold: bool = True, progress: Callable[[str], None] | None = None,
-              shapes: Sequence[str] | None = None) -> BenchReport:
+              shapes: Sequence[str] | None = None, adjacent: StreamProbe | None = None,
+              adjacent_time: float = 0.05) -> BenchReport:
     """Time each runnable variant of each provider at its interface's shapes for every rows x threads.
 
     With `cold` (the default), successive calls rotate over copies of the weights that together
     exceed three times the last-level cache, so weights come from memory as in a decode step.
     `shapes`, when given, keeps only the cases with those labels (e.g. "262144x640").
+    With `adjacent` (a StreamProbe), every one-row point is bracketed by the streaming read at its thread count
+    (about `adjacent_time` per hint, right before and right after it): `bw_adjacent` is the mean of the two
+    median passes and `frac_bw_adjacent` the point's share of it. On a shared host whose bandwidth moves by a
+    quarter within minutes this compares the point with what the machine streamed at that moment.
     """
     cold_bytes = 3 * llc_bytes() if cold else 0
     features = target_features()
@@ -485,7 +503,12 @@ def run_bench(providers: Sequence[BenchProvider], *, rows: Sequence[int] = (1, 1
                     for nth in threads:
                         if progress:
                             progress(f"{provider.id} {var.name} {case['label']} rows={m} threads={nth}")
+                        adj = None
+                        if adjacent is not None and int(m) == 1:
+                            adj = adjacent.read(int(nth), adjacent_time)[1]
                         median, reps = time_call(lib, lib.fn(f"km_bench_t{i}"), slots, int(nth), min_time)
+                        if adj is not None:
+                            adj = (adj + adjacent.read(int(nth), adjacent_time)[1]) / 2
                         gbps = work.bytes_moved / median / 1e9
                         bw = report.bandwidth.get(int(nth))
                         gmacs = kind = peak = lane = None
@@ -502,7 +525,8 @@ def run_bench(providers: Sequence[BenchProvider], *, rows: Sequence[int] = (1, 1
                             gops=(work.flops / median / 1e9) if work.flops else None,
                             frac_bw=(gbps / bw) if bw else None, gmacs=gmacs,
                             peak_instr=kind[2] if kind else None, frac_peak=(gmacs / peak) if gmacs and peak else None,
-                            frac_lane=(gmacs / lane) if gmacs and lane else None))
+                            frac_lane=(gmacs / lane) if gmacs and lane else None,
+                            bw_adjacent=adj, frac_bw_adjacent=(gbps / adj) if adj else None))
     return report
 
 
@@ -565,6 +589,8 @@ def gemv_summary(report: BenchReport, providers: Sequence[BenchProvider], policy
                      "frac_bw": r.frac_bw, "below_floor": r.frac_bw is not None and r.frac_bw < GEMV_FLOOR,
                      "frac_bw_typical": r.frac_bw_typical,
                      "below_floor_typical": r.frac_bw_typical is not None and r.frac_bw_typical < GEMV_FLOOR,
+                     "bw_adjacent": r.bw_adjacent, "frac_bw_adjacent": r.frac_bw_adjacent,
+                     "below_floor_adjacent": r.frac_bw_adjacent is not None and r.frac_bw_adjacent < GEMV_FLOOR,
                      "in_policy": None if policy is None else selected})
     return rows
 

@@ -60,7 +60,10 @@ def _fmt(value: float | None, digits: int = 2) -> str:
               help="Decode GEMV per weight type: the linear providers' resolver-picked variant, 1 row, 2 threads, "
                    "at the LM-head and FFN shapes, with each point's share of the read bandwidth: '% bw' of the "
                    "fastest pass of the streaming read (a ceiling) and '% typ' of its median pass (a typical pass, "
-                   "like for like with the point's median call; on a shared VM the two can differ by a quarter).")
+                   "like for like with the point's median call; on a shared VM the two can differ by a quarter), and "
+                   "'% adj' of the median passes of the reads run right before and after the point (the machine "
+                   "at that moment: its bandwidth moves within minutes). Every read is the best of a plain and "
+                   "two software-prefetched streaming loops over 2 MiB pages, as a model's weights are.")
 @click.option("--prefill", is_flag=True,
               help="Prefill GEMM per weight type: the int8 linear providers' resolver-picked variant, 128 rows, "
                    "2 threads, at the FFN shapes, with GMAC/s (M*N*K multiply-adds per second) and the share of the "
@@ -105,6 +108,7 @@ def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: st
     from kernelmap.bench.runner import (
         GEMV_INTERFACE,
         BenchReport,
+        StreamProbe,
         gemv_summary,
         prefill_summary,
         rebase_bandwidth,
@@ -147,9 +151,11 @@ def bench(filters: tuple[str, ...], variants: str, rows: str | None, threads: st
         # 3 measurements before the kernels and 3 after; every share is of their median (the VM drifts)
         bandwidth = (measure_bandwidth(thread_list, bandwidth_mib << 20, repeats=3, samples=samples, typical=typical)
                      if bandwidth_mib > 0 else {})
+        # --gemv: each point bracketed by the streaming read (% adj: of what the machine streamed just then)
+        adjacent = StreamProbe(bandwidth_mib << 20) if gemv and bandwidth_mib > 0 else None
         report: BenchReport = run_bench(providers, rows=row_list, threads=thread_list, min_time=min_time,
                                         bandwidth=bandwidth, cold=not hot, shapes=shapes,
-                                        progress=lambda text: status.update(text))
+                                        progress=lambda text: status.update(text), adjacent=adjacent)
         if bandwidth_mib > 0:
             status.update("measuring read bandwidth again...")
             measure_bandwidth(thread_list, bandwidth_mib << 20, repeats=3, samples=samples, typical=typical)
@@ -226,7 +232,8 @@ def _render(report, cls: str, machine: str, peer_times: dict | None = None) -> N
 
 def _render_gemv(rows: list[dict], policy_name: str = "", typical: dict[int, float] | None = None) -> None:
     """The GEMV table: each point's median call against the fastest-pass read bandwidth (% bw, the ceiling) and,
-    when measured, against the median pass (% typ: a typical call over a typical pass, like for like)."""
+    when measured, against the median pass (% typ: a typical call over a typical pass, like for like) and against
+    the median passes of the reads right before and after the point (% adj: the machine at that moment)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -241,6 +248,9 @@ def _render_gemv(rows: list[dict], policy_name: str = "", typical: dict[int, flo
     cols = ["weight", "provider", "variant", "shape", "threads", "median us", "GB/s", "% bw", f"< {floor}"]
     if typ_bw:
         cols += ["% typ", f"typ < {floor}"]
+    adj = any(r.get("frac_bw_adjacent") is not None for r in rows)
+    if adj:
+        cols += ["% adj", f"adj < {floor}"]
     for col in cols + [policy_name or "policy"]:
         table.add_column(col, justify="right" if col not in ("weight", "provider", "variant", "shape") else "left")
     for r in rows:
@@ -251,6 +261,10 @@ def _render_gemv(rows: list[dict], policy_name: str = "", typical: dict[int, flo
         if typ_bw:
             cells += [_fmt(None if ftyp is None else 100 * ftyp, 0),
                       "-" if ftyp is None else ("below" if r.get("below_floor_typical") else "")]
+        if adj:
+            fadj = r.get("frac_bw_adjacent")
+            cells += [_fmt(None if fadj is None else 100 * fadj, 0),
+                      "-" if fadj is None else ("below" if r.get("below_floor_adjacent") else "")]
         table.add_row(*cells, "yes" if r.get("in_policy") else "")
     console = Console(width=max(100, Console().width))
     console.print(table)
@@ -269,6 +283,10 @@ def _render_gemv(rows: list[dict], policy_name: str = "", typical: dict[int, flo
         mine_typ = [r for r in rows if r.get("below_floor_typical") and r.get("in_policy") is not False]
         console.print(f"below {floor} of the median-pass read bandwidth ({policy_name or 'every provider'}): "
                       + (_points(mine_typ, "frac_bw_typical") if mine_typ else "none"))
+    if adj:
+        mine_adj = [r for r in rows if r.get("below_floor_adjacent") and r.get("in_policy") is not False]
+        console.print(f"below {floor} of the read just before and after the point ({policy_name or 'every provider'}): "
+                      + (_points(mine_adj, "frac_bw_adjacent") if mine_adj else "none"))
 
 
 def _render_prefill(rows: list[dict]) -> None:
