@@ -39,7 +39,7 @@
 #define KM_N_CLAIMS 0
 #define KM_SPLIT 256
 #define KM_MAX_BATCH INT64_C(0)
-/* Tensors in the GGUF layout are read from the model file itself (mapped, never copied): its size and
+/* Tensors in the GGUF layout are read from the model file itself (not from weights.bin): its size and
  * the checksum of its head (metadata and tensor records) must be the ones this program was built from. */
 #define KM_GGUF_BYTES UINT64_C(329216)
 #define KM_GGUF_HEAD_BYTES UINT64_C(9728)
