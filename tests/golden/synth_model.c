@@ -1236,11 +1236,13 @@ static int km_thp_available(void) {
     return ok;
 }
 
+/* 1: copy, 0: map, -1: KERNELMAP_WEIGHTS holds something else (refused, not guessed). */
 static int km_weights_copy_wanted(void) {
     const char *e = getenv("KERNELMAP_WEIGHTS");
-    if (e && strcmp(e, "map") == 0) return 0;
-    if (e && strcmp(e, "copy") == 0) return 1;
-    return km_thp_available();
+    if (!e || !*e) return km_thp_available();
+    if (strcmp(e, "map") == 0) return 0;
+    if (strcmp(e, "copy") == 0) return 1;
+    return -1;
 }
 
 /* A fresh zeroed private region of at least `bytes` (rounded up to 4 KiB: *len), 2 MiB-aligned and advised for
@@ -1311,7 +1313,13 @@ static int km_map_file(const char *path, uint64_t want, const char *what, const 
         close(fd);
         return 0;
     }
-    if (km_weights_copy_wanted()) {
+    const int wanted = km_weights_copy_wanted();
+    if (wanted < 0) {
+        km_set_err(err, errlen, "KERNELMAP_WEIGHTS must be map or copy", getenv("KERNELMAP_WEIGHTS"));
+        close(fd);
+        return -1;
+    }
+    if (wanted) {
         const uint8_t *c = km_copy_huge(fd, want, len);
         if (c) {
             close(fd);

@@ -103,6 +103,23 @@ def test_model_refuses_a_truncated_model_file_whichever_way_it_is_read(synth, tm
         Model(replace(compiled, gguf=short), n_ctx=32, threads=1)
 
 
+def test_an_unknown_weights_memory_mode_is_refused_by_name(synth, monkeypatch):
+    monkeypatch.setenv("KERNELMAP_WEIGHTS", "hugepages")
+    compiled = compile_model(synth["q4_0"], CompileOptions(max_rows=8))
+    with pytest.raises(ModelError, match="KERNELMAP_WEIGHTS") as exc:
+        Model(compiled, n_ctx=32, threads=1)
+    assert "hugepages" in str(exc.value) and "map or copy" in str(exc.value)
+    # the generated program refuses it on its own too (the standalone CLI has no Python in front of it)
+    import ctypes
+
+    from kernelmap.runtime.model import _Lib
+
+    lib = _Lib(compiled.library).lib
+    err = ctypes.create_string_buffer(512)
+    handle = lib.km_model_create(str(compiled.weights).encode(), str(compiled.gguf).encode(), 32, 1, err, len(err))
+    assert not handle and err.value.decode() == "KERNELMAP_WEIGHTS must be map or copy: hugepages"
+
+
 def test_model_refuses_a_gguf_whose_head_differs_from_the_one_it_was_built_from(synth, tmp_path):
     compiled = compile_model(synth["q8_0"], CompileOptions(max_rows=8))
     data = bytearray(synth["q8_0"].read_bytes())

@@ -127,6 +127,10 @@ class Model:
             raise ModelError("thread count must be at least 1", pointer="--threads", value=self.threads)
         # boot-time kernel table: every kernel the plan selects must be exported by the library
         self.kernel_table = check_library(compiled.kernel_library, [tuple(sel) for sel in self.info["selection"]])
+        mode = os.environ.get("KERNELMAP_WEIGHTS", "")
+        if mode not in ("", "map", "copy"):  # the generated program refuses it too; say so before it runs
+            raise ModelError("unknown weights memory mode", pointer="KERNELMAP_WEIGHTS", value=mode,
+                             expected="map or copy (unset: a huge-page copy when the kernel offers them)")
         self._lib = _Lib(compiled.library).lib
         err = ctypes.create_string_buffer(512)
         handle = self._lib.km_model_create(str(compiled.weights).encode(), str(self.gguf_path).encode(), self.n_ctx,
