@@ -48,6 +48,8 @@
 struct km_model {
     km_pool *pool;
     uint8_t *arena;
+    size_t arena_len; /* km_map_huge's length: the activations too sit in 2 MiB pages (prefill +0.6-2.8%, decode
+                       * +1%, three in-process A/B runs of Gemma 3 270M on Zen 5) */
     const uint8_t *weights;
     size_t weights_len;
     const uint8_t *gguf;
@@ -1415,7 +1417,7 @@ km_model *km_model_create(const char *weights_path, const char *gguf_path, int64
             return NULL;
         }
     }
-    m->arena = aligned_alloc(64, (size_t)KM_ARENA_BYTES);
+    m->arena = km_map_huge((size_t)KM_ARENA_BYTES, &m->arena_len);
     int ok = m->arena != NULL;
     for (int i = 0; i < KM_N_STATE; i++)
         m->state_cells[i] = km_state_ring[i] > 0 && km_state_ring[i] < n_ctx ? km_state_ring[i] : n_ctx;
@@ -1433,7 +1435,7 @@ void km_model_free(km_model *m) {
     if (!m) return;
     if (m->pool) km_pool_destroy(m->pool);
     if (m->kv_region) munmap(m->kv_region, m->kv_region_len);
-    free(m->arena);
+    if (m->arena) munmap(m->arena, m->arena_len);
     if (m->weights) munmap((void *)m->weights, m->weights_len);
     if (m->gguf) munmap((void *)m->gguf, m->gguf_len);
     free(m);
