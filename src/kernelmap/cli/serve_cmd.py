@@ -12,6 +12,7 @@ import click
 
 from kernelmap.cli.run_cmd import _apply, _cache_opts
 from kernelmap.errors import ModelError
+from kernelmap.serve.server import SERVE_PREFILL_ROWS
 
 __all__ = ["register"]
 
@@ -37,7 +38,8 @@ _NEEDS = ("starlette", "uvicorn", "prometheus_client")
 @click.option("--policy", default=None, help="Numerics policy name or file (default: llama-cpu, or the one "
               "-ctk/-ctv pick).")
 @_apply(_cache_opts)
-@click.option("--batch", type=int, default=128, show_default=True, help="Prefill rows per step.")
+@click.option("--batch", type=int, default=SERVE_PREFILL_ROWS, show_default=True,
+              help="Prefill rows per step (fewer than run's: each KV slot's ring holds window + rows - 1 cells).")
 @click.option("--replicas", type=int, default=None,
               help="Run N replicas behind this endpoint with Ray Serve (needs kernelmap[ray]).")
 @click.option("--ray-address", default=None,

@@ -104,6 +104,7 @@ def build(args: dict[str, Any]) -> Any:
     """Ray Serve application builder (`serve run kernelmap.serve.ray_app:build model=... replicas=N`):
     keys model (required), replicas, parallel, ctx, threads, queue, alias, batch, policy, grace."""
     from kernelmap.compiler import CompileOptions
+    from kernelmap.serve.server import SERVE_PREFILL_ROWS
 
     if "model" not in args:
         raise ModelError("no model given", pointer="model", hint="serve run kernelmap.serve.ray_app:build model=PATH")
@@ -111,7 +112,7 @@ def build(args: dict[str, Any]) -> Any:
     options = ServeOptions(parallel=_int(args, "parallel", 4), ctx=_int(args, "ctx", 2048), threads=threads,
                            queue=_int(args, "queue", 64), grace=float(args.get("grace", 30.0)),
                            compile=CompileOptions(policy=str(args.get("policy", "llama-cpu")),
-                                                  max_rows=_int(args, "batch", 128)),
+                                                  max_rows=_int(args, "batch", SERVE_PREFILL_ROWS)),
                            model_id=args.get("alias") or model_id_for(args["model"]))
     return deployment(args["model"], options, RayOptions(_int(args, "replicas", 2)))
 

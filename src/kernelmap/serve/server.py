@@ -16,7 +16,14 @@ from typing import Any
 
 from kernelmap.compiler import CompileOptions
 
-__all__ = ["ServeOptions", "build_state", "check_options", "compile_options", "model_id_for", "run"]
+__all__ = ["SERVE_PREFILL_ROWS", "ServeOptions", "build_state", "check_options", "compile_options", "model_id_for", "run"]
+
+
+# Prefill rows per step when serving: 128, not the 512 of `kernelmap run` (compiler.DEFAULT_PREFILL_ROWS). Every KV
+# slot's sliding-window ring holds window + rows - 1 cells, so --parallel slots multiply the rows' share (Gemma 3
+# 270M, 8 slots at --ctx 8192: 267 MiB of KV at 128 rows, 312 at 512), and a prefill step holds up the other
+# requests' batched decode for its duration (a 512-row step is ~4x a 128-row one).
+SERVE_PREFILL_ROWS = 128
 
 
 @dataclass(frozen=True)
@@ -28,7 +35,7 @@ class ServeOptions:
     threads: int | None = None
     queue: int = 64
     grace: float = 30.0
-    compile: CompileOptions = CompileOptions()
+    compile: CompileOptions = CompileOptions(max_rows=SERVE_PREFILL_ROWS)
     model_id: str | None = None
 
 
