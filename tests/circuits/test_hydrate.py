@@ -102,20 +102,25 @@ def test_load_circuit_refuses_rows_when_without_rows_last(tmp_path):
 
 @pytest.mark.parametrize("phase", ["prefill", "decode", "batch"])
 def test_hydrate_last_layer_after_attention_is_last_row_only(synth, phase):
-    """rows_when: only the last layer's ops after attention (and the footer) compute the last row; batch rows are
-    every sequence's last row, so there nothing is narrowed."""
+    """rows_when: only the last layer's query path, its attention, the ops after it and the footer compute the last
+    row (K and V keep every row: the cache needs them); batch rows are every sequence's last row, so there nothing
+    is narrowed."""
     _cfg, graph = _graph(synth, phase=phase, rows=4)
     last = {op.label for op in graph.ops if op.rows_last}
     if phase == "batch":
         assert last == set()
         return
-    after = ["attn_out", "post_attn_norm", "attn_residual", "ffn_norm", "ffn_gate", "ffn_up", "ffn_act", "ffn_down",
-             "post_ffn_norm", "ffn_residual"]
+    after = ["attn_q", "q_norm", "q_rope", "attn", "attn_out", "post_attn_norm", "attn_residual", "ffn_norm", "ffn_gate",
+             "ffn_up", "ffn_act", "ffn_down", "post_ffn_norm", "ffn_residual"]
     assert last == {f"blk.6.{i}" for i in after} | {"final_norm", "logits"}
     if phase == "prefill":  # one row in, one row out; layer 5's same ops keep every row
         ffn = {op.label: op for op in graph.ops if op.label in ("blk.6.ffn_down", "blk.5.ffn_down")}
         assert graph.tensors[ffn["blk.6.ffn_down"].outputs["y"]].shape[0] == 1
         assert graph.tensors[ffn["blk.5.ffn_down"].outputs["y"]].rows_dynamic
+        ops = {op.label: op for op in graph.ops}
+        assert ops["blk.6.attn"].dims["M"] == 1 and graph.tensors[ops["blk.6.attn"].outputs["y"]].shape[0] == 1
+        assert ops["blk.5.attn"].dims.get("M") != 1 or "M" in ops["blk.5.attn"].dynamic_dims
+        assert graph.tensors[ops["blk.6.attn_k"].outputs["y"]].rows_dynamic  # every row's key reaches the cache
 
 
 @pytest.mark.model

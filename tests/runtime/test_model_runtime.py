@@ -151,21 +151,29 @@ def test_physical_cores_counts_each_core_once_over_its_smt_siblings(tmp_path):
 
 
 def test_chunked_prefill_runs_the_logits_ops_in_the_last_chunk_only(synth):
-    """A prompt longer than max_rows runs the prefill body once per chunk; the last layer's ops after attention, the
-    final norm, its quantize and the LM head (the prompt's last row only) are guarded by last_chunk in the
-    generated C, so the earlier chunks skip them, and the last row's logits equal a one-chunk build's bit for bit
-    (no output depends on M)."""
+    """A prompt longer than max_rows runs the prefill body once per chunk; the last layer's query path, its
+    attention (it reads the KV cache and writes none of it), the ops after it, the final norm, its quantize and the
+    LM head (the prompt's last row only) are guarded by last_chunk in the generated C, so the earlier chunks skip
+    them; the last-row query's rope and attention run at the chunk's last position (pos + n_tokens - 1); and the
+    last row's logits equal a one-chunk build's bit for bit (no output depends on M)."""
     chunked = compile_model(synth["q8_0"], CompileOptions(max_rows=8))
     whole = compile_model(synth["q8_0"], CompileOptions(max_rows=32))
     source = (chunked.build_dir / "gen" / "model.c").read_text(encoding="utf-8")
     prefill_body = source[source.index("static void km_prefill_body"):source.index("static void km_decode_body")]
     guarded = re.findall(r"/\* \[\d+\] ([^:]+):[^\n]*\*/\n    if \(m->last_chunk\) \{", prefill_body)
-    # the synthetic model has 2 layers: layer 1's ops after attention compute only the last row (rows_when), fused
-    # as in every build (its residual + norm pairs, their quantizers), then the footer
-    assert guarded == ["blk.1.attn_out", "blk.1.post_attn_norm", "blk.1.attn_residual.blk1_ffn_norm.quant_h_3_q8_0",
+    # the synthetic model has 2 layers: layer 1's query path, attention and the ops after it compute only the last
+    # row (rows_when), fused as in every build (q norm + rope, the residual + norm pairs, their quantizers), then
+    # the footer; K and V (every row's, for the cache) are not guarded
+    assert guarded == ["blk.1.attn_q", "blk.1.q_norm.blk1_q_rope", "blk.1.attn", "blk.1.attn.quantize_q8_0",
+                       "blk.1.attn_out", "blk.1.post_attn_norm", "blk.1.attn_residual.blk1_ffn_norm.quant_h_3_q8_0",
                        "blk.1.ffn_gate", "blk.1.ffn_up", "blk.1.ffn_act", "blk.1.ffn_act.quantize_q8_0", "blk.1.ffn_down",
                        "blk.1.post_ffn_norm", "blk.1.ffn_residual.op_final_norm.quant_xf_0_q8_0", "logits"], guarded
     assert not any(label.startswith("blk.0.") for label in guarded)
+    calls = {label: call for label, call in re.findall(r"/\* \[\d+\] ([^:]+):[^\n]*\*/\n(.*?);\n", prefill_body, re.S)}
+    for label in ("blk.1.q_norm.blk1_q_rope", "blk.1.attn"):
+        assert "(pos + n_tokens - 1)" in calls[label], calls[label]
+    for label in ("blk.0.attn", "blk.1.k_norm.blk1_k_rope"):
+        assert "(pos + n_tokens - 1)" not in calls[label] and "pos," in calls[label], calls[label]
     assert "last_chunk" not in source[source.index("static void km_decode_body"):source.index("int km_model_prefill")]
     logits = []
     for compiled in (chunked, whole):

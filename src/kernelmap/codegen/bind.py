@@ -204,6 +204,10 @@ def bind_call(op: OpNode, spec: dict[str, Any], symbol: str, graph: Graph, offse
             if not op.state:
                 raise PlanError(f"{where}: runtime:kv_cells needs a state port bound to a buffer", value=op.label)
             expr = _RUNTIME[name][0].format(state=state_index[next(iter(op.state.values()))])
+        elif kind == "runtime" and name == "pos" and op.rows_last:
+            # a last-row op computes only the step's last row (M = 1 at the row offset of _row_offset): its
+            # position is the step's last, not its first
+            expr = "(pos + n_tokens - 1)"
         elif kind == "runtime":
             expr = _RUNTIME[name][0]
         elif kind == "const":

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelmap.circuits.graph import Graph, StateBuf
+from kernelmap.circuits.graph import Graph, OpNode, StateBuf
 from kernelmap.circuits.hydrate import row_bytes
 from kernelmap.codegen.bind import BoundCall, bind_call, c_comment, check_ident, check_label
 from kernelmap.errors import CodegenError
@@ -249,26 +249,38 @@ def split_ops(plan: PhasePlan, registry: Registry) -> dict[int, int]:
     return out
 
 
-def last_row_ops(graph: Graph) -> set[int]:
+def last_row_ops(graph: Graph, registry: Registry | None = None) -> set[int]:
     """The prefill ops that compute only the prompt's last-row results (its logits): the ops marked rows_last
     and every op that reads only their outputs (transitively), none writing state. km_model_prefill runs
     the body once per KM_MAX_ROWS rows; these ops run in the chunk holding the last row only (the earlier
-    chunks' logits were computed and overwritten: a whole LM-head GEMV per extra chunk)."""
+    chunks' logits were computed and overwritten: a whole LM-head GEMV per extra chunk). An op with state ports
+    (the last layer's attention) counts only when `registry` shows its selected provider reading them and
+    writing none (an unresolved or unknown op is taken to write)."""
     made: set[str] = set()
     head: set[int] = set()
     for i, op in enumerate(graph.ops):
         reads = list(op.inputs.values())
-        if not op.state and (op.rows_last or (reads and all(t in made for t in reads))):
+        if op.state and _writes_state(op, registry):
+            continue
+        if op.rows_last or (reads and all(t in made for t in reads)):
             head.add(i)
             made.update(op.outputs.values())
     return head
+
+
+def _writes_state(op: OpNode, registry: Registry | None) -> bool:
+    provider = registry.providers.get(op.provider) if registry is not None and op.provider else None
+    if provider is None:
+        return True
+    ports = [*provider.raw.get("inputs", ()), *provider.raw.get("outputs", ())]
+    return any(p.get("storage") == "state" and "write" in p.get("access", "write") for p in ports)
 
 
 def _body(plan: PhasePlan, phase: str, registry: Registry, weight_offsets: dict[str, Any],
           state_index: dict[str, int], protos: dict[str, str]) -> list[str]:
     lines: list[str] = []
     last_of_group = {g[-1] for g in barrier_groups(plan, registry)}
-    head = last_row_ops(plan.graph) if phase == "prefill" else set()
+    head = last_row_ops(plan.graph, registry) if phase == "prefill" else set()
     pieces = split_ops(plan, registry)
     claims = {i: k for k, i in enumerate(pieces)}
     for i, op in enumerate(plan.graph.ops):
