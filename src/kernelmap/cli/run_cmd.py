@@ -146,7 +146,7 @@ _common = [
     *_cache_opts,
     click.option("--maps", multiple=True, type=click.Path(file_okay=False), help="Extra kernel-map directory."),
     click.option("--isa", default=None, help="Target ISA (e.g. avx2 or avx2,fma,f16c); default: this CPU."),
-    click.option("--batch", type=int, default=DEFAULT_PREFILL_ROWS, show_default=True,
+    click.option("-ub", "--ubatch-size", "--batch", "batch", type=int, default=DEFAULT_PREFILL_ROWS, show_default=True,
                  help="Prefill rows per step (as llama.cpp's -ub)."),
     click.option("-q", "--quiet", is_flag=True, help="No progress or speed lines on stderr."),
 ]
@@ -280,7 +280,7 @@ def chat_command(model: str | None, n_predict: int, system: str | None, template
 @click.option("--target", "target_spec", default=None,
               help="Target CPU class, also another machine's: aarch64[,dotprod,i8mm,sve] or x86_64_v3, ... "
                    "(features and C compiler; $CC overrides the compiler).")
-@click.option("--batch", type=int, default=DEFAULT_PREFILL_ROWS, show_default=True,
+@click.option("-ub", "--ubatch-size", "--batch", "batch", type=int, default=DEFAULT_PREFILL_ROWS, show_default=True,
               help="Prefill rows per step (as llama.cpp's -ub).")
 @click.option("--profile", is_flag=True, help="Build with per-op timing.")
 @click.option("-q", "--quiet", is_flag=True)

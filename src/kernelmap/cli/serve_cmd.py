@@ -38,7 +38,7 @@ _NEEDS = ("starlette", "uvicorn", "prometheus_client")
 @click.option("--policy", default=None, help="Numerics policy name or file (default: llama-cpu, or the one "
               "-ctk/-ctv pick).")
 @_apply(_cache_opts)
-@click.option("--batch", type=int, default=SERVE_PREFILL_ROWS, show_default=True,
+@click.option("-ub", "--ubatch-size", "--batch", "batch", type=int, default=SERVE_PREFILL_ROWS, show_default=True,
               help="Prefill rows per step (fewer than run's: each KV slot's ring holds window + rows - 1 cells).")
 @click.option("--replicas", type=int, default=None,
               help="Run N replicas behind this endpoint with Ray Serve (needs kernelmap[ray]).")
