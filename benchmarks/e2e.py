@@ -16,7 +16,10 @@ hyperthreads), and a compute-bound kernel then gains nothing from the second thr
 run with more than one thread, the benchmark measures that compute scaling (the N-thread int8
 multiply-add peak over N times the 1-thread one, kernelmap bench's probe): ~1.0 when the threads had
 cores of their own, ~1/N when they shared one. Every probe is printed (the JSON also has their median),
-so a ratio can be read together with the machine state it was measured in. The read bandwidth is the
+so a ratio can be read together with the machine state it was measured in. With `--min-scaling 0.8` a pair (our
+run and the peer's) is timed again when a probe before, between or after it reads below 0.8: both sides are then
+measured with a core per thread, and the discarded pairs' probes are printed (the same rule for both: a pair is
+kept or dropped whole). The read bandwidth is the
 median of five measurements taken after the runs, each the fastest of its passes (a ceiling); the fraction is
 also printed against the median of their median passes (what a typical pass reads: on a shared VM the fastest
 pass can be a quarter above it).
@@ -145,6 +148,11 @@ def main() -> None:
     ap.add_argument("--policy", default=None, help="numerics policy to compile ours with (default: the compiler's)")
     ap.add_argument("--peer-python", type=Path, default=PEER_PY,
                     help="Python of the peer venv (default: .venv-peer/bin/python, built by `make peer`)")
+    ap.add_argument("--min-scaling", type=float, default=0.0, metavar="X",
+                    help="with 2+ threads, time a pair (our run, the peer's) again when a compute-scaling probe before, "
+                         "between or after it reads below X (e.g. 0.8: the host ran the threads on a shared core); "
+                         f"discarded pairs are printed; at most {MAX_ATTEMPTS_PER_REPEAT} attempts per repeat (default 0: keep "
+                         "every pair)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if not args.peer_python.exists():
@@ -165,6 +173,9 @@ def main() -> None:
     except PeerError as exc:
         _fail(str(exc), "the peer ran the probe batch but failed while timing; run it alone to see its output")
     _print(args, results)
+
+
+MAX_ATTEMPTS_PER_REPEAT = 3  # --min-scaling: pairs timed per kept repeat at most (then the rest are kept as they come)
 
 
 def _scaling(threads: int) -> float | None:
@@ -197,17 +208,27 @@ def _measure(args: argparse.Namespace, gguf: str) -> list[dict]:
                            options=replace(base, fusion=False))
         ours, peer, plain = [], [], []
         scale_ours, scale_peer = [], []
+        discarded: list[list[float | None]] = []
         same = True
-        for _ in range(args.repeats):
-            if threads > 1:
-                scale_ours.append(_scaling(threads))
+        attempts = 0
+        while len(ours) < args.repeats:
+            attempts += 1
+            s_ours = _scaling(threads) if threads > 1 else None
             o = _ours(model, ids, args.decode_tokens)
-            if threads > 1:
-                scale_peer.append(_scaling(threads))
+            s_peer = _scaling(threads) if threads > 1 else None
             p = _peer(gguf, ids, args.decode_tokens, threads, args.flash_attn, args.peer_python)
+            same &= o["tokens"] == p["tokens"]
+            if threads > 1 and args.min_scaling > 0:  # both runs bracketed: before ours, between, after the peer
+                probes = [s_ours, s_peer, _scaling(threads)]
+                low = [v for v in probes if v is not None and v < args.min_scaling]
+                if low and attempts < args.repeats * MAX_ATTEMPTS_PER_REPEAT:
+                    discarded.append([None if v is None else round(v, 2) for v in probes])
+                    continue
+            if threads > 1:
+                scale_ours.append(s_ours)
+                scale_peer.append(s_peer)
             if unfused is not None:
                 plain.append(_ours(unfused, ids, args.decode_tokens))
-            same &= o["tokens"] == p["tokens"]
             ours.append(o)
             peer.append(p)
         model.close()
@@ -241,6 +262,9 @@ def _measure(args: argparse.Namespace, gguf: str) -> list[dict]:
         row["read_bandwidth_typical_gbps"] = round(bw_typ, 2)
         row["decode_bandwidth_fraction_typical"] = round(step["total"] * row["ours_decode_tps"] / (bw_typ * 1e9), 3)
         row["greedy_tokens_identical"] = same
+        if args.min_scaling > 0 and threads > 1:
+            row["min_scaling"] = args.min_scaling
+            row["discarded_pairs_scaling"] = discarded
         row["peer_version"] = peer[0]["version"]
         row["peer_system_info"] = peer[0].get("system_info")
         results.append(row)
@@ -272,6 +296,11 @@ def _print(args: argparse.Namespace, results: list[dict]) -> None:
         if "compute_scaling_ours" in r:
             print(f"compute scaling at {r['threads']} threads (1.0: a core per thread), next to each run: ours "
                   f"{r['compute_scaling_ours_all']}, llama.cpp {r['compute_scaling_peer_all']}")
+    for r in results:
+        if "discarded_pairs_scaling" in r:
+            print(f"--min-scaling {r['min_scaling']} (threads {r['threads']}): {len(r['discarded_pairs_scaling'])} "
+                  f"pair(s) timed again, their probes (before ours, between, after the peer's): "
+                  f"{r['discarded_pairs_scaling']}")
     for r in results:
         if "fusion_ratio_decode" in r:
             print(f"fusion on/off (threads {r['threads']}): prefill {r['fusion_ratio_prefill']:.2f}x, "
