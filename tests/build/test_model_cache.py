@@ -314,7 +314,8 @@ def test_kernel_library_holds_the_selection_a_new_model_compiles_only_the_object
     built = _compiled(log)
     # the fuser's probe library may add the fused kernels its rules name (shared objects, same keys)
     probe = {"fused/qk_norm_rope_neox_f32_ref.c", "fused/residual_add_rmsnorm_f32_ref.c",
-             "fused/residual_add_rmsnorm_quantize_q8_0_rne_ref.c", "fused/residual_add_rmsnorm_quantize_q8_k_ref.c"}
+             "fused/residual_add_rmsnorm_quantize_q8_0_rne_ref.c", "fused/residual_add_rmsnorm_quantize_q8_k_ref.c",
+             "fused/geglu_quantize_ref.c"}
     needed = {"gen/model.c", "runtime/km_runtime.c", *first["units"]}
     assert needed <= set(built) <= needed | probe, built
     assert len(built) == len(set(built)), f"an object was compiled twice: {built}"

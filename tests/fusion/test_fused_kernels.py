@@ -221,3 +221,51 @@ def test_residual_add_rmsnorm_quantize_q8_k_variants_match_unfused_pair(variant,
             ctx = f"{shape} big={big} nth={nth}"
             assert_close_or_equal(want_y, y, map_id=RK_MAP, variant=variant, context=ctx + " output y")
             assert_close_or_equal(want_q, qo, map_id=RK_MAP, variant=variant, context=ctx + " output q (bytes)")
+
+
+GQ_SHAPES = {"one_block": (1, 256), "decode_1x2048": (1, 2048), "prefill_5x512": (5, 512)}
+GQ_KINDS = {"geglu_quantize_q8_0_rne": ("quantize_act_q8_0_rne", 32, 34),
+            "geglu_quantize_q8_k": ("quantize_act_q8_k", 256, 292)}
+GQ_CASES = [(mid, v) for mid in GQ_KINDS for v in map_variants(mid)]
+
+
+def _gq_inputs(m: int, f: int, seed: int, big: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Gates over the table's whole range and past it (|x| >= 10: the x * up and 0 branches), every block of the
+    first row's second half all zero (d = 0), a tie for a q8_K block's |max| with opposite signs."""
+    rng = np.random.default_rng(seed)
+    gate = (rng.standard_normal((m, f)) * (6.0 if big else 1.5)).astype(np.float32)
+    up = (rng.standard_normal((m, f)) * (1e3 if big else 1.0)).astype(np.float32)
+    gate.flat[:: 97] = np.float32(11.5)
+    gate.flat[5:: 89] = np.float32(-12.0)
+    up[0, f // 2:] = 0.0
+    if f >= 256:
+        gate[-1, 3], up[-1, 3] = 20.0, 40.0  # geglu = 800 (x >= 10: x * up)
+        gate[-1, 7], up[-1, 7] = 20.0, -40.0  # -800: the same |max| later, opposite sign (q8_K: the first wins)
+    return gate, up
+
+
+@pytest.mark.parametrize(("map_id", "variant"), GQ_CASES, ids=[f"{m}-{v}" for m, v in GQ_CASES])
+@pytest.mark.parametrize("shape", list(GQ_SHAPES.values()), ids=list(GQ_SHAPES))
+def test_geglu_quantize_variants_match_unfused_pair(map_id, variant, shape):
+    """geglu_tanh_f32 then the quantizer (both ref, through their own maps) against the fused op: every variant,
+    nth = 1, 2, 3 (a one-row step splits its blocks across threads), guard bytes around the output."""
+    skip_unless_runnable(map_id, variant)
+    quant_map, qk, qbytes = GQ_KINDS[map_id]
+    fn = bind(*load_map_library(map_id), variant)
+    geglu = bind(*load_map_library("geglu_tanh_f32"), "ref")
+    quant = bind(*load_map_library(quant_map), "ref")
+    m, f = shape
+    row_bytes = f // qk * qbytes
+    for big in (False, True):
+        gate, up = _gq_inputs(m, f, m * 13 + f + big, big)
+        h = np.empty((m, f), np.float32)
+        geglu(ptr(h), ptr(gate), ptr(up), m, f, 0, 1)
+        want = np.zeros((m, row_bytes), np.uint8)
+        quant(ptr(want), ptr(h), m, f, 0, 1)
+        for nth in (1, 2, 3):
+            got, check = guarded((m, row_bytes), np.uint8)
+            for ith in range(nth):
+                fn(ptr(got), ptr(gate), ptr(up), m, f, ith, nth)
+                check()
+            assert_close_or_equal(want, got, map_id=map_id, variant=variant,
+                                  context=f"{shape} big={big} nth={nth} output q (bytes)")

@@ -250,7 +250,8 @@ def test_shipped_rule_files_load_for_every_class():
         rules = load_rules(path.stem)
         assert {r.id for r in rules} == {"residual_add_rmsnorm", "qk_norm_rope_neox",
                                          "residual_add_rmsnorm_quantize_q8_0_rne",
-                                         "residual_add_rmsnorm_quantize_q8_k"}, path.name
+                                         "residual_add_rmsnorm_quantize_q8_k", "geglu_quantize_q8_0_rne",
+                                         "geglu_quantize_q8_k"}, path.name
 
 
 def test_rules_digest_changes_with_any_file_of_the_chain(tmp_path):

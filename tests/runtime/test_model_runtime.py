@@ -162,11 +162,11 @@ def test_chunked_prefill_runs_the_logits_ops_in_the_last_chunk_only(synth):
     prefill_body = source[source.index("static void km_prefill_body"):source.index("static void km_decode_body")]
     guarded = re.findall(r"/\* \[\d+\] ([^:]+):[^\n]*\*/\n    if \(m->last_chunk\) \{", prefill_body)
     # the synthetic model has 2 layers: layer 1's query path, attention and the ops after it compute only the last
-    # row (rows_when), fused as in every build (q norm + rope, the residual + norm pairs, their quantizers), then
-    # the footer; K and V (every row's, for the cache) are not guarded
+    # row (rows_when), fused as in every build (q norm + rope, the residual + norm pairs and the GEGLU with their
+    # quantizers), then the footer; K and V (every row's, for the cache) are not guarded
     assert guarded == ["blk.1.attn_q", "blk.1.q_norm.blk1_q_rope", "blk.1.attn", "blk.1.attn.quantize_q8_0",
                        "blk.1.attn_out", "blk.1.post_attn_norm", "blk.1.attn_residual.blk1_ffn_norm.quant_h_3_q8_0",
-                       "blk.1.ffn_gate", "blk.1.ffn_up", "blk.1.ffn_act", "blk.1.ffn_act.quantize_q8_0", "blk.1.ffn_down",
+                       "blk.1.ffn_gate", "blk.1.ffn_up", "blk.1.ffn_act.quant_gu_1_q8_0", "blk.1.ffn_down",
                        "blk.1.post_ffn_norm", "blk.1.ffn_residual.op_final_norm.quant_xf_0_q8_0", "logits"], guarded
     assert not any(label.startswith("blk.0.") for label in guarded)
     calls = {label: call for label, call in re.findall(r"/\* \[\d+\] ([^:]+):[^\n]*\*/\n(.*?);\n", prefill_body, re.S)}

@@ -15,35 +15,7 @@
  */
 #include <math.h>
 
-#include "km_common.h"
-
-static void quantize_block(const float *h, km_block_q8_k *q) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < KM_QK_K; j++) {
-        const float ax = fabsf(h[j]);
-        if (ax > amax) {
-            amax = ax;
-            max = h[j];
-        }
-    }
-    if (amax == 0.0f) {
-        q->d = 0.0f;
-        memset(q->qs, 0, sizeof q->qs);
-        memset(q->bsums, 0, sizeof q->bsums);
-        return;
-    }
-    const float iscale = -127.0f / max;
-    for (int j = 0; j < KM_QK_K; j++) {
-        const int v = (int)nearbyintf(iscale * h[j]);
-        q->qs[j] = (int8_t)(v < 127 ? v : 127);
-    }
-    for (int g = 0; g < KM_QK_K / 16; g++) {
-        int32_t s = 0;
-        for (int l = 0; l < 16; l++) s += q->qs[16 * g + l];
-        q->bsums[g] = (int16_t)s;
-    }
-    q->d = 1.0f / iscale;
-}
+#include "km_q8_k_ref.h"
 
 void km_residual_add_rmsnorm_quantize_q8_k__ref(float *y, void *q, const float *a, const float *b, const float *w,
                                                 int64_t M, int64_t N, float eps, int ith, int nth) {
@@ -73,7 +45,7 @@ void km_residual_add_rmsnorm_quantize_q8_k__ref(float *y, void *q, const float *
                 const int64_t k = blk * KM_QK_K + i;
                 h[i] = (yr[k] * scale) * w[k];
             }
-            quantize_block(h, &qr[blk]);
+            km_q8_k_block_ref(h, &qr[blk]);
         }
     }
 }

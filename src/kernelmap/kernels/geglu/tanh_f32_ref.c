@@ -9,23 +9,7 @@
  * SIMD variants convert with vcvtps2ph, gather the same table (clamped indices) and blend the
  * special cases, so they are bit-exact with ref. Partition: the flat M*F range in 16-element chunks.
  */
-#include "km_common.h"
-#include "gelu_table.h"
-
-/* One element, the spec: llama.cpp's ggml_vec_geglu_f32 with GGML_GELU_FP16. */
-static inline float geglu1(float x, float g) {
-    if (x <= -10.0f) return 0.0f;
-    if (x >= 10.0f) return x * g;
-    if (x != x) {
-        const uint32_t bits = 0x7FC00000u; /* the table's NaN entry 0x7E00 widened to f32 */
-        float qnan;
-        memcpy(&qnan, &bits, sizeof qnan);
-        return qnan * g;
-    }
-    const km_half h = km_fp32_to_fp16(x);
-    const uint32_t idx = (uint32_t)(h & 0x7FFFu) + ((h & 0x8000u) ? (uint32_t)KM_GELU_HALF : 0u);
-    return km_fp16_to_fp32(km_gelu_f16_table[idx]) * g;
-}
+#include "geglu_ref.h"
 
 /* Elementwise: the flat range [0, M*F) in 16-element chunks, km_part over chunks. */
 static void flat_slice(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
@@ -38,5 +22,5 @@ static void flat_slice(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
 void km_geglu_tanh_f32__ref(float *y, const float *gate, const float *up, int64_t M, int64_t F, int ith, int nth) {
     int64_t lo, hi;
     flat_slice(M * F, ith, nth, &lo, &hi);
-    for (int64_t i = lo; i < hi; i++) y[i] = geglu1(gate[i], up[i]);
+    for (int64_t i = lo; i < hi; i++) y[i] = kgg_geglu1_ref(gate[i], up[i]);
 }

@@ -12,39 +12,7 @@
  *        bsums[i] = sum of q[16i..16i+15], d = 1.0f / iscale (f32 division; d is f32, not f16).
  * No FMA.
  */
-#include <math.h>
-
-#include "km_common.h"
-
-static void quantize_block(const float *x, km_block_q8_k *y) {
-    float amax = 0.0f;
-    float max = 0.0f;
-    for (int j = 0; j < KM_QK_K; ++j) {
-        const float ax = fabsf(x[j]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[j];
-        }
-    }
-    if (amax == 0.0f) {
-        y->d = 0.0f;
-        memset(y->qs, 0, sizeof y->qs);
-        memset(y->bsums, 0, sizeof y->bsums);
-        return;
-    }
-    const float iscale = -127.0f / max;
-    for (int j = 0; j < KM_QK_K; ++j) {
-        const float v = nearbyintf(iscale * x[j]); /* default rounding mode: ties to even */
-        const int q = (int)v;
-        y->qs[j] = (int8_t)(q < 127 ? q : 127);
-    }
-    for (int i = 0; i < KM_QK_K / 16; ++i) {
-        int32_t s = 0;
-        for (int l = 0; l < 16; ++l) s += y->qs[16 * i + l];
-        y->bsums[i] = (int16_t)s;
-    }
-    y->d = 1.0f / iscale;
-}
+#include "km_q8_k_ref.h"
 
 void km_quantize_act_q8_k__ref(void *y, const float *x, int64_t M, int64_t K, int ith, int nth) {
     const int64_t nb = K / KM_QK_K;
@@ -52,11 +20,11 @@ void km_quantize_act_q8_k__ref(void *y, const float *x, int64_t M, int64_t K, in
     int64_t lo, hi;
     if (M == 1) {
         km_part(nb, ith, nth, &lo, &hi);
-        for (int64_t b = lo; b < hi; ++b) quantize_block(x + b * KM_QK_K, &out[b]);
+        for (int64_t b = lo; b < hi; ++b) km_q8_k_block_ref(x + b * KM_QK_K, &out[b]);
         return;
     }
     km_part(M, ith, nth, &lo, &hi);
     for (int64_t m = lo; m < hi; ++m) {
-        for (int64_t b = 0; b < nb; ++b) quantize_block(x + m * K + b * KM_QK_K, &out[m * nb + b]);
+        for (int64_t b = 0; b < nb; ++b) km_q8_k_block_ref(x + m * K + b * KM_QK_K, &out[m * nb + b]);
     }
 }
