@@ -176,3 +176,17 @@ def test_synth_kv_cache_larger_than_available_memory_is_refused_before_allocatin
     monkeypatch.setattr(runtime_model, "_mem_available", lambda: 1024)
     with pytest.raises(ModelError, match="not enough memory"):
         Model(model.compiled, n_ctx=64)
+
+
+def test_bundle_copies_headers_reached_by_relative_includes():
+    """A kernel unit may include another directory's header by a relative path (fused/geglu_quantize_body.h includes
+    ../geglu/geglu_body.h, which includes gelu_table.h beside it): the bundle follows quoted includes transitively,
+    beside the including file first, then in kernels/common, as the compiler does."""
+    from kernelmap.build.driver import KERNEL_ROOT
+    from kernelmap.codegen.bundle import _quoted_includes
+
+    root = KERNEL_ROOT.resolve()
+    got = {p.relative_to(root).as_posix() for p in _quoted_includes(KERNEL_ROOT / "fused/geglu_quantize_q8_k_neon.c")}
+    assert {"fused/geglu_quantize_body.h", "geglu/geglu_body.h", "geglu/gelu_table.h", "common/km_lanes_neon.h",
+            "common/km_actquant.h"} <= got, got
+    assert not any(name.endswith("km_kernels.h") for name in got)  # generated, not part of the kernel tree

@@ -69,6 +69,29 @@ def _makefile(units: list[tuple[str, list[str]]], arch: str | None = None) -> st
     )
 
 
+_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def _quoted_includes(source: Path) -> list[Path]:
+    """Every kernel-tree header a source reaches through quoted includes, transitively: each name resolved beside
+    the including file first, then in kernels/common (the compile's -I), as the C compiler does. Headers outside
+    the kernel tree (the generated km_kernels.h, system headers) are not followed."""
+    root = KERNEL_ROOT.resolve()
+    seen: set[Path] = set()
+    todo = [source.resolve()]
+    while todo:
+        including = todo.pop()
+        for name in _QUOTED_INCLUDE.findall(including.read_text(encoding="utf-8", errors="replace")):
+            for cand in (including.parent / name, root / "common" / name):
+                cand = cand.resolve()
+                if cand.is_file():
+                    if cand.is_relative_to(root) and cand not in seen:
+                        seen.add(cand)
+                        todo.append(cand)
+                    break
+    return sorted(seen)
+
+
 def write_bundle(model: CompiledModel, out: Path) -> Path:
     """Write the bundle for `model` into `out` (replacing a previous bundle there)."""
     out = out.resolve()
@@ -93,6 +116,10 @@ def write_bundle(model: CompiledModel, out: Path) -> Path:
             shutil.copy2(KERNEL_ROOT / rel, dst)
             for header in (KERNEL_ROOT / rel.parent).glob("*.h"):
                 shutil.copy2(header, dst.parent / header.name)
+            for header in _quoted_includes(KERNEL_ROOT / rel):  # e.g. "../geglu/geglu_body.h" from fused/
+                hdst = tmp / "kernels" / header.relative_to(KERNEL_ROOT.resolve())
+                hdst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(header, hdst)
             flags = [f for f in unit["cflags"] if f != "-include" and not f.endswith("km_kernels.h")]
             units.append((f"kernels/{rel.as_posix()}", flags))
         (tmp / "Makefile").write_text(_makefile(units, arch_of(model.info.get("features", ()))))
