@@ -184,3 +184,29 @@ def test_chunked_prefill_runs_the_logits_ops_in_the_last_chunk_only(synth):
             m.close()
     diff = np.flatnonzero(logits[0].view(np.uint32) != logits[1].view(np.uint32))
     assert diff.size == 0, f"3 chunks of 8 rows vs 1 of 32 differ at logits {diff[:5].tolist()}"
+
+
+@pytest.mark.parametrize("weight_type", ["q5_1", "q4_1"])
+def test_last_row_ops_read_q8_1_activations_at_the_last_row(synth, weight_type):
+    """q4_1 / q5_1 projections read Q8_1 activations (36-byte blocks: f16 d, f16 s, 32 quants); a last-row op reads
+    its input at the last row's offset, which must use that size (gguf-py's table says 40: with it, the last layer's
+    q projection of Gemma 3 Q5_K_M read the wrong row). The prompt's logits of a 3-chunk build equal those of a
+    one-chunk build and of a build where every op computes every row (a plain full prefill, then the last row)."""
+    gguf_path = write_synth_model(synth["dir"] / f"{weight_type}.gguf", weight_type=weight_type)
+    chunked = compile_model(gguf_path, CompileOptions(max_rows=8))
+    whole = compile_model(gguf_path, CompileOptions(max_rows=32))
+    assert any(prov.startswith(f"linear_{weight_type}_q8_1") for ph, label, prov, *_ in chunked.info["selection"]
+               if label == "blk.1.attn_q")
+    got = []
+    for compiled in (chunked, whole):
+        m = Model(compiled, n_ctx=64, threads=2)
+        try:
+            got.append(m.prefill(PROMPT).copy())
+            m.reset()
+            m.prefill(PROMPT[:-1])
+            got.append(m.decode(PROMPT[-1]).copy())  # the last row alone, through the decode body
+        finally:
+            m.close()
+    for i, other in enumerate(got[1:], 1):
+        diff = np.flatnonzero(got[0].view(np.uint32) != other.view(np.uint32))
+        assert diff.size == 0, f"logits {i} differ from the 3-chunk prefill's at {diff[:5].tolist()}"

@@ -55,7 +55,10 @@ _TABLE: tuple[tuple[int, str, int, int], ...] = (
     (6, "q5_0", 32, 2 + 4 + 16),
     (7, "q5_1", 32, 2 + 2 + 4 + 16),
     (8, "q8_0", 32, 2 + 32),
-    (9, "q8_1", 32, 4 + 4 + 32),
+    # ggml's block_q8_1 is {f16 d, f16 s, int8 qs[32]} (llama.cpp 0.3.36, the CPU's q4_1 / q5_1 activation type):
+    # 36 bytes, not the 40 of gguf-py's table (the f32 d, s of an old layout). The arena's row offsets of a q8_1
+    # activation use this size: with 40 a last-row op read the wrong row (Q5_K_M's last-layer q projection).
+    (9, "q8_1", 32, 2 + 2 + 32),
     (10, "q2_k", _QK_K, 2 + 2 + _QK_K // 16 + _QK_K // 4),
     (11, "q3_k", _QK_K, 2 + _QK_K // 4 + _QK_K // 8 + 12),
     (12, "q4_k", _QK_K, 2 + 2 + 12 + _QK_K // 2),
