@@ -48,7 +48,7 @@ from kernelmap.circuits.graph import Graph
 from kernelmap.circuits.hydrate import hydrate, read_config, row_bytes
 from kernelmap.circuits.loader import circuit_for, load_interfaces
 from kernelmap.codegen.bind import prototype
-from kernelmap.codegen.emit import GGUFCheck, PhasePlan, emit_model, gguf_checksum
+from kernelmap.codegen.emit import GGUFCheck, PhasePlan, emit_model, gguf_checksum, gguf_copy_ranges
 from kernelmap.codegen.ring import ring_cells
 from kernelmap.errors import BuildError, ModelError
 from kernelmap.gguf.reader import GGUFFile, open_gguf
@@ -384,6 +384,7 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
     from kernelmap.weights.repack import REPACKED
 
     needs: dict[str, WeightNeed] = {}
+    dense: set[str] = set()  # weights some op reads whole (not only rows picked at run time: access "gather")
     for plan in plans.values():
         for op in plan.graph.ops:
             ports = registry.providers[op.provider].ports
@@ -393,6 +394,8 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
                     "ggml_blocks" if ref.dtype not in ("f32", "f16", "bf16") else "row_major")
                 name = weight_name(ref.cname, layout)
                 needs.setdefault(name, WeightNeed(name, ref.tensor, ref.dtype, layout, rows=ref.rows))
+                if ports[port].access != "gather":
+                    dense.add(name)
     manifest = pack_weights(gguf, [needs[k] for k in sorted(needs)], build_dir,
                             progress=lambda done, total: count("packing weights", done, total))
     # Tensors in the GGUF layout stay in the model file (the program maps it); the rest are in weights.bin.
@@ -402,7 +405,9 @@ def _build(build_dir: Path, inputs: _Inputs, options: CompileOptions, say: Progr
     if any(e.file == "gguf" for e in manifest.entries):
         with open(path, "rb") as fh:
             head = fh.read(gguf.data_offset)
-        gguf_check = GGUFCheck(gguf.size, gguf.data_offset, gguf_checksum(head))
+        gguf_check = GGUFCheck(gguf.size, gguf.data_offset, gguf_checksum(head), gguf_copy_ranges(
+            gguf.size, gguf.data_offset, [(e.offset, e.size) for e in manifest.entries
+                                          if e.file == "gguf" and e.name in dense]))
     state = list(plans["prefill"].graph.state.values())
     features: set[str] = set()
     units: dict[tuple[str, tuple[str, ...]], CompileUnit] = {}

@@ -319,12 +319,13 @@ def test_kernel_library_holds_the_selection_a_new_model_compiles_only_the_object
     needed = {"gen/model.c", "runtime/km_runtime.c", *first["units"]}
     assert needed <= set(built) <= needed | probe, built
     assert len(built) == len(set(built)), f"an object was compiled twice: {built}"
-    assert "linear/q5_0_q8_0_ggml_ref.c" not in built, "the library compiled a kernel the plan did not select"
+    # the q5_0 providers (GGUF layout or q32_r8, whichever the resolver picks for the shapes) are the second model's
+    assert not [u for u in built if u.startswith("linear/q5_0_")], "the library compiled a kernel the plan did not select"
 
     second = _run(other, env, tmp_path)
     assert second["key"] != first["key"] and "using cached build" not in second["messages"]
     missing = sorted(set(second["units"]) - set(built))  # its kernels no object of the first run covers
-    assert "linear/q5_0_q8_0_ggml_ref.c" in missing
+    assert [u for u in missing if u.startswith("linear/q5_0_q8_0_ggml")], missing
     assert _compiled(log) == sorted(["gen/model.c", *missing]), "a new model recompiled a cached kernel unit"
     assert second["kernel_library"] != first["kernel_library"] and Path(first["kernel_library"]).is_file()
     assert second["logits"] != first["logits"]

@@ -2,7 +2,7 @@
  * circuit: 5c66ef1c089dbfa4b68794df1cacb13b83916808857daaa5ac591d4f8c3838c3
  * gguf: 16e9314102f36d63db8a89b0e06720e7b0c72b4bdb9462baadcce515b3e41ed2
  * interfaces: 9197623c8503fb896dece98df8944d0ecda6addb1e0b1ea6d26998eea10443ce
- * maps: 5902530c599a823cedf578ff60dc38fd0ac42b662b20b0fd3557b4ae4ecc6c51
+ * maps: 05685d9a6243950bf2bb2e2421e789c4418dec7dd9eb1525420d412f908c5c6f
  * policy: 1a7e6fe6c7b0354c028ff1ac00c05a8a45504d3b7b7d84b43052a189a055db94
   */
 #define _GNU_SOURCE
@@ -44,6 +44,12 @@
 #define KM_GGUF_BYTES UINT64_C(329216)
 #define KM_GGUF_HEAD_BYTES UINT64_C(9728)
 #define KM_GGUF_CHECKSUM UINT64_C(3883617251231682159)
+/* The pages of the GGUF a copying load reads into private memory ([start, end), 4 KiB-aligned, sorted, disjoint:
+ * the head and the tensors some op reads whole; gguf_copy_ranges in codegen/emit.py). The other pages stay the
+ * file's mapping at the same addresses, read only where touched (an embedding table's rows, tensors only their
+ * repacked copies in weights.bin are read from). None: the whole file. */
+#define KM_GGUF_N_COPY 1
+static const uint64_t km_gguf_copy[][2] = {{UINT64_C(0), UINT64_C(331776)}};
 
 struct km_model {
     km_pool *pool;
@@ -1269,22 +1275,44 @@ static uint8_t *km_map_huge(size_t bytes, size_t *len) {
     return p;
 }
 
+/* Bytes [from, to) of fd at p + from; 0, or -1 when the read fails. */
+static int km_pread_all(int fd, uint8_t *p, uint64_t from, uint64_t to) {
+    uint64_t done = from;
+    while (done < to) {
+        const size_t chunk = to - done > (UINT64_C(1) << 30) ? (size_t)1 << 30 : (size_t)(to - done);
+        const ssize_t r = pread(fd, p + done, chunk, (off_t)done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        done += (uint64_t)r;
+    }
+    return 0;
+}
+
 /* `want` bytes of fd into a fresh 2 MiB-aligned anonymous region advised for huge pages, read-only after;
- * NULL (nothing left allocated) when memory or the read fails. *maplen: the region's length for munmap. */
-static const uint8_t *km_copy_huge(int fd, uint64_t want, size_t *maplen) {
+ * NULL (nothing left allocated) when memory or the read fails. *maplen: the region's length for munmap.
+ * ranges (n of them, 4 KiB-aligned, sorted, disjoint, within the region): copy only these; the pages between
+ * them become the file's private mapping at the same addresses (the same bytes, paged in where touched).
+ * NULL: copy everything. */
+static const uint8_t *km_copy_huge(int fd, uint64_t want, const uint64_t (*ranges)[2], int n, size_t *maplen) {
     size_t len;
     uint8_t *p = km_map_huge((size_t)want, &len);
     if (!p) return NULL;
-    uint64_t done = 0;
-    while (done < want) {
-        const size_t chunk = want - done > (UINT64_C(1) << 30) ? (size_t)1 << 30 : (size_t)(want - done);
-        const ssize_t r = pread(fd, p + done, chunk, (off_t)done);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            munmap(p, len);
-            return NULL;
+    int ok = 1;
+    if (ranges) {
+        uint64_t at = 0;
+        for (int i = 0; ok && i <= n; i++) {
+            const uint64_t end = i < n ? ranges[i][0] : (uint64_t)len;
+            if (end > at && mmap(p + at, (size_t)(end - at), PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, (off_t)at) == MAP_FAILED)
+                ok = 0;
+            if (ok && i < n) ok = km_pread_all(fd, p, ranges[i][0], ranges[i][1] < want ? ranges[i][1] : want) == 0;
+            if (i < n) at = ranges[i][1];
         }
-        done += (uint64_t)r;
+    } else {
+        ok = km_pread_all(fd, p, 0, want) == 0;
+    }
+    if (!ok) {
+        munmap(p, len);
+        return NULL;
     }
     if (mprotect(p, len, PROT_READ) != 0) {
         munmap(p, len);
@@ -1296,8 +1324,8 @@ static const uint8_t *km_copy_huge(int fd, uint64_t want, size_t *maplen) {
 
 /* Map `path` read-only (a huge-page copy or the file mapping, see above); it must hold exactly `want` bytes
  * (a zero-byte file maps to nothing). *copied: 1 when the bytes are a copy. */
-static int km_map_file(const char *path, uint64_t want, const char *what, const uint8_t **out, size_t *len,
-                       int *copied, char *err, size_t errlen) {
+static int km_map_file(const char *path, uint64_t want, const uint64_t (*ranges)[2], int n_ranges, const char *what,
+                       const uint8_t **out, size_t *len, int *copied, char *err, size_t errlen) {
     *out = NULL;
     *len = 0;
     *copied = 0;
@@ -1328,7 +1356,7 @@ static int km_map_file(const char *path, uint64_t want, const char *what, const 
         return -1;
     }
     if (wanted) {
-        const uint8_t *c = km_copy_huge(fd, want, len);
+        const uint8_t *c = km_copy_huge(fd, want, ranges, n_ranges, len);
         if (c) {
             close(fd);
             *out = c;
@@ -1406,13 +1434,14 @@ km_model *km_model_create(const char *weights_path, const char *gguf_path, int64
         return NULL;
     }
     m->n_ctx = n_ctx;
-    if (km_map_file(weights_path, KM_WEIGHTS_BYTES, "cannot map the packed weights file", &m->weights,
+    if (km_map_file(weights_path, KM_WEIGHTS_BYTES, NULL, 0, "cannot map the packed weights file", &m->weights,
                     &m->weights_len, &m->weights_copied, err, errlen) != 0) {
         free(m);
         return NULL;
     }
     if (KM_GGUF_BYTES > 0) {
-        if (km_map_file(gguf_path, KM_GGUF_BYTES, "cannot map the model file", &m->gguf, &m->gguf_len,
+        if (km_map_file(gguf_path, KM_GGUF_BYTES, KM_GGUF_N_COPY > 0 ? km_gguf_copy : NULL, KM_GGUF_N_COPY,
+                        "cannot map the model file", &m->gguf, &m->gguf_len,
                         &m->gguf_copied, err, errlen) != 0) {
             km_model_free(m);
             return NULL;

@@ -1,4 +1,4 @@
-"""Repacked weight layouts (weights/repack.py): the "q32_r8" bytes as its docstring states them, the inverse,
+"""Repacked weight layouts (weights/repack.py): the "q32_r8" and "q8_0_c16" bytes as its docstring states them, the inverse,
 the fail-closed shape checks, and the packer writing a repacked copy beside the GGUF-mapped original."""
 
 from __future__ import annotations
@@ -83,6 +83,47 @@ def test_q32_r8_refuses_what_it_cannot_hold():
         repack("q32_r8", "q5_0", bytes(3 * 22), (32, 3))
     assert derivable("q32_r8", "ggml_blocks", "q5_0") and not derivable("q32_r8", "ggml_blocks", "q4_k")
     assert not derivable("q32_r8", "row_major", "q5_0") and not derivable("ggml_blocks", "ggml_blocks", "q5_0")
+
+
+def test_q8_0_c16_bytes_are_the_documented_layout():
+    n, nb = 19, 3  # two groups (the second with 13 pad rows); 3 blocks: the scale area is 96 bytes padded to 128
+    rng = np.random.default_rng(2)
+    plain = rng.integers(0, 256, size=(n, nb, 34), dtype=np.uint8)
+    out = repack("q8_0_c16", "q8_0", plain.reshape(-1), (nb * 32, n))
+    s = 128
+    assert out.size == 2 * (s + 512 * nb) == layout_nbytes("q8_0_c16", "q8_0", (nb * 32, n), plain.size)
+    groups = out.reshape(2, s + 512 * nb)
+    assert not groups[:, 32 * nb:s].any()  # the scale area's padding
+    for row in range(32):
+        g, c = divmod(row, 16)
+        for b in range(nb):
+            blk = plain[row, b] if row < n else None
+            d = groups[g, 32 * b + 2 * c:32 * b + 2 * c + 2]
+            codes = [int(groups[g, s + 512 * b + 64 * (i // 4) + 4 * c + i % 4]) for i in range(32)]
+            if blk is None:  # pad rows: zero bytes
+                assert not d.any() and not any(codes), (row, b)
+                continue
+            assert d.tobytes() == blk[0:2].tobytes(), (row, b)
+            assert codes == [int(v) ^ 0x80 for v in blk[2:]], (row, b)  # the int8 with its sign bit flipped
+
+
+@pytest.mark.parametrize("n,k", [(1, 32), (15, 96), (16, 640), (17, 64), (40, 2048), (0, 32)])
+def test_q8_0_c16_unpack_inverts_repack(n, k):
+    rng = np.random.default_rng(n * 1000 + k)
+    plain = rng.integers(0, 256, size=n * k // 32 * 34, dtype=np.uint8)
+    packed = repack("q8_0_c16", "q8_0", plain, (k, n))
+    assert packed.size == layout_nbytes("q8_0_c16", "q8_0", (k, n), plain.size)
+    assert np.array_equal(unpack("q8_0_c16", "q8_0", packed, (k, n)), plain)
+
+
+def test_q8_0_c16_refuses_what_it_cannot_hold():
+    assert shape_error("q8_0_c16", "q8_0", (32, 3)) is None
+    assert "holds q8_0, not q4_0" in shape_error("q8_0_c16", "q4_0", (64, 3))
+    assert "multiple of 32" in shape_error("q8_0_c16", "q8_0", (48, 3))
+    assert "multiple of 32" in shape_error("q8_0_c16", "q8_0", (32, 3, 2))
+    with pytest.raises(ValueError, match="multiple of 32"):
+        repack("q8_0_c16", "q8_0", bytes(34), (16, 1))
+    assert derivable("q8_0_c16", "ggml_blocks", "q8_0") and not derivable("q8_0_c16", "ggml_blocks", "q4_0")
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ what the static split did.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,31 @@ class GGUFCheck:
     size: int
     head: int
     checksum: int
+    # the byte ranges [start, end) of the file a copying load reads into private memory (4 KiB pages, sorted,
+    # disjoint; see gguf_copy_ranges); empty: the whole file
+    copy: tuple[tuple[int, int], ...] = ()
+
+
+PAGE = 4096  # the generated program's copy granularity (one page)
+
+
+def gguf_copy_ranges(size: int, head: int, dense: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """The pages of a `size`-byte GGUF the program copies when it copies weights into private memory: the head
+    (metadata and tensor records, `head` bytes) and every (offset, length) in `dense` (tensors some op reads
+    whole), widened to whole pages and merged. The other pages stay a file mapping at the same addresses, read
+    only where touched: tensors no op reads, those only repacked copies in weights.bin stand for, and tables
+    read by rows chosen at run time (access "gather": one embedding row per token), which copied whole would hold
+    every row in memory (Gemma's tied 262144 x 640 q8_0 embedding, 178 MB, when its LM head reads a repacked
+    copy)."""
+    spans = sorted((s // PAGE * PAGE, min(-(-(s + n) // PAGE) * PAGE, -(-size // PAGE) * PAGE))
+                   for s, n in [(0, head), *dense] if n > 0)
+    merged: list[list[int]] = []
+    for lo, hi in spans:
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    return tuple((lo, hi) for lo, hi in merged)
 
 
 def gguf_checksum(data: Any) -> int:
@@ -358,6 +384,9 @@ def emit_model(prefill: PhasePlan, decode: PhasePlan, *, registry: Registry, wei
         "GGUF_BYTES": gguf_check.size if gguf_check else 0,
         "GGUF_HEAD_BYTES": gguf_check.head if gguf_check else 0,
         "GGUF_CHECKSUM": gguf_check.checksum if gguf_check else 0,
+        "GGUF_N_COPY": len(gguf_check.copy) if gguf_check else 0,
+        "GGUF_COPY": ", ".join(f"{{UINT64_C({lo}), UINT64_C({hi})}}" for lo, hi in gguf_check.copy)
+        if gguf_check and gguf_check.copy else "{0, 0}",
         "SELECTION": "\n".join(selection),
         "STATE_ROW": ", ".join(str(row_bytes(s.dtype, int(s.shape[2]))) for s in state) or "0",
         "STATE_HEADS": ", ".join(str(int(s.shape[0])) for s in state) or "0",

@@ -216,6 +216,9 @@ class _Checker:
                               value=p["storage"], expected="weight")
                 if role != "weight" and p["storage"] == "weight":
                     self.fail(f"storage \"weight\" is only for /weights ports, not {key}", ptr + "/storage")
+                if p["access"] == "gather" and role != "weight":  # rows picked at run time: the table stays paged
+                    self.fail("access \"gather\" is only for /weights ports (a table read by rows chosen at run "
+                              f"time), not {key}", ptr + "/access", value="gather", expected="read")
                 if role == "input" and p["access"] != "read" and p["storage"] != "state":
                     self.fail("an input port that is not state must be read-only", ptr + "/access",
                               value=p["access"], expected="read")

@@ -20,6 +20,16 @@ group's 8 rows in 8 * 2 * (block bytes) bytes:
     2j + 1 << 4 (one mask gives block 2j's 32 values in order, a shift and the mask block 2j + 1's).
 Value i of a block is the ggml order (i < 16: the low nibble of qs[i], else the high nibble of qs[i - 16]),
 so a kernel dots it against the activation block's quants as they are.
+
+Layout "q8_0_c16" (q8_0; any K, a multiple of 32 as every q8_0 row is): rows (output columns) in groups of 16
+(rows past N in the last group are zero bytes), each group S + 512 * nb bytes (nb = K / 32 blocks, S = 32 * nb
+rounded up to a multiple of 64, so a 64-byte aligned tensor keeps every group and code vector aligned):
+  - byte 32 b + 2 c (b < nb, c < 16): row c's fp16 d of block b (one 32-byte load gives a block's 16 scales);
+  - byte S + 512 b + 64 l + 4 c + i (l < 8, i < 4): value 4 l + i of row c's block b with its sign bit
+    flipped (the int8 + 128 as an unsigned byte).
+One 64-byte load is contract lane l's four values of 16 rows, the operand of one 512-bit integer dot against
+the activation's four quants broadcast (the column-lane vectors linear/q32_gemm_body.h builds by gathers from
+the GGUF layout), so a decode GEMV reads each weight byte once, in order, with no shuffle.
 Written by hand: the transform is a few NumPy reshapes, and no library knows these layouts.
 """
 
@@ -45,9 +55,11 @@ class _Q32Format:
 _Q32 = {"q4_0": _Q32Format(18, (0,), None, 2), "q4_1": _Q32Format(20, (0, 2), None, 4),
         "q5_0": _Q32Format(22, (0,), 2, 6), "q5_1": _Q32Format(24, (0, 2), 4, 8)}
 ROWS = 8  # rows per group of "q32_r8"
+C16 = 16  # rows per group of "q8_0_c16"
 
 # repacked layout -> (the GGUF layout it is made from, the dtypes it holds)
-REPACKED: dict[str, tuple[str, frozenset[str]]] = {"q32_r8": ("ggml_blocks", frozenset(_Q32))}
+REPACKED: dict[str, tuple[str, frozenset[str]]] = {"q32_r8": ("ggml_blocks", frozenset(_Q32)),
+                                                   "q8_0_c16": ("ggml_blocks", frozenset({"q8_0"}))}
 
 
 def derivable(layout: str, source: str, dtype: str) -> bool:
@@ -63,7 +75,17 @@ def shape_error(layout: str, dtype: str, shape: tuple[int, ...]) -> str | None:
             return f"layout q32_r8 holds {', '.join(sorted(_Q32))}, not {dtype}"
         if len(shape) != 2 or shape[0] % 64:
             return f"layout q32_r8 needs a 2-D tensor with ne0 (K) a multiple of 64, not {list(shape)}"
+    if layout == "q8_0_c16":
+        if dtype != "q8_0":
+            return f"layout q8_0_c16 holds q8_0, not {dtype}"
+        if len(shape) != 2 or shape[0] % 32 or not shape[0]:
+            return f"layout q8_0_c16 needs a 2-D tensor with ne0 (K) a positive multiple of 32, not {list(shape)}"
     return None
+
+
+def _c16_scales(nb: int) -> int:
+    """S: the bytes of a "q8_0_c16" group's scale area (32 per block, rounded up to 64)."""
+    return -(-32 * nb // 64) * 64
 
 
 def layout_nbytes(layout: str, dtype: str, shape: tuple[int, ...], plain: int) -> int:
@@ -71,6 +93,9 @@ def layout_nbytes(layout: str, dtype: str, shape: tuple[int, ...], plain: int) -
     if layout == "q32_r8":
         rows = int(shape[-1])
         return plain // rows * (-(-rows // ROWS) * ROWS) if rows else 0
+    if layout == "q8_0_c16":
+        nb = int(shape[0]) // 32
+        return -(-int(shape[-1]) // C16) * (_c16_scales(nb) + 512 * nb)
     return plain
 
 
@@ -83,8 +108,43 @@ def _geometry(layout: str, dtype: str, shape: tuple[int, ...]) -> tuple[_Q32Form
     return _Q32[dtype], n, int(shape[0]) // 32, -(-n // ROWS)
 
 
+def _c16_geometry(dtype: str, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """(rows N, blocks per row, 16-row groups, scale bytes S) of a tensor "q8_0_c16" can hold; ValueError otherwise."""
+    bad = shape_error("q8_0_c16", dtype, shape)
+    if bad is not None:
+        raise ValueError(bad)
+    nb = int(shape[0]) // 32
+    return int(shape[1]), nb, -(-int(shape[1]) // C16), _c16_scales(nb)
+
+
+def _repack_c16(dtype: str, data: np.ndarray | memoryview | bytes, shape: tuple[int, ...]) -> np.ndarray:
+    n, nb, ng, s = _c16_geometry(dtype, shape)
+    blocks = np.frombuffer(data, dtype=np.uint8, count=n * nb * 34).reshape(n, nb, 34)
+    out = np.zeros((ng, s + 512 * nb), dtype=np.uint8)
+    d = np.zeros((ng * C16, nb, 2), dtype=np.uint8)
+    d[:n] = blocks[..., :2]
+    out[:, :32 * nb] = d.reshape(ng, C16, nb, 2).transpose(0, 2, 1, 3).reshape(ng, 32 * nb)
+    q = np.zeros((ng * C16, nb, 32), dtype=np.uint8)
+    q[:n] = blocks[..., 2:] ^ 0x80
+    # [group][row][block][lane][4] -> [group][block][lane][row][4]
+    out[:, s:] = q.reshape(ng, C16, nb, 8, 4).transpose(0, 2, 3, 1, 4).reshape(ng, 512 * nb)
+    return out.reshape(-1)
+
+
+def _unpack_c16(dtype: str, data: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    n, nb, ng, s = _c16_geometry(dtype, shape)
+    groups = np.asarray(data, dtype=np.uint8).reshape(ng, s + 512 * nb)
+    out = np.empty((ng * C16, nb, 34), dtype=np.uint8)
+    out[..., :2] = groups[:, :32 * nb].reshape(ng, nb, C16, 2).transpose(0, 2, 1, 3).reshape(ng * C16, nb, 2)
+    q = groups[:, s:].reshape(ng, nb, 8, C16, 4).transpose(0, 3, 1, 2, 4).reshape(ng * C16, nb, 32)
+    out[..., 2:] = q ^ 0x80
+    return out[:n].reshape(-1)
+
+
 def repack(layout: str, dtype: str, data: np.ndarray | memoryview | bytes, shape: tuple[int, ...]) -> np.ndarray:
     """The bytes of `layout` (uint8, layout_nbytes long) from a tensor's GGUF bytes; shape_error must be None."""
+    if layout == "q8_0_c16":
+        return _repack_c16(dtype, data, shape)
     f, n, nb, ng = _geometry(layout, dtype, shape)
     blocks = np.zeros((ng * ROWS, nb, f.block), dtype=np.uint8)
     blocks[:n] = np.frombuffer(data, dtype=np.uint8, count=n * nb * f.block).reshape(n, nb, f.block)
@@ -105,6 +165,8 @@ def repack(layout: str, dtype: str, data: np.ndarray | memoryview | bytes, shape
 
 def unpack(layout: str, dtype: str, data: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """The GGUF bytes (uint8) of a tensor stored in `layout`: the inverse of `repack` (tests, tools)."""
+    if layout == "q8_0_c16":
+        return _unpack_c16(dtype, data, shape)
     f, n, nb, ng = _geometry(layout, dtype, shape)
     tiles = np.asarray(data, dtype=np.uint8).reshape(ng, nb // 2, 2 * ROWS * f.block)
     out = np.zeros((ng, ROWS, nb // 2, 2, f.block), dtype=np.uint8)

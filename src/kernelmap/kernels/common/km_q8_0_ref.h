@@ -40,21 +40,30 @@ static inline void km_q8_0_rne_block_ref(km_block_q8_0 *y, const float *x) {
     for (int i = 0; i < KM_QK8_0; i++) y->qs[i] = (int8_t)rintf(x[i] * id);
 }
 
-static inline float km_q8_0_dot_ggml_ref(const km_block_q8_0 *w, const km_block_q8_0 *x, int64_t nb) {
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int64_t b = 0; b < nb; b++) {
-        const float t = km_fp16_to_fp32(w[b].d) * km_fp16_to_fp32(x[b].d);
-        for (int l = 0; l < 8; l++) {
-            int32_t lane = 0;
-            for (int i = 0; i < 4; i++) lane += (int32_t)w[b].qs[4 * l + i] * (int32_t)x[b].qs[4 * l + i];
-            acc[l] = fmaf(t, (float)lane, acc[l]);
-        }
+/* One block of km_q8_0_dot_ggml_ref's chains: acc[l] = fmaf(t, (float)lane[l], acc[l]) with lane[l] the exact int32
+ * sum of w[4l+i] * x[4l+i] (a reader of a repacked weight layout passes the block's 32 values it rebuilt). */
+static inline void km_q8_0_lanes_ggml_ref(float acc[8], float t, const int8_t *w, const int8_t *x) {
+    for (int l = 0; l < 8; l++) {
+        int32_t lane = 0;
+        for (int i = 0; i < 4; i++) lane += (int32_t)w[4 * l + i] * (int32_t)x[4 * l + i];
+        acc[l] = fmaf(t, (float)lane, acc[l]);
     }
+}
+
+/* The end of km_q8_0_dot_ggml_ref: (acc0 + acc4) + (acc2 + acc6), (acc1 + acc5) + (acc3 + acc7), their sum. */
+static inline float km_q8_0_fold_ggml_ref(const float acc[8]) {
     float h[4];
     for (int l = 0; l < 4; l++) h[l] = acc[l] + acc[l + 4];
     const float g0 = h[0] + h[2];
     const float g1 = h[1] + h[3];
     return g0 + g1;
+}
+
+static inline float km_q8_0_dot_ggml_ref(const km_block_q8_0 *w, const km_block_q8_0 *x, int64_t nb) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t b = 0; b < nb; b++)
+        km_q8_0_lanes_ggml_ref(acc, km_fp16_to_fp32(w[b].d) * km_fp16_to_fp32(x[b].d), w[b].qs, x[b].qs);
+    return km_q8_0_fold_ggml_ref(acc);
 }
 
 static inline void km_fwht_ref(float *y, const float *x, int64_t n) {

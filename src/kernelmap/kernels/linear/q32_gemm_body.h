@@ -129,18 +129,46 @@ KL_INLINE void kq32g_pack_r8(kq32g_blk *P, const uint8_t *g, int64_t gstride, in
 }
 #endif
 
-/* A panel's source: the GGUF layout (rows at w, row stride wrow, nc rows) or, r8, the q32_r8 groups at w (group
- * stride gs; the second group's offset g2: gs or 0). Blocks [b0, b0 + bc) into P. */
+/* The weight layouts a panel is loaded from (kq32g_linear's lay). */
+#define KQ32G_GGUF 0 /* ggml_blocks: one row of blocks per column */
+#define KQ32G_R8 1   /* q32_r8 (linear/q32_r8_layout.h) */
+#define KQ32G_C16 2  /* q8_0_c16 (linear/q8_0_c16_body.h): groups of 16 columns */
+
+/* Bytes of a q8_0_c16 group's scale area (32 per block, rounded up to 64); the codes follow it, 512 per block. */
+#define KQC16_SBYTES(nb) ((32 * (nb) + 63) / 64 * 64)
+
+#if defined(KL_IV_LOADU) && KL_FV_LANES == 16
+/* The same unpacking from q8_0_c16: the group at g (nb blocks) already holds contract lane l's codes of its 16
+ * columns as one vector per block (the stored byte is the int8 with its sign bit flipped, KQ32G_OFF's q8_0 code),
+ * so a block is eight loads and one f16 conversion. Pad rows are zero bytes (d = +0; outputs not stored). */
+KL_INLINE void kq32g_pack_c16(kq32g_blk *P, const uint8_t *g, int64_t nb, int64_t b0, int bc) {
+    const uint8_t *codes = g + KQC16_SBYTES(nb);
+    for (int bb = 0; bb < bc; bb++) {
+        const int64_t b = b0 + bb;
+        for (int l = 0; l < 8; l++) P[bb].q[l] = kl_iv_loadu(codes + 512 * b + 64 * l);
+        kl_fv_store(P[bb].d, kl_fv_load_f16((const uint16_t *)(g + 32 * b)));
+    }
+}
+#endif
+
+/* A panel's source: the GGUF layout (rows at w, row stride wrow, nc rows), the q32_r8 groups at w (group stride gs;
+ * the second group's offset g2: gs or 0) or the q8_0_c16 group at w (nb blocks). Blocks [b0, b0 + bc) into P. */
 typedef struct {
     const uint8_t *w;
-    int64_t wrow, gs, g2;
-    int nc, r8;
+    int64_t wrow, gs, g2, nb;
+    int nc, lay;
 } kq32g_src;
 
 KL_INLINE void kq32g_pack_src(kq32g_blk *P, const kq32g_src *s, int64_t b0, int bc, const int fmt) {
 #if defined(KL_IV_R8)
-    if (s->r8) {
+    if (s->lay == KQ32G_R8) {
         kq32g_pack_r8(P, s->w, s->g2, b0, bc, fmt);
+        return;
+    }
+#endif
+#if defined(KL_IV_LOADU) && KL_FV_LANES == 16
+    if (s->lay == KQ32G_C16) {
+        kq32g_pack_c16(P, s->w, s->nb, b0, bc);
         return;
     }
 #endif
@@ -266,7 +294,7 @@ typedef struct {
 KL_INLINE void kq32g_lpack(kq32g_lblk *P, const kq32g_src *src, int64_t b0, int bc, const int fmt) {
     static const uint8_t ones[4] = {1, 1, 1, 1};
     const uint32_t add = 0x01010101u * (uint32_t)(128 - KL_Q32_OFF(fmt)); /* code + 128 - off <= 31 + 120: no carry */
-    const int step = src->r8 ? 2 : 1; /* q32_r8 unpacks a tile (two blocks) at a time */
+    const int step = src->lay == KQ32G_R8 ? 2 : 1; /* q32_r8 unpacks a tile (two blocks) at a time */
     for (int bb = 0; bb < bc; bb += step) {
         kq32g_blk u[2];
         kq32g_pack_src(u, src, b0 + bb, step, fmt);
@@ -347,25 +375,31 @@ KL_INLINE void kq32g_pf_step(kq32g_pf *pf, int64_t count) {
 }
 
 /* The source of the panel of G groups of KQ32G_L columns at column n (nc: the last group's), group g's. */
-KL_INLINE kq32g_src kq32g_src_at(const uint8_t *w, int64_t wrow, int64_t n, int g, int G, int nc, const int r8) {
+KL_INLINE kq32g_src kq32g_src_at(const uint8_t *w, int64_t wrow, int64_t nb, int64_t n, int g, int G, int nc,
+                                 const int lay) {
     kq32g_src s;
     const int cols = g == G - 1 ? nc : KQ32G_L;
     s.wrow = wrow;
+    s.nb = nb;
     s.nc = cols;
-    s.r8 = r8;
-    s.gs = 8 * wrow; /* a q32_r8 group: 8 rows' bytes */
+    s.lay = lay;
+    s.gs = lay == KQ32G_C16 ? KQC16_SBYTES(nb) + 512 * nb : 8 * wrow; /* a group's bytes */
     s.g2 = cols > 8 ? s.gs : 0;
-    s.w = r8 ? w + (n + g * KQ32G_L) / 8 * s.gs : w + (n + g * KQ32G_L) * wrow;
+    s.w = lay == KQ32G_R8    ? w + (n + g * KQ32G_L) / 8 * s.gs
+          : lay == KQ32G_C16 ? w + (n + g * KQ32G_L) / 16 * s.gs
+                             : w + (n + g * KQ32G_L) * wrow;
     return s;
 }
 
 /* Columns [n0, n1) of y (row stride N) for all M rows (activation rows of nb blocks of format fmt's
- * activation type at x); one: the repacked order, else the vec_dot order. r8: w is in the q32_r8 layout (then
- * n0 is a multiple of 8, nb and KQ32G_KB are even and the lanes header has KL_IV_R8), else the GGUF layout. */
+ * activation type at x); one: the repacked order, else the vec_dot order. lay: w's layout, KQ32G_GGUF, KQ32G_R8
+ * (then n0 is a multiple of 8, nb and KQ32G_KB are even and the lanes header has KL_IV_R8) or KQ32G_C16 (q8_0,
+ * 16-lane headers with KL_IV_LOADU; n0 a multiple of 16). */
 static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M, int64_t N, int64_t nb, int64_t n0,
-                         int64_t n1, const int fmt, const int one, const int r8) {
+                         int64_t n1, const int fmt, const int one, const int lay) {
     const int64_t wblk = KL_Q32_WBLK(fmt), xblk = KL_Q32_XBLK(fmt);
     const int64_t wrow = nb * wblk, xrow = nb * xblk;
+    const int64_t gc16 = KQC16_SBYTES(nb) + 512 * nb; /* a q8_0_c16 group's bytes */
     kq32g_blk P[KQ32G_NG * KQ32G_KB];
     float park[KQ32G_MS * KQ32G_NG * KQ32G_PARK * KQ32G_L] __attribute__((aligned(64)));
     const int chunked = nb > KQ32G_KB;
@@ -409,12 +443,12 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                 const int first = b0 == 0, last = b0 + bc == nb;
 #if defined(KQ32G_LMT)
                 if (lout) {
-                    const kq32g_src src = kq32g_src_at(w, wrow, n, 0, 1, nc, r8);
+                    const kq32g_src src = kq32g_src_at(w, wrow, nb, n, 0, 1, nc, lay);
                     kq32g_lpack(PL, &src, b0, bc, fmt);
                 } else
 #endif
                 for (int g = 0; g < G; g++) {
-                    const kq32g_src src = kq32g_src_at(w, wrow, n, g, G, nc, r8);
+                    const kq32g_src src = kq32g_src_at(w, wrow, nb, n, g, G, nc, lay);
                     kq32g_pack_src(P + g * KQ32G_KB, &src, b0, bc, fmt);
                 }
                 kq32g_pf pf; /* the next chunk of this panel, else the next panel's first (q32_r8: per group of 8
@@ -422,15 +456,20 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                 if (!last) {
                     const int64_t bn = nb - b0 - bc < KQ32G_KB ? nb - b0 - bc : KQ32G_KB;
                     const int64_t rows = n1 - n < NG * KQ32G_L ? n1 - n : NG * KQ32G_L;
-                    if (r8)
+                    if (lay == KQ32G_R8)
                         kq32g_pf_set(&pf, w + n / 8 * 8 * wrow + (b0 + bc) * 8 * wblk, 8 * wrow, (rows + 7) / 8, bn * 8 * wblk);
+                    else if (lay == KQ32G_C16)
+                        kq32g_pf_set(&pf, w + n / 16 * gc16 + KQC16_SBYTES(nb) + (b0 + bc) * 512, gc16, (rows + 15) / 16,
+                                     bn * 512);
                     else
                         kq32g_pf_set(&pf, w + n * wrow + (b0 + bc) * wblk, wrow, rows, bn * wblk);
                 } else {
                     const int64_t nn = n + NG * KQ32G_L, rn = n1 - nn < NG * KQ32G_L ? n1 - nn : NG * KQ32G_L;
                     const int64_t bn = nb < KQ32G_KB ? nb : KQ32G_KB;
-                    if (r8)
+                    if (lay == KQ32G_R8)
                         kq32g_pf_set(&pf, w + nn / 8 * 8 * wrow, 8 * wrow, (rn + 7) / 8, bn * 8 * wblk);
+                    else if (lay == KQ32G_C16)
+                        kq32g_pf_set(&pf, w + nn / 16 * gc16 + KQC16_SBYTES(nb), gc16, (rn + 15) / 16, bn * 512);
                     else
                         kq32g_pf_set(&pf, w + nn * wrow, wrow, rn, bn * wblk);
                 }
