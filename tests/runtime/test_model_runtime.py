@@ -90,6 +90,43 @@ def test_weights_copied_to_huge_pages_or_mapped_give_the_same_bits(synth, monkey
         assert np.array_equal(a.view(np.uint32), b.view(np.uint32)), f"step {step} differs"
 
 
+def test_copying_load_reads_only_the_gguf_pages_some_op_reads_whole(synth, monkeypatch):
+    """The copy (KERNELMAP_WEIGHTS=copy) holds the GGUF head and the tensors some op reads whole; a table only an
+    embedding reads (access "gather") and tensors only their repacked copies stand for stay the file's mapping:
+    their pages are in no copied range, and the logits are those of the plain mapping."""
+    from kernelmap.gguf import open_gguf
+    from kernelmap.weights import load_manifest
+
+    compiled = compile_model(synth["q8_0"], CompileOptions(max_rows=8))
+    text = (compiled.build_dir / "gen" / "model.c").read_text()
+    table = re.search(r"km_gguf_copy\[\]\[2\] = \{(.*)\};", text).group(1)
+    ranges = [(int(a), int(b)) for a, b in re.findall(r"\{UINT64_C\((\d+)\), UINT64_C\((\d+)\)\}", table)]
+    gguf = open_gguf(synth["q8_0"])
+    assert ranges and ranges[0][0] == 0 and ranges[0][1] >= gguf.data_offset
+    assert all(a % 4096 == 0 and b % 4096 == 0 and a < b for a, b in ranges)
+    assert all(b < c for (_, b), (c, _) in zip(ranges, ranges[1:], strict=False)), "ranges overlap or touch unmerged"
+
+    def copied(start: int, size: int) -> bool:
+        return all(any(a <= p < b for a, b in ranges) for p in (start, start + size - 1))
+
+    entries = load_manifest(compiled.build_dir / "weights.json").entries
+    mapped = {e.tensor for e in entries if e.file == "gguf"}
+    embd = gguf.tensors["token_embd.weight"]
+    # the synthetic model's q8_0 linears read their 16-row copies; its embedding rows come from the GGUF
+    assert "token_embd.weight" in mapped and any(e.layout == "q8_0_c16" for e in entries)
+    assert not any(a < embd.offset + embd.n_bytes - 4096 and embd.offset + 4096 <= b for a, b in ranges), (
+        "the gathered embedding table was copied")
+    for e in entries:
+        if e.file == "gguf" and e.tensor != "token_embd.weight":
+            assert copied(e.offset, e.size), f"{e.name} is read whole but not copied"
+    runs = {}
+    for mode in ("map", "copy"):
+        monkeypatch.setenv("KERNELMAP_WEIGHTS", mode)
+        runs[mode] = _trajectory(compiled, 2)
+    for step, (a, b) in enumerate(zip(runs["map"], runs["copy"], strict=True)):
+        assert np.array_equal(a.view(np.uint32), b.view(np.uint32)), f"step {step} differs"
+
+
 @pytest.mark.parametrize("mode", ["map", "copy"])
 def test_model_refuses_a_truncated_model_file_whichever_way_it_is_read(synth, tmp_path, monkeypatch, mode):
     monkeypatch.setenv("KERNELMAP_WEIGHTS", mode)

@@ -173,3 +173,31 @@ def test_manifest_refuses_a_repacked_entry_of_the_wrong_size(q5_model, tmp_path)
     (out / "weights.json").write_text(json.dumps(doc))
     with pytest.raises(ModelError, match="size does not match its dtype, shape and layout"):
         load_manifest(out / "weights.json")
+
+
+def test_every_repacked_layout_is_in_the_schemas_that_name_layouts():
+    """A layout the packer makes must be one a kernel map's port and a weights manifest may name."""
+    import json
+    from pathlib import Path
+
+    import kernelmap
+    from kernelmap.weights.repack import REPACKED
+
+    root = Path(kernelmap.__file__).parent
+    maps = json.loads((root / "maps" / "kernel_map.schema.json").read_text())
+    manifest = json.loads((root / "weights" / "weights_manifest.schema.json").read_text())
+
+    def enums(doc, key="layout"):
+        if isinstance(doc, dict):
+            for k, v in doc.items():
+                if k == key and isinstance(v, dict) and "enum" in v:
+                    yield set(v["enum"])
+                yield from enums(v, key)
+        elif isinstance(doc, list):
+            for v in doc:
+                yield from enums(v, key)
+
+    for name, doc in (("kernel_map.schema.json", maps), ("weights_manifest.schema.json", manifest)):
+        found = list(enums(doc))
+        assert found, name
+        assert all(set(REPACKED) <= e for e in found), (name, found)
