@@ -36,13 +36,13 @@ WEIGHT_TYPES = {"attn_q": "q4_k", "attn_k": "q5_0", "attn_v": "q6_k", "attn_outp
 
 # the default policy's linear kernels the weights above must reach (the legacy nibble types in every phase: the
 # repacked layout's providers)
-LINEAR_PROVIDERS = {"linear_q4_k_q8_k_ggml", "linear_q6_k_q8_k_ggml", "linear_f32_f32_ggml",
+LINEAR_PROVIDERS = {"linear_q6_k_q8_k_ggml", "linear_f32_f32_ggml",
                     "linear_q5_0_q8_0_ggml_r8", "linear_q4_0_q8_0_ggml_r8", "linear_q4_1_q8_1_ggml_r8",
                     "linear_q5_1_q8_1_ggml_r8"}
-# q8_0: the 16-row layout's provider where it has a variant for the level (AVX-512 VNNI; on the scalar level both
-# providers run only their refs and priority picks it), the GGUF layout's elsewhere
-Q8_0_PROVIDER = {"scalar": "linear_q8_0_q8_0_ggml_c16", "avx2": "linear_q8_0_q8_0_ggml",
-                 "avx512": "linear_q8_0_q8_0_ggml", "avx512vnni": "linear_q8_0_q8_0_ggml_c16"}
+# q8_0 and q4_K: the 16-row layouts' providers where they have a variant for the level (AVX-512 VNNI; on the scalar
+# level both providers run only their refs and priority picks them), the GGUF layout's elsewhere
+C16_LEVELS = {"scalar": True, "avx2": False, "avx512": False, "avx512vnni": True}
+C16_TYPES = ("q8_0_q8_0", "q4_k_q8_k")
 
 
 @pytest.fixture(scope="module")
@@ -113,9 +113,10 @@ def test_isa_level_build_uses_that_levels_variants(synth, level, monkeypatch):
         assert "avx512vnni" in variants
     providers = {row[2] for row in compiled.info["selection"]}
     assert LINEAR_PROVIDERS <= providers, f"isa {level}: the model no longer reaches {sorted(LINEAR_PROVIDERS - providers)}"
-    vnni_or_scalar = LEVELS["avx512vnni"] <= isa or not LEVELS["avx2"] <= isa
-    q8 = Q8_0_PROVIDER.get(level, "linear_q8_0_q8_0_ggml_c16" if vnni_or_scalar else "linear_q8_0_q8_0_ggml")
-    assert q8 in providers, f"isa {level}: q8_0 linears not on {q8}: {sorted(p for p in providers if 'q8_0_q8_0' in p)}"
+    c16 = C16_LEVELS.get(level, LEVELS["avx512vnni"] <= isa or not LEVELS["avx2"] <= isa)
+    for t in C16_TYPES:
+        want = f"linear_{t}_ggml_c16" if c16 else f"linear_{t}_ggml"
+        assert want in providers, f"isa {level}: {t} linears not on {want}: {sorted(p for p in providers if t in p)}"
     assert any(label.startswith("blk.5.") for _, label, *_ in compiled.info["selection"])
 
 

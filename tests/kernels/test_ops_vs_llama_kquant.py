@@ -24,10 +24,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fixture_builds import claims, load_builds
-from kernel_harness import bind, load_map_library, ptr, runnable_variants
+from kernel_harness import bind, gguf_layout, load_map_library, ptr, runnable_variants
 
+from kernelmap.maps.provider import FAILED, UNEVALUABLE
 from kernelmap.maps.registry import load_registry
 from kernelmap.numerics.policy import load_policy
+from kernelmap.weights.repack import REPACKED
 
 _ROOT = Path(__file__).resolve().parents[1] / "fixtures"
 # build: (fixture folder, the policy that claims that build's bits)
@@ -55,20 +57,37 @@ def _registry():
     return load_registry()
 
 
-def _provider(op: str, build: str = "avx512", **keys: str) -> tuple[str, object]:
-    """The build's policy's provider; for an op that policy refuses, llama-cpu's (what the refusal is checked on)."""
+def _providers(op: str, build: str = "avx512", **keys: str) -> tuple[list[str], object]:
+    """The production providers of the build's policy's contract (for an op that policy refuses, llama-cpu's: what
+    the refusal is checked on): the GGUF-layout provider first, then any reading a repacked weight layout."""
     policy = BUILDS[build][1] if _claims(build, op, **keys) else "llama-cpu"
     rule = load_policy(policy).rule_for(op, **keys)
-    ids = [p.id for p in _registry().by_op(op) if p.contract == rule.contract and p.status == "production"]
+    found = [p for p in _registry().by_op(op) if p.contract == rule.contract and p.status == "production"]
+    ids = [p.id for p in sorted(found, key=lambda p: (any(w.layout in REPACKED for w in p.weights), p.id))]
+    assert ids and not any(w.layout in REPACKED for w in _registry().providers[ids[0]].weights), (
+        f"{rule.contract}: production providers {ids}")
+    return ids, rule
+
+
+def _provider(op: str, build: str = "avx512", **keys: str) -> tuple[str, object]:
+    """The one production provider of the contract (ops without repacked-layout providers)."""
+    ids, rule = _providers(op, build, **keys)
     assert len(ids) == 1, f"{rule.contract}: production providers {ids}"
     return ids[0], rule
 
 
+def _takes(map_id: str, m: int, n: int, k: int) -> bool:
+    """Whether the resolver could give the provider this shape (e.g. N % 8 == 0 for q4_k_c16)."""
+    dims = {"M": m, "N": n, "K": k}
+    return not any(c.check(dims)[0] in (FAILED, UNEVALUABLE) for c in _registry().providers[map_id].constraints)
+
+
 def _variants(map_id: str):
+    """(variant, function taking the GGUF-layout weight) of every variant this host runs."""
     lib, spec = load_map_library(map_id)
     names = runnable_variants(map_id)
     assert "ref" in names
-    return [(n, bind(lib, spec, n)) for n in names]
+    return [(n, gguf_layout(spec, bind(lib, spec, n))) for n in names]
 
 
 def _quantize_q8_k(x: np.ndarray, build: str) -> np.ndarray:
@@ -95,14 +114,18 @@ def test_kquant_linear_llama_inputs_give_llama_outputs(fx_builds, build: str, ke
     fx = fx_builds[build]
     info = SETTINGS["tensors"][key]
     claimed = _claims(build, "linear", weight=info["type"])
-    map_id, rule = _provider("linear", build, weight=info["type"])
+    map_ids, rule = _providers("linear", build, weight=info["type"])
     assert rule.activation == "q8_k"
     w = np.ascontiguousarray(fx[f"{key}:w"])
     xs, want = fx[f"{key}:x"], fx[f"{key}:y"]
     n, k = w.shape[0], info["K"]
     assert xs.shape == (len(SETTINGS["prompt"]), k) and want.shape == (xs.shape[0], n)
     bad: dict[str, list[int]] = {}
-    for vname, fn in _variants(map_id):
+    # a refused type: its GGUF-layout provider's counts; a claimed one: every provider that can take the shape
+    runs = [(v if prov == map_ids[0] else f"{prov}.{v}", fn) for prov in (map_ids if claimed else map_ids[:1])
+            if _takes(prov, 1, n, k) for v, fn in _variants(prov)]
+    map_id = " / ".join(map_ids)
+    for vname, fn in runs:
         for pos in range(xs.shape[0]):
             xq = _quantize_q8_k(xs[pos], build)
             y = np.full(n, np.nan, np.float32)
@@ -128,12 +151,13 @@ def test_kquant_linear_unrepacked_rows_give_llama_vec_dot(fx_builds, build: str,
     if not _claims(build, "linear", weight=info["type"]):
         pytest.skip(f"{BUILDS[build][1]} refuses {info['type']} (its repacked order: "
                     "test_kquant_linear_llama_inputs_give_llama_outputs)")
-    map_id, _ = _provider("linear", build, weight=info["type"])
+    map_ids, _ = _providers("linear", build, weight=info["type"])
     n, k = 63, info["K"]
     w = np.ascontiguousarray(fx[f"{key}:w"][:n])
     xs, want = fx[f"{key}:x"], fx[f"{key}:y_vec_dot"][:, :n]
     bad: dict[str, int] = {}
-    for vname, fn in _variants(map_id):
+    map_id = " / ".join(m for m in map_ids if _takes(m, 1, n, k))  # a 16-row layout's N % 8 == 0: not its shape
+    for vname, fn in [(f"{m}.{v}", f) for m in map_ids if _takes(m, 1, n, k) for v, f in _variants(m)]:
         for pos in range(xs.shape[0]):
             xq = _quantize_q8_k(xs[pos], build)  # kept alive across the call
             y = np.full(n, np.nan, np.float32)

@@ -1,4 +1,4 @@
-"""Repacked weight layouts (weights/repack.py): the "q32_r8" and "q8_0_c16" bytes as its docstring states them, the inverse,
+"""Repacked weight layouts (weights/repack.py): the "q32_r8", "q8_0_c16" and "q4_k_c16" bytes as its docstring states them, the inverse,
 the fail-closed shape checks, and the packer writing a repacked copy beside the GGUF-mapped original."""
 
 from __future__ import annotations
@@ -124,6 +124,64 @@ def test_q8_0_c16_refuses_what_it_cannot_hold():
     with pytest.raises(ValueError, match="multiple of 32"):
         repack("q8_0_c16", "q8_0", bytes(34), (16, 1))
     assert derivable("q8_0_c16", "ggml_blocks", "q8_0") and not derivable("q8_0_c16", "ggml_blocks", "q4_0")
+
+
+def test_q4_k_c16_bytes_are_the_documented_layout():
+    from kernelmap.weights.repack import _q4k_scales
+
+    n, nb = 19, 2  # two groups (the second with 13 pad rows)
+    rng = np.random.default_rng(3)
+    plain = rng.integers(0, 256, size=(n, nb, 144), dtype=np.uint8)
+    out = repack("q4_k_c16", "q4_k", plain.reshape(-1), (nb * 256, n))
+    assert out.size == 2 * nb * 2368 == layout_nbytes("q4_k_c16", "q4_k", (nb * 256, n), plain.size)
+    recs = out.reshape(2, nb, 2368)
+    for row in range(32):
+        g, c = divmod(row, 16)
+        for b in range(nb):
+            r = recs[g, b]
+            qs = b"".join(r[64 * v + 4 * c:64 * v + 4 * c + 4].tobytes() for v in range(32))
+            sc, mn = r[2048 + c:2176:16], r[2176 + c:2304:16]
+            d, dmin = r[2304 + 2 * c:2306 + 2 * c], r[2336 + 2 * c:2338 + 2 * c]
+            if row >= n:  # pad rows: zero bytes
+                assert not any(qs) and not sc.any() and not mn.any() and not d.any() and not dmin.any(), (row, b)
+                continue
+            blk = plain[row, b]
+            assert qs == blk[16:].tobytes(), (row, b)
+            want_sc, want_mn = _q4k_scales(blk[4:16])
+            assert sc.tolist() == want_sc.tolist() and mn.tolist() == want_mn.tolist(), (row, b)
+            assert d.tobytes() == blk[0:2].tobytes() and dmin.tobytes() == blk[2:4].tobytes(), (row, b)
+
+
+def test_q4_k_c16_scales_are_llamas_six_bit_unpacking():
+    """_q4k_scales states km_q4k_scales (kernels/common/km_kquant.h): sc[0..3] / mn[0..3] the low 6 bits of bytes
+    0-3 / 4-7, sc[4..7] / mn[4..7] the low / high nibbles of bytes 8-11 with the top 2 bits of bytes 0-3 / 4-7."""
+    from kernelmap.weights.repack import _q4k_pack_scales, _q4k_scales
+
+    q = np.array([0b11000001, 0b01000010, 3, 4, 0b10000101, 6, 7, 0b11001000, 0x9A, 0xBC, 0xDE, 0xF0], np.uint8)
+    sc, mn = _q4k_scales(q)
+    assert sc.tolist() == [1, 2, 3, 4, 0x0A | 0x30, 0x0C | 0x10, 0x0E, 0x00]
+    assert mn.tolist() == [5, 6, 7, 8, 0x09 | 0x20, 0x0B, 0x0D, 0x0F | 0x30]
+    table = np.random.default_rng(5).integers(0, 256, size=(200, 12), dtype=np.uint8)
+    assert np.array_equal(_q4k_pack_scales(*_q4k_scales(table)), table)
+
+
+@pytest.mark.parametrize("n,k", [(1, 256), (8, 512), (16, 256), (17, 768), (40, 2048), (0, 256)])
+def test_q4_k_c16_unpack_inverts_repack(n, k):
+    rng = np.random.default_rng(n * 1000 + k)
+    plain = rng.integers(0, 256, size=n * k // 256 * 144, dtype=np.uint8)
+    packed = repack("q4_k_c16", "q4_k", plain, (k, n))
+    assert packed.size == layout_nbytes("q4_k_c16", "q4_k", (k, n), plain.size)
+    assert np.array_equal(unpack("q4_k_c16", "q4_k", packed, (k, n)), plain)
+
+
+def test_q4_k_c16_refuses_what_it_cannot_hold():
+    assert shape_error("q4_k_c16", "q4_k", (256, 3)) is None
+    assert "holds q4_k, not q5_k" in shape_error("q4_k_c16", "q5_k", (256, 3))
+    assert "multiple of 256" in shape_error("q4_k_c16", "q4_k", (128, 3))
+    assert "multiple of 256" in shape_error("q4_k_c16", "q4_k", (256, 3, 2))
+    with pytest.raises(ValueError, match="multiple of 256"):
+        repack("q4_k_c16", "q4_k", bytes(144), (128, 1))
+    assert derivable("q4_k_c16", "ggml_blocks", "q4_k") and not derivable("q4_k_c16", "ggml_blocks", "q8_0")
 
 
 @pytest.fixture

@@ -30,6 +30,16 @@ rounded up to a multiple of 64, so a 64-byte aligned tensor keeps every group an
 One 64-byte load is contract lane l's four values of 16 rows, the operand of one 512-bit integer dot against
 the activation's four quants broadcast (the column-lane vectors linear/q32_gemm_body.h builds by gathers from
 the GGUF layout), so a decode GEMV reads each weight byte once, in order, with no shuffle.
+
+Layout "q4_k_c16" (q4_K; K a multiple of 256): rows in groups of 16 (pad rows zero bytes), each group nb = K / 256
+records of 2368 bytes, record b holding superblock b of the 16 rows:
+  - bytes [0, 2048): vector v = 8 k + t (k < 4, t < 8) at 64 v, row c's four bytes at 64 v + 4 c = the block's
+    qs[32 k + 4 t .. + 3] as they are (low nibbles: values 64 k + 4 t + i of sub-block 2 k, high nibbles: of
+    sub-block 2 k + 1);
+  - byte 2048 + 16 j + c: the 6-bit scale of sub-block j of row c, unpacked; byte 2176 + 16 j + c: its min;
+  - bytes 2304 + 2 c: row c's f16 d; 2336 + 2 c: its f16 dmin.
+Every code vector is 64-byte aligned in an aligned tensor (2368 = 37 * 64); 2.8% more bytes than the GGUF's 144
+per row and superblock (the scales and mins unpacked, so no 6-bit unpacking per row at run time).
 Written by hand: the transform is a few NumPy reshapes, and no library knows these layouts.
 """
 
@@ -59,7 +69,9 @@ C16 = 16  # rows per group of "q8_0_c16"
 
 # repacked layout -> (the GGUF layout it is made from, the dtypes it holds)
 REPACKED: dict[str, tuple[str, frozenset[str]]] = {"q32_r8": ("ggml_blocks", frozenset(_Q32)),
-                                                   "q8_0_c16": ("ggml_blocks", frozenset({"q8_0"}))}
+                                                   "q8_0_c16": ("ggml_blocks", frozenset({"q8_0"})),
+                                                   "q4_k_c16": ("ggml_blocks", frozenset({"q4_k"}))}
+Q4K_C16_RECORD = 2368  # bytes of one superblock of a "q4_k_c16" group
 
 
 def derivable(layout: str, source: str, dtype: str) -> bool:
@@ -80,6 +92,11 @@ def shape_error(layout: str, dtype: str, shape: tuple[int, ...]) -> str | None:
             return f"layout q8_0_c16 holds q8_0, not {dtype}"
         if len(shape) != 2 or shape[0] % 32 or not shape[0]:
             return f"layout q8_0_c16 needs a 2-D tensor with ne0 (K) a positive multiple of 32, not {list(shape)}"
+    if layout == "q4_k_c16":
+        if dtype != "q4_k":
+            return f"layout q4_k_c16 holds q4_k, not {dtype}"
+        if len(shape) != 2 or shape[0] % 256 or not shape[0]:
+            return f"layout q4_k_c16 needs a 2-D tensor with ne0 (K) a positive multiple of 256, not {list(shape)}"
     return None
 
 
@@ -96,6 +113,8 @@ def layout_nbytes(layout: str, dtype: str, shape: tuple[int, ...], plain: int) -
     if layout == "q8_0_c16":
         nb = int(shape[0]) // 32
         return -(-int(shape[-1]) // C16) * (_c16_scales(nb) + 512 * nb)
+    if layout == "q4_k_c16":
+        return -(-int(shape[-1]) // C16) * Q4K_C16_RECORD * (int(shape[0]) // 256)
     return plain
 
 
@@ -141,10 +160,71 @@ def _unpack_c16(dtype: str, data: np.ndarray, shape: tuple[int, ...]) -> np.ndar
     return out[:n].reshape(-1)
 
 
+def _q4k_geometry(dtype: str, shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """(rows N, superblocks per row, 16-row groups) of a tensor "q4_k_c16" can hold; ValueError otherwise."""
+    bad = shape_error("q4_k_c16", dtype, shape)
+    if bad is not None:
+        raise ValueError(bad)
+    return int(shape[1]), int(shape[0]) // 256, -(-int(shape[1]) // C16)
+
+
+def _q4k_scales(sc12: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The 8 six-bit scales and mins (uint8 [..., 8] each) of q4_K's packed 12-byte tables [..., 12]."""
+    q = sc12.astype(np.uint8)
+    sc = np.empty(q.shape[:-1] + (8,), np.uint8)
+    mn = np.empty_like(sc)
+    sc[..., :4] = q[..., 0:4] & 63
+    mn[..., :4] = q[..., 4:8] & 63
+    sc[..., 4:] = (q[..., 8:12] & 0x0F) | ((q[..., 0:4] >> 6) << 4)
+    mn[..., 4:] = (q[..., 8:12] >> 4) | ((q[..., 4:8] >> 6) << 4)
+    return sc, mn
+
+
+def _q4k_pack_scales(sc: np.ndarray, mn: np.ndarray) -> np.ndarray:
+    """The inverse of _q4k_scales: q4_K's 12-byte tables from 6-bit scales and mins."""
+    q = np.empty(sc.shape[:-1] + (12,), np.uint8)
+    q[..., 0:4] = (sc[..., :4] & 63) | ((sc[..., 4:] >> 4) << 6)
+    q[..., 4:8] = (mn[..., :4] & 63) | ((mn[..., 4:] >> 4) << 6)
+    q[..., 8:12] = (sc[..., 4:] & 0x0F) | ((mn[..., 4:] & 0x0F) << 4)
+    return q
+
+
+def _repack_q4k(dtype: str, data: np.ndarray | memoryview | bytes, shape: tuple[int, ...]) -> np.ndarray:
+    n, nb, ng = _q4k_geometry(dtype, shape)
+    blocks = np.zeros((ng * C16, nb, 144), dtype=np.uint8)
+    blocks[:n] = np.frombuffer(data, dtype=np.uint8, count=n * nb * 144).reshape(n, nb, 144)
+    out = np.zeros((ng, nb, Q4K_C16_RECORD), dtype=np.uint8)
+    # codes: [group][row][block][dword v] -> [group][block][v][row]
+    qs = np.ascontiguousarray(blocks[..., 16:]).view("<u4").reshape(ng, C16, nb, 32)
+    out[..., :2048].view("<u4").reshape(ng, nb, 32, C16)[...] = qs.transpose(0, 2, 3, 1)
+    sc, mn = _q4k_scales(blocks[..., 4:16])  # [group * 16 + row][block][j]
+    out[..., 2048:2176] = sc.reshape(ng, C16, nb, 8).transpose(0, 2, 3, 1).reshape(ng, nb, 128)
+    out[..., 2176:2304] = mn.reshape(ng, C16, nb, 8).transpose(0, 2, 3, 1).reshape(ng, nb, 128)
+    for at, field in ((2304, 0), (2336, 2)):
+        out[..., at:at + 32] = blocks[..., field:field + 2].reshape(ng, C16, nb, 2).transpose(0, 2, 1, 3).reshape(ng, nb, 32)
+    return out.reshape(-1)
+
+
+def _unpack_q4k(dtype: str, data: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    n, nb, ng = _q4k_geometry(dtype, shape)
+    rec = np.asarray(data, dtype=np.uint8).reshape(ng, nb, Q4K_C16_RECORD)
+    out = np.empty((ng, C16, nb, 144), dtype=np.uint8)
+    qs = np.ascontiguousarray(rec[..., :2048]).view("<u4").reshape(ng, nb, 32, C16).transpose(0, 3, 1, 2)
+    out[..., 16:] = np.ascontiguousarray(qs).view(np.uint8).reshape(ng, C16, nb, 128)
+    sc = rec[..., 2048:2176].reshape(ng, nb, 8, C16).transpose(0, 3, 1, 2)
+    mn = rec[..., 2176:2304].reshape(ng, nb, 8, C16).transpose(0, 3, 1, 2)
+    out[..., 4:16] = _q4k_pack_scales(sc, mn)
+    for at, field in ((2304, 0), (2336, 2)):
+        out[..., field:field + 2] = rec[..., at:at + 32].reshape(ng, nb, C16, 2).transpose(0, 2, 1, 3)
+    return out.reshape(ng * C16, nb * 144)[:n].reshape(-1)
+
+
 def repack(layout: str, dtype: str, data: np.ndarray | memoryview | bytes, shape: tuple[int, ...]) -> np.ndarray:
     """The bytes of `layout` (uint8, layout_nbytes long) from a tensor's GGUF bytes; shape_error must be None."""
     if layout == "q8_0_c16":
         return _repack_c16(dtype, data, shape)
+    if layout == "q4_k_c16":
+        return _repack_q4k(dtype, data, shape)
     f, n, nb, ng = _geometry(layout, dtype, shape)
     blocks = np.zeros((ng * ROWS, nb, f.block), dtype=np.uint8)
     blocks[:n] = np.frombuffer(data, dtype=np.uint8, count=n * nb * f.block).reshape(n, nb, f.block)
@@ -167,6 +247,8 @@ def unpack(layout: str, dtype: str, data: np.ndarray, shape: tuple[int, ...]) ->
     """The GGUF bytes (uint8) of a tensor stored in `layout`: the inverse of `repack` (tests, tools)."""
     if layout == "q8_0_c16":
         return _unpack_c16(dtype, data, shape)
+    if layout == "q4_k_c16":
+        return _unpack_q4k(dtype, data, shape)
     f, n, nb, ng = _geometry(layout, dtype, shape)
     tiles = np.asarray(data, dtype=np.uint8).reshape(ng, nb // 2, 2 * ROWS * f.block)
     out = np.zeros((ng, ROWS, nb // 2, 2, f.block), dtype=np.uint8)

@@ -94,4 +94,26 @@ static inline float km_kq_reduce8(const float p[8]) {
     return b0 + b1;
 }
 
+/* The exact integer sums of one q4_k superblock in llama.cpp's repacked q4_K order (the refs of
+ * linear.q4_k.q8_k.ggml.v1, N % 8 == 0, on the GGUF layout and on q4_k_c16): qs the 128 code bytes (chunk c:
+ * low nibbles = sub-block 2c, high = 2c + 1), sc / mn the unpacked 6-bit scales and mins, x the q8_K block;
+ * *isum = sum_j sc[j] * (sub-block j's 32 code * quant products), *imin = sum_j mn[j] * (bsums[2j] + bsums[2j+1]). */
+static inline void km_q4k_repack_sums_ref(const uint8_t qs[KM_QK_K / 2], const uint8_t sc[8], const uint8_t mn[8],
+                                          const km_block_q8_k *x, int32_t *isum, int32_t *imin) {
+    int32_t is = 0, im = 0;
+    for (int c = 0; c < 4; ++c) { /* 64 values per chunk: low nibbles (sub-block 2c), then high */
+        const uint8_t *q = qs + 32 * c;
+        const int8_t *q8 = x->qs + 64 * c;
+        int32_t lo = 0, hi = 0;
+        for (int l = 0; l < 32; ++l) {
+            lo += (int32_t)(q[l] & 0x0F) * q8[l];
+            hi += (int32_t)(q[l] >> 4) * q8[32 + l];
+        }
+        is += (int32_t)sc[2 * c] * lo + (int32_t)sc[2 * c + 1] * hi;
+    }
+    for (int j = 0; j < 8; ++j) im += (int32_t)mn[j] * ((int32_t)x->bsums[2 * j] + x->bsums[2 * j + 1]);
+    *isum = is;
+    *imin = im;
+}
+
 #endif /* KM_KQUANT_H */

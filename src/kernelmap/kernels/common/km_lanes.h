@@ -266,7 +266,8 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *   KL_IV                          defined when the lanes header provides these
  *   kl_iv                          KL_FV_LANES int32 lanes; kl_iv_zero() kl_iv_load(p) kl_iv_store(p, v) (p aligned
  *                                  to the vector's size) kl_iv_add(a, b) kl_iv_mullo(a, b) (low 32 bits)
- *   kl_iv_loadu(p)                 kl_iv_load at any address (KL_IV_LOADU: the 16-lane header, for the q8_0_c16 body)
+ *   kl_iv_loadu(p)                 kl_iv_load at any address (KL_IV_LOADU: the 16-lane header, for the c16 bodies)
+ *   kl_iv_cvt_u8(p)                KL_FV_LANES bytes at p zero-extended to the int32 lanes (with KL_IV_LOADU)
  *   kl_iv_dp4(acc, w, x)           lane l + sum_{i<4} u8(byte 4l + i of w) * s8(x[i]), x 4 int8 (the same 4 for
  *                                  every lane); exact for codes <= 127 (without VNNI a pair sum is int16)
  *   kl_iv_dp2w(acc, w, x)          lane l + i16(low half of w's lane l) * x[0] + i16(high half) * x[1], x 2

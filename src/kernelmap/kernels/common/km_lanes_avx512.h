@@ -632,6 +632,7 @@ KL_INLINE kl_iv kl_iv_zero(void) { return _mm512_setzero_si512(); }
 KL_INLINE kl_iv kl_iv_load(const void *p) { return _mm512_load_si512(p); }
 #define KL_IV_LOADU 1
 KL_INLINE kl_iv kl_iv_loadu(const void *p) { return _mm512_loadu_si512(p); }
+KL_INLINE kl_iv kl_iv_cvt_u8(const uint8_t *p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p)); }
 KL_INLINE void kl_iv_store(void *p, kl_iv v) { _mm512_store_si512(p, v); }
 KL_INLINE kl_iv kl_iv_add(kl_iv a, kl_iv b) { return _mm512_add_epi32(a, b); }
 KL_INLINE kl_iv kl_iv_mullo(kl_iv a, kl_iv b) { return _mm512_mullo_epi32(a, b); }

@@ -78,21 +78,8 @@ void km_linear_q4_k_q8_k_ggml__ref(float *y, const void *w, const void *x, int64
                 const km_block_q8_k *xb = &xr[b];
                 uint8_t sc[8], mn[8];
                 km_q4k_scales(wb->scales, sc, mn);
-                int32_t isum = 0;
-                for (int c = 0; c < 4; ++c) { /* 64 values per chunk: low nibbles (sub-block 2c), then high */
-                    const uint8_t *qs = wb->qs + 32 * c;
-                    const int8_t *q8 = xb->qs + 64 * c;
-                    int32_t lo = 0, hi = 0;
-                    for (int l = 0; l < 32; ++l) {
-                        lo += (int32_t)(qs[l] & 0x0F) * q8[l];
-                        hi += (int32_t)(qs[l] >> 4) * q8[32 + l];
-                    }
-                    isum += (int32_t)sc[2 * c] * lo + (int32_t)sc[2 * c + 1] * hi;
-                }
-                int32_t imin = 0;
-                for (int j = 0; j < 8; ++j) {
-                    imin += (int32_t)mn[j] * ((int32_t)xb->bsums[2 * j] + xb->bsums[2 * j + 1]);
-                }
+                int32_t isum, imin;
+                km_q4k_repack_sums_ref(wb->qs, sc, mn, xb, &isum, &imin);
                 const float fd = km_fp16_to_fp32(wb->d) * xb->d;
                 const float fm = km_fp16_to_fp32(wb->dmin) * xb->d;
                 acc = fmaf((float)isum, fd, acc);

@@ -227,7 +227,7 @@ static inline void kqr_linear(float *y, const void *w, const void *x, int64_t M,
     const km_block_q8_k *xq = (const km_block_q8_k *)x;
 #ifdef KQG_MT
     if (M >= KQG_MIN_M) {
-        kqg_drive(y, wb, xq, M, N, nb, n0, n1, fmt);
+        kqg_drive(y, wb, xq, M, N, nb, n0, n1, fmt, 0);
         return;
     }
 #endif
