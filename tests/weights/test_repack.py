@@ -1,4 +1,4 @@
-"""Repacked weight layouts (weights/repack.py): the "q32_r8", "q8_0_c16" and "q4_k_c16" bytes as its docstring states them, the inverse,
+"""Repacked weight layouts (weights/repack.py): the "q32_r8", "q8_0_c16", "q4_k_c16" and "q2_k_c16" bytes as its docstring states them, the inverse,
 the fail-closed shape checks, and the packer writing a repacked copy beside the GGUF-mapped original."""
 
 from __future__ import annotations
@@ -182,6 +182,35 @@ def test_q4_k_c16_refuses_what_it_cannot_hold():
     with pytest.raises(ValueError, match="multiple of 256"):
         repack("q4_k_c16", "q4_k", bytes(144), (128, 1))
     assert derivable("q4_k_c16", "ggml_blocks", "q4_k") and not derivable("q4_k_c16", "ggml_blocks", "q8_0")
+
+
+def test_q2_k_c16_bytes_are_the_documented_layout():
+    n, nb = 19, 2  # two groups (the second with 13 pad rows)
+    rng = np.random.default_rng(6)
+    plain = rng.integers(0, 256, size=(n, nb, 84), dtype=np.uint8)
+    out = repack("q2_k_c16", "q2_k", plain.reshape(-1), (nb * 256, n))
+    assert out.size == 2 * nb * 1344 == layout_nbytes("q2_k_c16", "q2_k", (nb * 256, n), plain.size)
+    recs = out.reshape(2, nb, 1344)
+    for row in range(32):
+        g, c = divmod(row, 16)
+        for b in range(nb):
+            r = recs[g, b]
+            qs = b"".join(r[64 * v + 4 * c:64 * v + 4 * c + 4].tobytes() for v in range(16))
+            scales = r[1024 + c:1280:16].tobytes()
+            d, dmin = r[1280 + 2 * c:1282 + 2 * c].tobytes(), r[1312 + 2 * c:1314 + 2 * c].tobytes()
+            blk = plain[row, b].tobytes() if row < n else bytes(84)  # pad rows: zero bytes
+            assert (scales, qs, d, dmin) == (blk[:16], blk[16:80], blk[80:82], blk[82:84]), (row, b)
+
+
+@pytest.mark.parametrize("n,k", [(1, 256), (8, 512), (16, 256), (17, 768), (40, 2048), (0, 256)])
+def test_q2_k_c16_unpack_inverts_repack(n, k):
+    rng = np.random.default_rng(n * 1000 + k + 1)
+    plain = rng.integers(0, 256, size=n * k // 256 * 84, dtype=np.uint8)
+    packed = repack("q2_k_c16", "q2_k", plain, (k, n))
+    assert packed.size == layout_nbytes("q2_k_c16", "q2_k", (k, n), plain.size)
+    assert np.array_equal(unpack("q2_k_c16", "q2_k", packed, (k, n)), plain)
+    assert "holds q2_k, not q4_k" in shape_error("q2_k_c16", "q4_k", (256, 3))
+    assert "multiple of 256" in shape_error("q2_k_c16", "q2_k", (128, 3))
 
 
 @pytest.fixture

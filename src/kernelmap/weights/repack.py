@@ -40,6 +40,12 @@ records of 2368 bytes, record b holding superblock b of the 16 rows:
   - bytes 2304 + 2 c: row c's f16 d; 2336 + 2 c: its f16 dmin.
 Every code vector is 64-byte aligned in an aligned tensor (2368 = 37 * 64); 2.8% more bytes than the GGUF's 144
 per row and superblock (the scales and mins unpacked, so no 6-bit unpacking per row at run time).
+
+Layout "q2_k_c16" (q2_K; K a multiple of 256): the same groups, records of 1344 bytes (= 16 * 84, 21 * 64):
+  - bytes [0, 1024): vector v = 8 h + t (h < 2, t < 8) at 64 v, row c's four bytes at 64 v + 4 c = the block's
+    qs[32 h + 4 t .. + 3] (bits 2k, 2k + 1 of byte i: value 128 h + 32 k + 4 t + i);
+  - byte 1024 + 16 j + c: row c's scale byte j as it is (low nibble scale, high nibble min of values 16j..16j+15);
+  - bytes 1280 + 2 c: row c's f16 d; 1312 + 2 c: its f16 dmin.
 Written by hand: the transform is a few NumPy reshapes, and no library knows these layouts.
 """
 
@@ -70,8 +76,10 @@ C16 = 16  # rows per group of "q8_0_c16"
 # repacked layout -> (the GGUF layout it is made from, the dtypes it holds)
 REPACKED: dict[str, tuple[str, frozenset[str]]] = {"q32_r8": ("ggml_blocks", frozenset(_Q32)),
                                                    "q8_0_c16": ("ggml_blocks", frozenset({"q8_0"})),
-                                                   "q4_k_c16": ("ggml_blocks", frozenset({"q4_k"}))}
+                                                   "q4_k_c16": ("ggml_blocks", frozenset({"q4_k"})),
+                                                   "q2_k_c16": ("ggml_blocks", frozenset({"q2_k"}))}
 Q4K_C16_RECORD = 2368  # bytes of one superblock of a "q4_k_c16" group
+Q2K_C16_RECORD = 1344  # ... of a "q2_k_c16" group
 
 
 def derivable(layout: str, source: str, dtype: str) -> bool:
@@ -92,11 +100,12 @@ def shape_error(layout: str, dtype: str, shape: tuple[int, ...]) -> str | None:
             return f"layout q8_0_c16 holds q8_0, not {dtype}"
         if len(shape) != 2 or shape[0] % 32 or not shape[0]:
             return f"layout q8_0_c16 needs a 2-D tensor with ne0 (K) a positive multiple of 32, not {list(shape)}"
-    if layout == "q4_k_c16":
-        if dtype != "q4_k":
-            return f"layout q4_k_c16 holds q4_k, not {dtype}"
+    if layout in ("q4_k_c16", "q2_k_c16"):
+        want = layout[:4]
+        if dtype != want:
+            return f"layout {layout} holds {want}, not {dtype}"
         if len(shape) != 2 or shape[0] % 256 or not shape[0]:
-            return f"layout q4_k_c16 needs a 2-D tensor with ne0 (K) a positive multiple of 256, not {list(shape)}"
+            return f"layout {layout} needs a 2-D tensor with ne0 (K) a positive multiple of 256, not {list(shape)}"
     return None
 
 
@@ -113,8 +122,9 @@ def layout_nbytes(layout: str, dtype: str, shape: tuple[int, ...], plain: int) -
     if layout == "q8_0_c16":
         nb = int(shape[0]) // 32
         return -(-int(shape[-1]) // C16) * (_c16_scales(nb) + 512 * nb)
-    if layout == "q4_k_c16":
-        return -(-int(shape[-1]) // C16) * Q4K_C16_RECORD * (int(shape[0]) // 256)
+    if layout in ("q4_k_c16", "q2_k_c16"):
+        record = Q4K_C16_RECORD if layout == "q4_k_c16" else Q2K_C16_RECORD
+        return -(-int(shape[-1]) // C16) * record * (int(shape[0]) // 256)
     return plain
 
 
@@ -160,9 +170,10 @@ def _unpack_c16(dtype: str, data: np.ndarray, shape: tuple[int, ...]) -> np.ndar
     return out[:n].reshape(-1)
 
 
-def _q4k_geometry(dtype: str, shape: tuple[int, ...]) -> tuple[int, int, int]:
-    """(rows N, superblocks per row, 16-row groups) of a tensor "q4_k_c16" can hold; ValueError otherwise."""
-    bad = shape_error("q4_k_c16", dtype, shape)
+def _q4k_geometry(dtype: str, shape: tuple[int, ...], layout: str = "q4_k_c16") -> tuple[int, int, int]:
+    """(rows N, superblocks per row, 16-row groups) of a tensor `layout` ("q4_k_c16" or "q2_k_c16") can hold;
+    ValueError otherwise."""
+    bad = shape_error(layout, dtype, shape)
     if bad is not None:
         raise ValueError(bad)
     return int(shape[1]), int(shape[0]) // 256, -(-int(shape[1]) // C16)
@@ -219,12 +230,39 @@ def _unpack_q4k(dtype: str, data: np.ndarray, shape: tuple[int, ...]) -> np.ndar
     return out.reshape(ng * C16, nb * 144)[:n].reshape(-1)
 
 
+def _repack_q2k(dtype: str, data: np.ndarray | memoryview | bytes, shape: tuple[int, ...]) -> np.ndarray:
+    n, nb, ng = _q4k_geometry(dtype, shape, "q2_k_c16")
+    blocks = np.zeros((ng * C16, nb, 84), dtype=np.uint8)
+    blocks[:n] = np.frombuffer(data, dtype=np.uint8, count=n * nb * 84).reshape(n, nb, 84)
+    out = np.zeros((ng, nb, Q2K_C16_RECORD), dtype=np.uint8)
+    qs = np.ascontiguousarray(blocks[..., 16:80]).view("<u4").reshape(ng, C16, nb, 16)
+    out[..., :1024].view("<u4").reshape(ng, nb, 16, C16)[...] = qs.transpose(0, 2, 3, 1)
+    out[..., 1024:1280] = blocks[..., :16].reshape(ng, C16, nb, 16).transpose(0, 2, 3, 1).reshape(ng, nb, 256)
+    for at, field in ((1280, 80), (1312, 82)):
+        out[..., at:at + 32] = blocks[..., field:field + 2].reshape(ng, C16, nb, 2).transpose(0, 2, 1, 3).reshape(ng, nb, 32)
+    return out.reshape(-1)
+
+
+def _unpack_q2k(dtype: str, data: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    n, nb, ng = _q4k_geometry(dtype, shape, "q2_k_c16")
+    rec = np.asarray(data, dtype=np.uint8).reshape(ng, nb, Q2K_C16_RECORD)
+    out = np.empty((ng, C16, nb, 84), dtype=np.uint8)
+    qs = np.ascontiguousarray(rec[..., :1024]).view("<u4").reshape(ng, nb, 16, C16).transpose(0, 3, 1, 2)
+    out[..., 16:80] = np.ascontiguousarray(qs).view(np.uint8).reshape(ng, C16, nb, 64)
+    out[..., :16] = rec[..., 1024:1280].reshape(ng, nb, 16, C16).transpose(0, 3, 1, 2)
+    for at, field in ((1280, 80), (1312, 82)):
+        out[..., field:field + 2] = rec[..., at:at + 32].reshape(ng, nb, C16, 2).transpose(0, 2, 1, 3)
+    return out.reshape(ng * C16, nb * 84)[:n].reshape(-1)
+
+
 def repack(layout: str, dtype: str, data: np.ndarray | memoryview | bytes, shape: tuple[int, ...]) -> np.ndarray:
     """The bytes of `layout` (uint8, layout_nbytes long) from a tensor's GGUF bytes; shape_error must be None."""
     if layout == "q8_0_c16":
         return _repack_c16(dtype, data, shape)
     if layout == "q4_k_c16":
         return _repack_q4k(dtype, data, shape)
+    if layout == "q2_k_c16":
+        return _repack_q2k(dtype, data, shape)
     f, n, nb, ng = _geometry(layout, dtype, shape)
     blocks = np.zeros((ng * ROWS, nb, f.block), dtype=np.uint8)
     blocks[:n] = np.frombuffer(data, dtype=np.uint8, count=n * nb * f.block).reshape(n, nb, f.block)
@@ -249,6 +287,8 @@ def unpack(layout: str, dtype: str, data: np.ndarray, shape: tuple[int, ...]) ->
         return _unpack_c16(dtype, data, shape)
     if layout == "q4_k_c16":
         return _unpack_q4k(dtype, data, shape)
+    if layout == "q2_k_c16":
+        return _unpack_q2k(dtype, data, shape)
     f, n, nb, ng = _geometry(layout, dtype, shape)
     tiles = np.asarray(data, dtype=np.uint8).reshape(ng, nb // 2, 2 * ROWS * f.block)
     out = np.zeros((ng, ROWS, nb // 2, 2, f.block), dtype=np.uint8)

@@ -50,15 +50,8 @@ void km_linear_q2_k_q8_k_ggml__ref(float *y, const void *w, const void *x, int64
             for (int64_t b = 0; b < nb; ++b) {
                 const km_block_q2_k *wb = &wr[b];
                 const km_block_q8_k *xb = &xr[b];
-                int32_t isum = 0, imin = 0;
-                for (int j = 0; j < 16; ++j) {
-                    int32_t dot = 0;
-                    for (int i = 0; i < 16; ++i) {
-                        dot += km_q2_code_ref(wb, 16 * j + i) * xb->qs[16 * j + i];
-                    }
-                    isum += (int32_t)(wb->scales[j] & 0x0F) * dot;
-                    imin += (int32_t)(wb->scales[j] >> 4) * xb->bsums[j];
-                }
+                int32_t isum, imin;
+                km_q2_k_repack_sums_ref(wb, xb, &isum, &imin);
                 const float fd = km_fp16_to_fp32(wb->d) * xb->d;
                 const float fm = km_fp16_to_fp32(wb->dmin) * xb->d;
                 acc = fmaf((float)isum, fd, acc);

@@ -11,6 +11,7 @@
  *   dmin = -(x.d * fp16(w.dmin)), d = x.d * fp16(w.d)                               (f32, rounded)
  *   acc[l] = fmaf(dmin, (float)P[l], acc[l]); then acc[l] = fmaf(d, (float)lane[l], acc[l])
  * and the result is km_kq_reduce8(acc).
+ * km_q2_k_repack_sums_ref: one superblock's isum / imin of the repacked order (linear.q2_k.q8_k.ggml.v1, N % 8 == 0).
  */
 #ifndef KM_LINEAR_Q2_K_VECDOT_REF_H
 #define KM_LINEAR_Q2_K_VECDOT_REF_H
@@ -21,12 +22,12 @@
 #include "km_kquant.h"
 
 /* The 2-bit code of value e (0..255) of a q2_k block: bits 2k..2k+1 of qs[32h + i] for e = 128h + 32k + i. */
-static int km_q2_code_ref(const km_block_q2_k *b, int e) {
+static inline int km_q2_code_ref(const km_block_q2_k *b, int e) {
     return (b->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
 }
 
 /* One weight row wr against one activation row xr, nb superblocks each. */
-static float km_q2_k_vec_dot_ref(const km_block_q2_k *wr, const km_block_q8_k *xr, int64_t nb) {
+static inline float km_q2_k_vec_dot_ref(const km_block_q2_k *wr, const km_block_q8_k *xr, int64_t nb) {
     float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     for (int64_t b = 0; b < nb; ++b) {
         const km_block_q2_k *wb = &wr[b];
@@ -48,6 +49,22 @@ static float km_q2_k_vec_dot_ref(const km_block_q2_k *wr, const km_block_q8_k *x
         }
     }
     return km_kq_reduce8(acc);
+}
+
+/* The exact integer sums of one q2_K superblock in the repacked order (the refs of linear.q2_k.q8_k.ggml.v1,
+ * N % 8 == 0, on the GGUF layout and on q2_k_c16): *isum = sum_j (scales[j] & 15) * (sub-block j's 16 code * quant
+ * products), *imin = sum_j (scales[j] >> 4) * bsums[j]. */
+static inline void km_q2_k_repack_sums_ref(const km_block_q2_k *w, const km_block_q8_k *x, int32_t *isum,
+                                           int32_t *imin) {
+    int32_t is = 0, im = 0;
+    for (int j = 0; j < 16; ++j) {
+        int32_t dot = 0;
+        for (int i = 0; i < 16; ++i) dot += km_q2_code_ref(w, 16 * j + i) * x->qs[16 * j + i];
+        is += (int32_t)(w->scales[j] & 0x0F) * dot;
+        im += (int32_t)(w->scales[j] >> 4) * x->bsums[j];
+    }
+    *isum = is;
+    *imin = im;
 }
 
 #endif /* KM_LINEAR_Q2_K_VECDOT_REF_H */

@@ -12,7 +12,7 @@
  * K must be a multiple of 256 and N of 8 (the map's constraints: llama.cpp takes its vec_dot order otherwise).
  * Partition: groups of 16 output columns (km_part over the groups); no output depends on (ith, nth) or M.
  * Tests: this ref equals the GGUF-layout ref on the same values, and every SIMD variant equals this ref
- * (tests/kernels/test_linear_q4_k_c16.py).
+ * (tests/kernels/test_linear_qk_c16.py).
  */
 #include <math.h>
 

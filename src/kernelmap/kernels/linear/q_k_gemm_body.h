@@ -113,34 +113,54 @@ KL_INLINE void kqg_pack(kqg_blk *P, const uint8_t *w, int64_t wrow, int64_t b0, 
 }
 
 #if defined(KL_IV_LOADU) && KL_FV_LANES == 16
-/* The same unpacking (q4_K) from the repacked layout q4_k_c16 (weights/repack.py; linear/q4_k_c16_body.h): the
- * group's records at g (KQG_C16_REC bytes per superblock) hold lane c's qs dwords as vectors, the scales and mins
- * as bytes and d / dmin as halves, so a superblock is 32 loads and nibble masks, 24 byte widenings and two f16
+/* The same unpacking from the repacked layouts q4_k_c16 / q2_k_c16 (weights/repack.py; linear/qk_c16_body.h): a
+ * group's records (KQG_C16_REC(fmt) bytes per superblock) hold lane c's qs dwords as vectors, the scales (q4_K: and
+ * mins) as bytes and d / dmin as halves, so a superblock is loads, code masks, byte widenings and two f16
  * conversions: no gathers. Pad rows are zero bytes (scale, min, d 0), as kqg_pack's lanes past nc. */
-#define KQG_C16_REC 2368
-KL_INLINE void kqg_pack_c16(kqg_blk *P, const uint8_t *g, int64_t b0, int bc) {
+#define KQG_C16_REC(fmt) ((fmt) == KL_KQ_Q2_K ? 1344 : 2368)
+#define KQG_C16_SC(fmt) ((fmt) == KL_KQ_Q2_K ? 1024 : 2048) /* q2_K: the GGUF scale bytes (sc | mn << 4) */
+#define KQG_C16_MN 2176                                     /* q4_K's min bytes */
+#define KQG_C16_D(fmt) ((fmt) == KL_KQ_Q2_K ? 1280 : 2304) /* d halves; dmin 32 bytes on */
+KL_INLINE kl_iv kqg_c16_sc(kl_iv sc) {
+#ifdef KL_IV_P16
+    return kl_iv_or(sc, kl_iv_sll32(sc, 16));
+#else
+    return sc;
+#endif
+}
+KL_INLINE void kqg_pack_c16(kqg_blk *P, const uint8_t *g, int64_t b0, int bc, const int fmt) {
     for (int bb = 0; bb < bc; bb++) {
         kqg_blk *p = &P[bb];
-        const uint8_t *r = g + (b0 + bb) * KQG_C16_REC;
-        for (int ch = 0; ch < 4; ch++) {
-            for (int t = 0; t < 8; t++) {
-                const kl_iv v = kl_iv_loadu(r + 64 * (8 * ch + t));
-                p->q[16 * ch + t] = kl_iv_nib_lo(v);
-                p->q[16 * ch + 8 + t] = kl_iv_nib_hi(v);
+        const uint8_t *r = g + (b0 + bb) * KQG_C16_REC(fmt);
+        if (fmt == KL_KQ_Q2_K) {
+            for (int h = 0; h < 2; h++) {
+                for (int t = 0; t < 8; t++) {
+                    const kl_iv v = kl_iv_loadu(r + 64 * (8 * h + t));
+                    for (int k = 0; k < 4; k++) p->q[32 * h + 8 * k + t] = kl_iv_srl_and8(v, 2 * k, 0x03);
+                }
             }
+            kl_iv mn[16];
+            for (int j = 0; j < 16; j++) {
+                const kl_iv s = kl_iv_cvt_u8(r + KQG_C16_SC(fmt) + 16 * j);
+                kl_iv_store(p->sc[j], kqg_c16_sc(kl_iv_srl_and8(s, 0, 0x0F)));
+                mn[j] = kl_iv_srl_and8(s, 4, 0x0F);
+            }
+            for (int q = 0; q < 8; q++) kl_iv_store(p->mn[q], kl_iv_or(mn[2 * q], kl_iv_sll32(mn[2 * q + 1], 16)));
+        } else {
+            for (int ch = 0; ch < 4; ch++) {
+                for (int t = 0; t < 8; t++) {
+                    const kl_iv v = kl_iv_loadu(r + 64 * (8 * ch + t));
+                    p->q[16 * ch + t] = kl_iv_nib_lo(v);
+                    p->q[16 * ch + 8 + t] = kl_iv_nib_hi(v);
+                }
+            }
+            for (int j = 0; j < 8; j++) kl_iv_store(p->sc[j], kqg_c16_sc(kl_iv_cvt_u8(r + KQG_C16_SC(fmt) + 16 * j)));
+            for (int q = 0; q < 4; q++) /* lane c: (min 2q, min 2q + 1) as two int16 */
+                kl_iv_store(p->mn[q], kl_iv_or(kl_iv_cvt_u8(r + KQG_C16_MN + 32 * q),
+                                               kl_iv_sll32(kl_iv_cvt_u8(r + KQG_C16_MN + 32 * q + 16), 16)));
         }
-        for (int j = 0; j < 8; j++) {
-            const kl_iv sc = kl_iv_cvt_u8(r + 2048 + 16 * j);
-#ifdef KL_IV_P16
-            kl_iv_store(p->sc[j], kl_iv_or(sc, kl_iv_sll32(sc, 16)));
-#else
-            kl_iv_store(p->sc[j], sc);
-#endif
-        }
-        for (int q = 0; q < 4; q++) /* lane c: (min 2q, min 2q + 1) as two int16 */
-            kl_iv_store(p->mn[q], kl_iv_or(kl_iv_cvt_u8(r + 2176 + 32 * q), kl_iv_sll32(kl_iv_cvt_u8(r + 2176 + 32 * q + 16), 16)));
-        kl_fv_store(p->d, kl_fv_load_f16((const uint16_t *)(r + 2304)));
-        kl_fv_store(p->dm, kl_fv_load_f16((const uint16_t *)(r + 2336)));
+        kl_fv_store(p->d, kl_fv_load_f16((const uint16_t *)(r + KQG_C16_D(fmt))));
+        kl_fv_store(p->dm, kl_fv_load_f16((const uint16_t *)(r + KQG_C16_D(fmt) + 32)));
     }
 }
 #endif
@@ -380,7 +400,8 @@ KL_INLINE void kqg6_tile(float (*fa)[KQG_L], const kqg6_blk *P, int bc, const km
 
 /* Columns [n0, n1) of y (row stride N) for all M rows, fmt KL_KQ_Q4_K / KL_KQ_Q2_K (N % 8 == 0 callers only:
  * the repack contract) or KL_KQ_Q6_K / KL_KQ_Q5_K (every N). Super-tiles of KQG_FA / KQG_NACC(fmt) rows.
- * c16: w is q4_K in the layout q4_k_c16 (n0 a multiple of 16; 16-lane headers with KL_IV_LOADU), else the GGUF's. */
+ * c16: w is in the format's layout q4_k_c16 / q2_k_c16 (n0 a multiple of 16; 16-lane headers with KL_IV_LOADU),
+ * else the GGUF's. */
 KL_INLINE void kqg_drive(float *y, const uint8_t *w, const km_block_q8_k *x, int64_t M, int64_t N, int64_t nb,
                          int64_t n0, int64_t n1, const int fmt, const int c16) {
     (void)c16; /* read only where the lanes header can load the layout */
@@ -408,7 +429,7 @@ KL_INLINE void kqg_drive(float *y, const uint8_t *w, const km_block_q8_k *x, int
                 } else {
 #if defined(KL_IV_LOADU) && KL_FV_LANES == 16
                     if (c16)
-                        kqg_pack_c16(P.q4, w + n / 16 * nb * KQG_C16_REC, b0, bc);
+                        kqg_pack_c16(P.q4, w + n / 16 * nb * KQG_C16_REC(fmt), b0, bc, fmt);
                     else
 #endif
                         kqg_pack(P.q4, w + n * wrow, wrow, b0, bc, nc, fmt);
