@@ -244,6 +244,10 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *   kl_f16v_mul(a, b) kl_f16v_fma(a, b, c)   lane-wise, one rounding each (fma fused)
  *   kl_f16v_cvt_i8(p)              16 int8 at p as f32 (exact)
  *   kl_f16v_fold(v)                s[l] = v[l] + v[l + 8] (l < 8), then kl_f8_fold(s): every step an f32 add
+ *   kl_f16v_add(a, b)              lane-wise f32 add
+ *   kl_f16v_load_f16(p) kl_f16v_load_bf16(p)   16 contiguous halves / bf16 at p as f32 (exact)
+ *   kl_f16v_dpbf16(acc, w, x)      vdpbf16ps on 32 bf16 pairs: lanes 0-7 = kl_f8_dpbf16(acc lanes 0-7, w, x),
+ *                                  lanes 8-15 = kl_f8_dpbf16(acc lanes 8-15, w + 16, x + 16)
  *   kl_q32_isum8x2(w, p, fmt, n)   row pairs of 32-element blocks: lane c (c < n <= 8) of A / B = (float) the exact
  *                                  int32 sum of all 32 products of w[c]'s row A / B against activation block p[c]
  *                                  (|sum| < 2^20); lanes >= n = +0 (w[c], p[c] not read)

@@ -387,6 +387,12 @@ KL_INLINE kl_f16v kl_f16v_cvt_i8(const int8_t *p) {
     return (kl_f16v){_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)))};
 }
 KL_INLINE float kl_f16v_fold(kl_f16v v) { return kl_f8_fold(_mm256_add_ps(v.lo, v.hi)); }
+KL_INLINE kl_f16v kl_f16v_add(kl_f16v a, kl_f16v b) { return (kl_f16v){_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+KL_INLINE kl_f16v kl_f16v_load_f16(const uint16_t *p) { return (kl_f16v){kl_f8_load_f16(p), kl_f8_load_f16(p + 8)}; }
+KL_INLINE kl_f16v kl_f16v_load_bf16(const uint16_t *p) { return (kl_f16v){kl_f8_load_bf16(p), kl_f8_load_bf16(p + 8)}; }
+KL_INLINE kl_f16v kl_f16v_dpbf16(kl_f16v acc, const uint16_t *w, const uint16_t *x) {
+    return (kl_f16v){kl_f8_dpbf16(acc.lo, w, x), kl_f8_dpbf16(acc.hi, w + 16, x + 16)};
+}
 
 
 /* Lane j = the sum of the eight int32 lanes of v[j] (wrapping adds: exact modulo 2^32). */

@@ -561,6 +561,31 @@ KL_INLINE kl_f16v kl_f16v_cvt_i8(const int8_t *p) {
 KL_INLINE float kl_f16v_fold(kl_f16v v) {
     return kl_f8_fold(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
+KL_INLINE kl_f16v kl_f16v_add(kl_f16v a, kl_f16v b) { return _mm512_add_ps(a, b); }
+KL_INLINE kl_f16v kl_f16v_load_f16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+KL_INLINE kl_f16v kl_f16v_load_bf16(const uint16_t *p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+}
+/* x with subnormal lanes replaced by zero of the same sign (DAZ on inputs, FTZ on results: |x| < 2^-126). */
+KL_INLINE __m512 kl_avx512_flush(__m512 x) {
+    const __mmask16 tiny = _mm512_cmp_ps_mask(_mm512_abs_ps(x), _mm512_set1_ps(1.17549435e-38f), _CMP_LT_OQ);
+    return _mm512_mask_blend_ps(tiny, x, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x),
+                                                                               _mm512_set1_epi32((int)0x80000000u))));
+}
+KL_INLINE kl_f16v kl_f16v_dpbf16(kl_f16v acc, const uint16_t *w, const uint16_t *x) {
+    const __m512i wv = _mm512_loadu_si512(w), xv = _mm512_loadu_si512(x);
+#if defined(__AVX512BF16__)
+    return _mm512_dpbf16_ps(acc, (__m512bh)wv, (__m512bh)xv);
+#else
+    const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u);
+    const __m512 wo = kl_avx512_flush(_mm512_castsi512_ps(_mm512_and_si512(wv, hi)));
+    const __m512 xo = kl_avx512_flush(_mm512_castsi512_ps(_mm512_and_si512(xv, hi)));
+    const __m512 we = kl_avx512_flush(_mm512_castsi512_ps(_mm512_slli_epi32(wv, 16)));
+    const __m512 xe = kl_avx512_flush(_mm512_castsi512_ps(_mm512_slli_epi32(xv, 16)));
+    const __m512 t = kl_avx512_flush(_mm512_fmadd_ps(wo, xo, kl_avx512_flush(acc)));
+    return kl_avx512_flush(_mm512_fmadd_ps(we, xe, t));
+#endif
+}
 
 /* Row pairs (lanes A0 B0 A1 B1 ...): lane 2c / 2c + 1 = the sum of the A / B lanes of v[c] (wrapping int32
  * adds: exact modulo 2^32). 256-bit halves of v[2k] | v[2k+1], then 128-bit chunks (v[4k] .. v[4k+3]),

@@ -667,6 +667,19 @@ KL_INLINE kl_f16v kl_f16v_cvt_i8(const int8_t *p) {
 KL_INLINE float kl_f16v_fold(kl_f16v v) {
     return kl_f8_fold((kl_f8){vaddq_f32(v.q[0], v.q[2]), vaddq_f32(v.q[1], v.q[3])});
 }
+KL_INLINE kl_f16v kl_f16v_add(kl_f16v a, kl_f16v b) {
+    kl_f16v r;
+    for (int i = 0; i < 4; i++) r.q[i] = vaddq_f32(a.q[i], b.q[i]);
+    return r;
+}
+KL_INLINE kl_f16v kl_f16v_of2(kl_f8 lo, kl_f8 hi) { return (kl_f16v){{lo.lo, lo.hi, hi.lo, hi.hi}}; }
+KL_INLINE kl_f16v kl_f16v_load_f16(const uint16_t *p) { return kl_f16v_of2(kl_f8_load_f16(p), kl_f8_load_f16(p + 8)); }
+KL_INLINE kl_f16v kl_f16v_load_bf16(const uint16_t *p) { return kl_f16v_of2(kl_f8_load_bf16(p), kl_f8_load_bf16(p + 8)); }
+KL_INLINE kl_f16v kl_f16v_dpbf16(kl_f16v acc, const uint16_t *w, const uint16_t *x) {
+    kl_f16v r;
+    for (int i = 0; i < 4; i++) r.q[i] = kl_neon_dpbf16_4(acc.q[i], w + 8 * i, x + 8 * i);
+    return r;
+}
 
 
 /* Row pairs, 32-element blocks: lane c (c < n) of A / B = (float) the exact int32 sum of the 32 products of

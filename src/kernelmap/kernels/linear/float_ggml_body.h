@@ -15,8 +15,11 @@
  *     lane j of a 32-element step = kl_f8_dpbf16 (vdpbf16ps: odd element of the pair first, DAZ / FTZ).
  *     sum = (double) 0 + reduce(c1); sum += reduce(c2) (reduce as above, in f32; the adds in double); the tail
  *     i >= np adds f32(w * x) in double; y = (float) sum.
- * Lanes here are kl_f8 vectors: a 16-lane accumulator is two kl_f8 (lanes 0-7, 8-15), so the reduction is
- * kl_f8_add and kl_f8_fold; the double-precision and tail steps are plain C (one IEEE operation each).
+ * Lanes here are kl_f16v vectors for KFL_DOTW 64 (a 16-lane accumulator is one kl_f16v: one zmm on AVX-512, two
+ * ymm on AVX2, four q registers on NEON; the reduction kl_f16v_add and kl_f16v_fold) and kl_f8 vectors for
+ * KFL_DOTW 32; the double-precision and tail steps are plain C (one IEEE operation each). Each ISA's registers
+ * hold the same lanes, so the grouping never changes a bit (the zmm form halves the AVX-512 instruction count:
+ * f16 / bf16 / f32 GEMVs were compute-bound on ymm at two threads).
  *
  * Numerics parameter KFL_DOTW (64 when not defined): 32 gives llama.cpp's AVX2 build (GGML_AVX512 off), contracts
  * linear.<t>.<t>.ggml_dot32.v1: np = K - K % 32, four 8-lane accumulators a0..a3 (element i -> a[(i % 32) / 8],
@@ -55,13 +58,31 @@
 #endif
 
 #define KFL_ESIZE(fmt) ((fmt) == KFL_F32 ? 4 : 2)
-#define KFL_NACC 8 /* kl_f8 accumulators per output: 64 lanes (f16, f32); bf16 uses 4 of them */
+#define KFL_NACC 4 /* accumulators per output: s0..s3 (f16, f32); bf16 uses c1, c2 (KFL_DOTW 64) */
 
-/* 8 consecutive elements at p of a row of format fmt, as f32 (exact). */
-KL_INLINE kl_f8 kfl_load(const uint8_t *p, const int fmt) {
+#if KFL_DOTW == 64
+typedef kl_f16v kfl_v; /* one 16-lane accumulator */
+#define KFL_VL 16
+#define kfl_zero kl_f16v_zero
+#define kfl_fma kl_f16v_fma
+#else
+typedef kl_f8 kfl_v;
+#define KFL_VL 8
+#define kfl_zero kl_f8_zero
+#define kfl_fma kl_f8_fma
+#endif
+
+/* KFL_VL consecutive elements at p of a row of format fmt, as f32 (exact). */
+KL_INLINE kfl_v kfl_load(const uint8_t *p, const int fmt) {
+#if KFL_DOTW == 64
+    if (fmt == KFL_F32) return kl_f16v_loadu((const float *)p);
+    if (fmt == KFL_F16) return kl_f16v_load_f16((const uint16_t *)p);
+    return kl_f16v_load_bf16((const uint16_t *)p);
+#else
     if (fmt == KFL_F32) return kl_f8_loadu((const float *)p);
     if (fmt == KFL_F16) return kl_f8_load_f16((const uint16_t *)p);
     return kl_f8_load_bf16((const uint16_t *)p);
+#endif
 }
 
 /* Element i of a row as f32 (exact). */
@@ -82,10 +103,10 @@ KL_INLINE float kfl_elem(const uint8_t *row, int64_t i, const int fmt) {
 
 /* The 64-lane (f16, f32) or 32 + 32-lane (bf16) steps over elements [0, np) of R weight rows x T
  * activation rows: acc[(r * T + t) * KFL_NACC + q]. */
-KL_INLINE void kfl_steps(kl_f8 *acc, const uint8_t *const *wr, const uint8_t *const *xr, int64_t np, const int fmt,
+KL_INLINE void kfl_steps(kfl_v *acc, const uint8_t *const *wr, const uint8_t *const *xr, int64_t np, const int fmt,
                          const int R, const int T) {
     const int64_t es = KFL_ESIZE(fmt);
-    for (int i = 0; i < R * T * KFL_NACC; i++) acc[i] = kl_f8_zero();
+    for (int i = 0; i < R * T * KFL_NACC; i++) acc[i] = kfl_zero();
     for (int64_t i = 0; i < np; i += KFL_DOTW) {
         for (int r = 0; r < R; r++) {
             for (int64_t o = 0; o < KFL_DOTW * es; o += 64) {
@@ -93,55 +114,53 @@ KL_INLINE void kfl_steps(kl_f8 *acc, const uint8_t *const *wr, const uint8_t *co
                 else kl_prefetch_l2(wr[r] + i * es + KFL_PF + o);
             }
         }
-        if (fmt == KFL_BF16 && KFL_DOTW == 64) {
-            for (int q = 0; q < 4; q++)
+#if KFL_DOTW == 64
+        if (fmt == KFL_BF16) {
+            for (int q = 0; q < 2; q++)
                 for (int r = 0; r < R; r++)
                     for (int t = 0; t < T; t++) {
-                        kl_f8 *a = &acc[(r * T + t) * KFL_NACC + q];
-                        *a = kl_f8_dpbf16(*a, (const uint16_t *)(wr[r] + (i + 16 * q) * 2),
-                                          (const uint16_t *)(xr[t] + (i + 16 * q) * 2));
+                        kfl_v *a = &acc[(r * T + t) * KFL_NACC + q];
+                        *a = kl_f16v_dpbf16(*a, (const uint16_t *)(wr[r] + (i + 32 * q) * 2),
+                                            (const uint16_t *)(xr[t] + (i + 32 * q) * 2));
                     }
-        } else {
-            for (int q = 0; q < KFL_DOTW / 8; q++) {
-                kl_f8 wv[KFL_R1 > KFL_TT ? KFL_R1 : KFL_TT];
-                for (int r = 0; r < R; r++) wv[r] = kfl_load(wr[r] + (i + 8 * q) * es, fmt);
-                for (int t = 0; t < T; t++) {
-                    const kl_f8 xv = kfl_load(xr[t] + (i + 8 * q) * es, fmt);
-                    for (int r = 0; r < R; r++) {
-                        kl_f8 *a = &acc[(r * T + t) * KFL_NACC + q];
-                        *a = kl_f8_fma(wv[r], xv, *a);
-                    }
+            continue;
+        }
+#endif
+        for (int q = 0; q < 4; q++) {
+            kfl_v wv[KFL_R1 > KFL_TT ? KFL_R1 : KFL_TT];
+            for (int r = 0; r < R; r++) wv[r] = kfl_load(wr[r] + (i + KFL_VL * q) * es, fmt);
+            for (int t = 0; t < T; t++) {
+                const kfl_v xv = kfl_load(xr[t] + (i + KFL_VL * q) * es, fmt);
+                for (int r = 0; r < R; r++) {
+                    kfl_v *a = &acc[(r * T + t) * KFL_NACC + q];
+                    *a = kfl_fma(wv[r], xv, *a);
                 }
             }
         }
     }
 }
 
-/* One output from its accumulators (a[0..7]) and the tail [np, K) of its rows w, x. */
-KL_INLINE float kfl_finish(const kl_f8 *a, const uint8_t *w, const uint8_t *x, int64_t np, int64_t K, const int fmt) {
+/* One output from its accumulators (a[0..3]) and the tail [np, K) of its rows w, x. */
+KL_INLINE float kfl_finish(const kfl_v *a, const uint8_t *w, const uint8_t *x, int64_t np, int64_t K, const int fmt) {
 #if KFL_DOTW == 32
     if (fmt == KFL_BF16) {
         double s = (double)kl_f8_fold(kl_f8_add(kl_f8_add(a[0], a[2]), kl_f8_add(a[1], a[3])));
         for (int64_t i = np; i < K; i++) s += (double)(kfl_elem(w, i, fmt) * kfl_elem(x, i, fmt));
         return (float)s;
     }
-#endif
-    if (fmt == KFL_BF16) {
-        double s = 0.0;
-        s += (double)kl_f8_fold(kl_f8_add(a[0], a[1]));
-        s += (double)kl_f8_fold(kl_f8_add(a[2], a[3]));
-        for (int64_t i = np; i < K; i++) s += (double)(kfl_elem(w, i, fmt) * kfl_elem(x, i, fmt));
-        return (float)s;
-    }
-#if KFL_DOTW == 32
     float p[8];
     kl_f8_storeu(p, kl_f8_add(kl_f8_add(a[0], a[2]), kl_f8_add(a[1], a[3])));
     const float t0 = p[0] + p[4], t1 = p[1] + p[5], t2 = p[2] + p[6], t3 = p[3] + p[7];
     const float r = (t0 + t1) + (t2 + t3);
 #else
-    const kl_f8 lo = kl_f8_add(kl_f8_add(a[0], a[4]), kl_f8_add(a[2], a[6]));
-    const kl_f8 hi = kl_f8_add(kl_f8_add(a[1], a[5]), kl_f8_add(a[3], a[7]));
-    const float r = kl_f8_fold(kl_f8_add(lo, hi));
+    if (fmt == KFL_BF16) {
+        double s = 0.0;
+        s += (double)kl_f16v_fold(a[0]);
+        s += (double)kl_f16v_fold(a[1]);
+        for (int64_t i = np; i < K; i++) s += (double)(kfl_elem(w, i, fmt) * kfl_elem(x, i, fmt));
+        return (float)s;
+    }
+    const float r = kl_f16v_fold(kl_f16v_add(kl_f16v_add(a[0], a[2]), kl_f16v_add(a[1], a[3])));
 #endif
     if (fmt == KFL_F16) {
         double s = (double)r;
@@ -167,7 +186,7 @@ KL_INLINE void kfl_tile(float *y, int64_t N, const uint8_t *w, const uint8_t *x,
     const uint8_t *wr[KFL_R1 > 1 ? KFL_R1 : 1], *xr[KFL_TT];
     for (int r = 0; r < R; r++) wr[r] = w + (n + r) * rowb;
     for (int t = 0; t < T; t++) xr[t] = x + (m + t) * rowb;
-    kl_f8 acc[(KFL_R1 > KFL_TT ? KFL_R1 : KFL_TT) * KFL_NACC];
+    kfl_v acc[(KFL_R1 > KFL_TT ? KFL_R1 : KFL_TT) * KFL_NACC];
     kfl_steps(acc, wr, xr, np, fmt, R, T);
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++)
