@@ -1,10 +1,12 @@
-"""Differential tests for the K-quant linears that read the repacked weight layouts "q4_k_c16" / "q2_k_c16"
-(weights/repack.py; one family body, linear/qk_c16_body.h).
+"""Differential tests for the K-quant linears that read the repacked weight layouts "q4_k_c16" / "q2_k_c16" /
+"q3_k_c16" (weights/repack.py; one family body, linear/qk_c16_body.h).
 
 linear_{q4_k,q2_k}_q8_k_ggml_c16 compute contracts linear.{q4_k,q2_k}.q8_k.ggml.v1 in their N % 8 == 0 order (llama.cpp's
-repacked gemv) on weights the packer repacked into 16-row groups. Each ref must equal the GGUF-layout provider's ref
+repacked gemv), linear_q3_k_q8_k_ggml_c16 contract linear.q3_k.q8_k.ggml.v1 (its vec_dot order, every N), on weights
+the packer repacked into 16-row groups. Each ref must equal the GGUF-layout provider's ref
 (linear_<w>_q8_k_ggml, itself tested against the NumPy statement of llama.cpp's order and llama.cpp's outputs) bit
-for bit on the same values: N multiples of 8 below, at and past one 16-row group (8: half a group of pad rows),
+for bit on the same values: N below, at and past one 16-row group (8: half a group of pad rows; q3_K also N not a
+multiple of 8),
 1..12 superblocks, random and extreme codes, scales and mins (all at their largest, all 0), huge and tiny
 magnitudes, zero activations, M 1..15 (the decode group loop) and 16..150 (the prefill GEMM on panels loaded from
 the layout: 8-superblock panels and their tail, row tiles of 8 and their tails), nth 1..3 and more threads than
@@ -28,15 +30,17 @@ from linear_ggml_harness import QK_K, model_tensors, pack_q8_k, random_blocks, r
 
 from kernelmap.weights.repack import repack
 
-FORMATS = ("q4_k", "q2_k")
-MAP_IDS = {"q4_k": "linear_q4_k_q8_k_ggml_c16", "q2_k": "linear_q2_k_q8_k_ggml_c16"}
-GGML_MAP_IDS = {"q4_k": "linear_q4_k_q8_k_ggml", "q2_k": "linear_q2_k_q8_k_ggml"}
-BLOCK = {"q4_k": 144, "q2_k": 84}
-D_AT = {"q4_k": 0, "q2_k": 80}  # the f16 d; dmin follows it
+FORMATS = ("q4_k", "q2_k", "q3_k")
+MAP_IDS = {"q4_k": "linear_q4_k_q8_k_ggml_c16", "q2_k": "linear_q2_k_q8_k_ggml_c16", "q3_k": "linear_q3_k_q8_k_ggml_c16"}
+GGML_MAP_IDS = {"q4_k": "linear_q4_k_q8_k_ggml", "q2_k": "linear_q2_k_q8_k_ggml", "q3_k": "linear_q3_k_q8_k_ggml"}
+BLOCK = {"q4_k": 144, "q2_k": 84, "q3_k": 110}
+HALVES = {"q4_k": (0, 2), "q2_k": (80, 82), "q3_k": (108,)}  # the f16 d (and dmin)
 SIMD = [(f, v) for f in FORMATS for v in map_variants(MAP_IDS[f], ref=False)]
-# (M, N, superblocks); N % 8 == 0 (the map's constraint)
+# (M, N, superblocks); N % 8 == 0 (the q4_K / q2_K maps' constraint)
 SHAPES = [(1, 8, 1), (1, 16, 3), (1, 24, 2), (2, 40, 8), (3, 16, 11), (1, 64, 4), (7, 8, 5), (15, 48, 2),
           (16, 16, 9), (17, 24, 8), (40, 40, 3), (150, 48, 12), (23, 8, 1)]
+# q3_K takes every N: tails of 1..15 rows in the last group, decode and GEMM
+ANY_N = [(1, 5, 2), (1, 21, 3), (4, 37, 2), (16, 13, 9), (33, 50, 4), (1, 1, 1)]
 _run = runner(w_offset=4, x_offset=36)  # weights: the ABI promises 4-byte alignment (KERNEL_ABI.md)
 
 
@@ -46,7 +50,7 @@ def libs():
 
 
 def weights(fmt: str, n: int, nb: int, rng: np.random.Generator, scale: float = 1e-2) -> np.ndarray:
-    return random_blocks(n, nb, BLOCK[fmt], rng, scale=scale, d_offsets=(D_AT[fmt], D_AT[fmt] + 2), signed=True)
+    return random_blocks(n, nb, BLOCK[fmt], rng, scale=scale, d_offsets=HALVES[fmt], signed=True)
 
 
 def acts(m: int, nb: int, rng: np.random.Generator, scale: float = 1.0) -> np.ndarray:
@@ -58,7 +62,7 @@ def c16(fmt: str, w: np.ndarray, n: int, k: int) -> np.ndarray:
 
 
 def cases(fmt: str, rng: np.random.Generator):
-    for m, n, nb in SHAPES:
+    for m, n, nb in SHAPES + (ANY_N if fmt == "q3_k" else []):
         yield f"random_{m}x{n}x{nb}", m, n, nb, weights(fmt, n, nb, rng, float(rng.choice([1e-3, 1.0]))), \
             acts(m, nb, rng)
     m, nb = 3, 4
@@ -67,11 +71,12 @@ def cases(fmt: str, rng: np.random.Generator):
         xs = x.copy()
         xs["qs"] = np.where(np.arange(QK_K) % 2 == 0, 127, -127).astype(np.int8)
         xs["bsums"] = xs["qs"].reshape(m, nb, 16, 16).astype(np.int16).sum(-1)
-        at = D_AT[fmt]
-        top = np.full((n, nb, BLOCK[fmt]), 0xFF, np.uint8)  # every code, scale and min at its largest, d = dmin = 1
-        top[:, :, at:at + 4] = np.array([0x3C00, 0x3C00], np.uint16).view(np.uint8)
-        low = np.zeros_like(top)  # codes, scales and mins 0
-        low[:, :, at:at + 4] = top[:, :, at:at + 4]
+        # every code, scale and min at its largest (q3_K: code 3, scale 31), d = dmin = 1; then every byte 0 (codes,
+        # scales and mins 0; q3_K: code -4, scale -32, the largest products)
+        top = np.full((n, nb, BLOCK[fmt]), 0xFF, np.uint8)
+        low = np.zeros_like(top)
+        for at in HALVES[fmt]:
+            top[:, :, at:at + 2] = low[:, :, at:at + 2] = np.array([0x3C00], np.uint16).view(np.uint8)
         yield f"extreme_high_n{n}", m, n, nb, top.reshape(n, -1), xs
         yield f"extreme_low_n{n}", m, n, nb, low.reshape(n, -1), xs
         yield f"large_magnitudes_n{n}", m, n, nb, weights(fmt, n, nb, rng, 6e4), acts(m, nb, rng, 1e30)

@@ -1,4 +1,5 @@
-"""Repacked weight layouts (weights/repack.py): the "q32_r8", "q8_0_c16", "q4_k_c16" and "q2_k_c16" bytes as its docstring states them, the inverse,
+"""Repacked weight layouts (weights/repack.py): the "q32_r8", "q8_0_c16", "q4_k_c16", "q2_k_c16" and "q3_k_c16" bytes as its
+docstring states them, the inverse,
 the fail-closed shape checks, and the packer writing a repacked copy beside the GGUF-mapped original."""
 
 from __future__ import annotations
@@ -211,6 +212,49 @@ def test_q2_k_c16_unpack_inverts_repack(n, k):
     assert np.array_equal(unpack("q2_k_c16", "q2_k", packed, (k, n)), plain)
     assert "holds q2_k, not q4_k" in shape_error("q2_k_c16", "q4_k", (256, 3))
     assert "multiple of 256" in shape_error("q2_k_c16", "q2_k", (128, 3))
+
+
+def _q3k_scales_ref(sc12: bytes) -> list[int]:
+    """km_kquant.h's q3_K scale rule, scalar: scale j's low 4 bits nibble j // 8 of byte j % 8, its top 2 bits bits
+    2 (j // 4) of byte 8 + j % 4; signed = stored - 32."""
+    out = []
+    for j in range(16):
+        low = sc12[j % 8] & 0x0F if j < 8 else sc12[j % 8] >> 4
+        top = (sc12[8 + j % 4] >> (2 * (j // 4))) & 3
+        out.append((low | top << 4) - 32)
+    return out
+
+
+def test_q3_k_c16_bytes_are_the_documented_layout():
+    n, nb = 19, 2  # two groups (the second with 13 pad rows)
+    rng = np.random.default_rng(7)
+    plain = rng.integers(0, 256, size=(n, nb, 110), dtype=np.uint8)
+    out = repack("q3_k_c16", "q3_k", plain.reshape(-1), (nb * 256, n))
+    assert out.size == 2 * nb * 1824 == layout_nbytes("q3_k_c16", "q3_k", (nb * 256, n), plain.size)
+    recs = out.reshape(2, nb, 1824)
+    for row in range(32):
+        g, c = divmod(row, 16)
+        for b in range(nb):
+            r = recs[g, b]
+            qs = b"".join(r[64 * v + 4 * c:64 * v + 4 * c + 4].tobytes() for v in range(16))
+            hmask = b"".join(r[1024 + 64 * t + 4 * c:1024 + 64 * t + 4 * c + 4].tobytes() for t in range(8))
+            scales = r[1536 + c:1792:16].view(np.int8).tolist()
+            d = r[1792 + 2 * c:1794 + 2 * c].tobytes()
+            blk = plain[row, b].tobytes() if row < n else bytes(110)  # pad rows: zero bytes
+            assert (hmask, qs, d) == (blk[:32], blk[32:96], blk[108:110]), (row, b)
+            assert scales == _q3k_scales_ref(blk[96:108]), (row, b)
+
+
+@pytest.mark.parametrize("n,k", [(1, 256), (8, 512), (16, 256), (17, 768), (40, 2048), (0, 256)])
+def test_q3_k_c16_unpack_inverts_repack(n, k):
+    rng = np.random.default_rng(n * 1000 + k + 2)
+    plain = rng.integers(0, 256, size=n * k // 256 * 110, dtype=np.uint8)
+    packed = repack("q3_k_c16", "q3_k", plain, (k, n))
+    assert packed.size == layout_nbytes("q3_k_c16", "q3_k", (k, n), plain.size)
+    assert np.array_equal(unpack("q3_k_c16", "q3_k", packed, (k, n)), plain)
+    assert "holds q3_k, not q2_k" in shape_error("q3_k_c16", "q2_k", (256, 3))
+    assert "multiple of 256" in shape_error("q3_k_c16", "q3_k", (128, 3))
+    assert derivable("q3_k_c16", "ggml_blocks", "q3_k") and not derivable("q3_k_c16", "ggml_blocks", "q2_k")
 
 
 @pytest.fixture

@@ -272,6 +272,14 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *                                  to the vector's size) kl_iv_add(a, b) kl_iv_mullo(a, b) (low 32 bits)
  *   kl_iv_loadu(p)                 kl_iv_load at any address (KL_IV_LOADU: the 16-lane header, for the c16 bodies)
  *   kl_iv_cvt_u8(p)                KL_FV_LANES bytes at p zero-extended to the int32 lanes (with KL_IV_LOADU)
+ *   kl_iv_cvt_i8w(p)               (with KL_IV_LOADU) KL_FV_LANES int8 at p: lane = the value sign-extended to
+ *                                  16 bits in the low half, 0 in the high half (an operand of kl_iv_dpw)
+ *   kl_iv_dpw(acc, a, b)           (with KL_IV_LOADU) acc + lo16(a) * lo16(b) + hi16(a) * hi16(b) per lane (int16
+ *                                  halves signed, wrapping int32: vpdpwssd)
+ *   kl_iv_code3(lo, s, hb, c)      (with KL_IV_LOADU) per byte: bits s, s + 1 of lo's byte as bits 0-1, bit c of hb's
+ *                                  byte as bit 2, bits 3-7 zero (a 3-bit code, 0..7)
+ *   kl_iv_sums4(p)                 (with KL_IV_LOADU) lane k = p[4k] + p[4k+1] + p[4k+2] + p[4k+3] (int8 at p, exact)
+ *   kl_iv_neg16(v)                 (with KL_IV_LOADU) each int16 half negated (wrapping)
  *   kl_iv_dp4(acc, w, x)           lane l + sum_{i<4} u8(byte 4l + i of w) * s8(x[i]), x 4 int8 (the same 4 for
  *                                  every lane); exact for codes <= 127 (without VNNI a pair sum is int16)
  *   kl_iv_dp2w(acc, w, x)          lane l + i16(low half of w's lane l) * x[0] + i16(high half) * x[1], x 2

@@ -658,6 +658,34 @@ KL_INLINE kl_iv kl_iv_load(const void *p) { return _mm512_load_si512(p); }
 #define KL_IV_LOADU 1
 KL_INLINE kl_iv kl_iv_loadu(const void *p) { return _mm512_loadu_si512(p); }
 KL_INLINE kl_iv kl_iv_cvt_u8(const uint8_t *p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p)); }
+KL_INLINE kl_iv kl_iv_cvt_i8w(const int8_t *p) {
+    return _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p)));
+}
+KL_INLINE kl_iv kl_iv_dpw(kl_iv acc, kl_iv a, kl_iv b) {
+#if defined(__AVX512VNNI__)
+    return _mm512_dpwssd_epi32(acc, a, b);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
+#endif
+}
+/* The 3-bit codes: the low pair shifted down (32-bit lanes: the two bits stay in their byte, the mask drops what
+ * came from the byte above), hb's bit c alone moved to bit 2 (each byte holds only that bit, so the 32-bit shift
+ * keeps it in its byte), one vpternlogd (lo & 3) | hb. */
+KL_INLINE kl_iv kl_iv_code3(kl_iv lo, const int s, kl_iv hb, const int c) {
+    const __m512i t = s ? _mm512_srli_epi32(lo, (unsigned)s) : lo;
+    __m512i h = _mm512_and_si512(hb, _mm512_set1_epi8((char)(1 << c)));
+    if (c > 2) h = _mm512_srli_epi32(h, (unsigned)(c - 2));
+    else if (c < 2) h = _mm512_slli_epi32(h, (unsigned)(2 - c));
+    return _mm512_ternarylogic_epi32(t, h, _mm512_set1_epi8(0x03), 0xEC); /* (t & m) | h */
+}
+KL_INLINE kl_iv kl_iv_sums4(const int8_t *p) {
+#if defined(__AVX512VNNI__)
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), _mm512_loadu_si512(p));
+#else
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8(1), _mm512_loadu_si512(p)), _mm512_set1_epi16(1));
+#endif
+}
+KL_INLINE kl_iv kl_iv_neg16(kl_iv v) { return _mm512_sub_epi16(_mm512_setzero_si512(), v); }
 KL_INLINE void kl_iv_store(void *p, kl_iv v) { _mm512_store_si512(p, v); }
 KL_INLINE kl_iv kl_iv_add(kl_iv a, kl_iv b) { return _mm512_add_epi32(a, b); }
 KL_INLINE kl_iv kl_iv_mullo(kl_iv a, kl_iv b) { return _mm512_mullo_epi32(a, b); }

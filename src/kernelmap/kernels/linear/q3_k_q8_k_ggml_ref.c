@@ -15,20 +15,13 @@
  *     t = x.d * fp16(w.d)                                     (f32, rounded)
  *     acc[l] = fmaf(t, (float)lane[l], acc[l])                (acc starts at +0)
  *   and finally y = ((acc0+acc4) + (acc2+acc6)) + ((acc1+acc5) + (acc3+acc7)) (km_kq_reduce8).
+ * The lanes are stated once in linear/q3_k_vecdot_ref.h (shared with the q3_k_c16 layout's ref).
  */
 #include <math.h>
 
 #include "km_common.h"
 #include "km_kquant.h"
-
-/* The 16 signed scales of a q3_k block (bit layout: km_kquant.h). */
-static void q3_scales(const km_block_q3_k *b, int32_t sc[16]) {
-    for (int j = 0; j < 16; ++j) {
-        const int low = j < 8 ? (b->scales[j] & 0x0F) : (b->scales[j - 8] >> 4);
-        const int top = (b->scales[8 + j % 4] >> (2 * (j / 4))) & 3;
-        sc[j] = (low | (top << 4)) - 32;
-    }
-}
+#include "q3_k_vecdot_ref.h"
 
 void km_linear_q3_k_q8_k_ggml__ref(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
                                    int ith, int nth) {
@@ -43,24 +36,10 @@ void km_linear_q3_k_q8_k_ggml__ref(float *y, const void *w, const void *x, int64
             for (int64_t b = 0; b < nb; ++b) {
                 const km_block_q3_k *wb = &wr[b];
                 const km_block_q8_k *xb = &xr[b];
-                int32_t sc[16], q[KM_QK_K];
-                q3_scales(wb, sc);
-                for (int e = 0; e < KM_QK_K; ++e) {
-                    const int h = e / 128, k = (e % 128) / 32, i = e % 32;
-                    const int low = (wb->qs[32 * h + i] >> (2 * k)) & 3;
-                    q[e] = low - (((wb->hmask[i] >> (4 * h + k)) & 1) ? 0 : 4);
-                }
+                int32_t lane[8];
+                km_q3_k_lanes_ref(wb, xb, lane);
                 const float t = xb->d * km_fp16_to_fp32(wb->d);
-                for (int l = 0; l < 8; ++l) {
-                    int32_t lane = 0;
-                    for (int c = 0; c < 8; ++c) {
-                        for (int i = 0; i < 4; ++i) {
-                            const int e = 32 * c + 4 * l + i;
-                            lane += sc[e / 16] * q[e] * (int32_t)xb->qs[e];
-                        }
-                    }
-                    acc[l] = fmaf(t, (float)lane, acc[l]);
-                }
+                for (int l = 0; l < 8; ++l) acc[l] = fmaf(t, (float)lane[l], acc[l]);
             }
             y[m * N + n] = km_kq_reduce8(acc);
         }

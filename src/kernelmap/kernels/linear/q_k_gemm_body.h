@@ -117,10 +117,12 @@ KL_INLINE void kqg_pack(kqg_blk *P, const uint8_t *w, int64_t wrow, int64_t b0, 
  * group's records (KQG_C16_REC(fmt) bytes per superblock) hold lane c's qs dwords as vectors, the scales (q4_K: and
  * mins) as bytes and d / dmin as halves, so a superblock is loads, code masks, byte widenings and two f16
  * conversions: no gathers. Pad rows are zero bytes (scale, min, d 0), as kqg_pack's lanes past nc. */
-#define KQG_C16_REC(fmt) ((fmt) == KL_KQ_Q2_K ? 1344 : 2368)
-#define KQG_C16_SC(fmt) ((fmt) == KL_KQ_Q2_K ? 1024 : 2048) /* q2_K: the GGUF scale bytes (sc | mn << 4) */
+#define KQG_C16_REC(fmt) ((fmt) == KL_KQ_Q2_K ? 1344 : (fmt) == KL_KQ_Q3_K ? 1824 : 2368)
+/* q2_K: the GGUF scale bytes (sc | mn << 4); q3_K: the signed scales as int8 */
+#define KQG_C16_SC(fmt) ((fmt) == KL_KQ_Q2_K ? 1024 : (fmt) == KL_KQ_Q3_K ? 1536 : 2048)
 #define KQG_C16_MN 2176                                     /* q4_K's min bytes */
-#define KQG_C16_D(fmt) ((fmt) == KL_KQ_Q2_K ? 1280 : 2304) /* d halves; dmin 32 bytes on */
+#define KQG_C16_HM 1024                                     /* q3_K's hmask vectors */
+#define KQG_C16_D(fmt) ((fmt) == KL_KQ_Q2_K ? 1280 : (fmt) == KL_KQ_Q3_K ? 1792 : 2304) /* d halves; dmin 32 bytes on */
 KL_INLINE kl_iv kqg_c16_sc(kl_iv sc) {
 #ifdef KL_IV_P16
     return kl_iv_or(sc, kl_iv_sll32(sc, 16));
@@ -345,6 +347,34 @@ KL_INLINE void kqg6_pack(kqg6_blk *P, const uint8_t *w, int64_t wrow, int64_t b0
     }
 }
 
+#if defined(KL_IV_LOADU) && KL_FV_LANES == 16
+/* q3_K's panel from the repacked layout q3_k_c16 (weights/repack.py; linear/qk_c16_body.h): the codes q + 4 from the
+ * qs and hmask vectors (vector 8h + t's bits 2k.. and hmask vector t's bit 4h + k: values 128h + 32k + 4t + i),
+ * the signed scale bytes widened to (sc, sc) and (-sc, -sc) pairs, d from the halves; the same panel as kqg6_pack
+ * builds from the GGUF layout by gathers (pad rows: codes 0, d 0, scales -32, never stored). */
+KL_INLINE void kqg6_pack_c16(kqg6_blk *P, const uint8_t *g, int64_t b0, int bc) {
+    const int fmt = KL_KQ_Q3_K;
+    for (int bb = 0; bb < bc; bb++) {
+        kqg6_blk *p = &P[bb];
+        const uint8_t *r = g + (b0 + bb) * KQG_C16_REC(fmt);
+        for (int t = 0; t < 8; t++) {
+            const kl_iv hb = kl_iv_loadu(r + KQG_C16_HM + 64 * t);
+            for (int h = 0; h < 2; h++) {
+                const kl_iv v = kl_iv_loadu(r + 64 * (8 * h + t));
+                for (int k = 0; k < 4; k++) p->q[4 * h + k][t] = kl_iv_code3(v, 2 * k, hb, 4 * h + k);
+            }
+        }
+        for (int j = 0; j < 16; j++) {
+            const kl_iv w = kl_iv_cvt_i8w((const int8_t *)(r + KQG_C16_SC(fmt) + 16 * j));
+            const kl_iv pair = kl_iv_or(w, kl_iv_sll32(w, 16));
+            kl_iv_store(p->sc[j], pair);
+            kl_iv_store(p->nsc[j], kl_iv_neg16(pair));
+        }
+        kl_fv_store(p->d, kl_fv_load_f16((const uint16_t *)(r + KQG_C16_D(fmt))));
+    }
+}
+#endif
+
 /* MT rows against the panel: fa[NACC r + l] is acc[l] of row r (KQG_L floats); q5_K: fa[9r + 8] is summ. */
 KL_INLINE void kqg6_tile(float (*fa)[KQG_L], const kqg6_blk *P, int bc, const km_block_q8_k *x, int64_t nb,
                          int64_t b0, const int fmt, const int MT) {
@@ -400,8 +430,8 @@ KL_INLINE void kqg6_tile(float (*fa)[KQG_L], const kqg6_blk *P, int bc, const km
 
 /* Columns [n0, n1) of y (row stride N) for all M rows, fmt KL_KQ_Q4_K / KL_KQ_Q2_K (N % 8 == 0 callers only:
  * the repack contract) or KL_KQ_Q6_K / KL_KQ_Q5_K (every N). Super-tiles of KQG_FA / KQG_NACC(fmt) rows.
- * c16: w is in the format's layout q4_k_c16 / q2_k_c16 (n0 a multiple of 16; 16-lane headers with KL_IV_LOADU),
- * else the GGUF's. */
+ * c16: w is in the format's layout q4_k_c16 / q2_k_c16 / q3_k_c16 (n0 a multiple of 16; 16-lane headers with
+ * KL_IV_LOADU), else the GGUF's. */
 KL_INLINE void kqg_drive(float *y, const uint8_t *w, const km_block_q8_k *x, int64_t M, int64_t N, int64_t nb,
                          int64_t n0, int64_t n1, const int fmt, const int c16) {
     (void)c16; /* read only where the lanes header can load the layout */
@@ -423,7 +453,12 @@ KL_INLINE void kqg_drive(float *y, const uint8_t *w, const km_block_q8_k *x, int
                 const int bc = nb - b0 < KQG_KB ? (int)(nb - b0) : KQG_KB;
                 int64_t m = 0;
                 if (KQG_VECDOT(fmt)) {
-                    kqg6_pack(P.q6, w + n * wrow, wrow, b0, bc, nc, fmt);
+#if defined(KL_IV_LOADU) && KL_FV_LANES == 16
+                    if (c16 && fmt == KL_KQ_Q3_K)
+                        kqg6_pack_c16(P.q6, w + n / 16 * nb * KQG_C16_REC(fmt), b0, bc);
+                    else
+#endif
+                        kqg6_pack(P.q6, w + n * wrow, wrow, b0, bc, nc, fmt);
                     for (; m + KQG_MT <= ms; m += KQG_MT) kqg6_tile(fa + nacc * m, P.q6, bc, xs + m * nb, nb, b0, fmt, KQG_MT);
                     for (; m < ms; m++) kqg6_tile(fa + nacc * m, P.q6, bc, xs + m * nb, nb, b0, fmt, 1);
                 } else {

@@ -1,5 +1,6 @@
 /* linear/qk_c16_body.h — the family body of linear.q4_k.q8_k.ggml.v1 and linear.q2_k.q8_k.ggml.v1 in their N % 8
- * == 0 order (llama.cpp's repacked q4_K / q2_K gemv) on weights in the repacked layouts "q4_k_c16" / "q2_k_c16"
+ * == 0 order (llama.cpp's repacked q4_K / q2_K gemv) on weights in the repacked layouts "q4_k_c16" / "q2_k_c16", and
+ * of linear.q3_k.q8_k.ggml.v1 (llama.cpp's vec_dot_q3_K order, every N; kqc16k_group_q3 states it) on "q3_k_c16"
  * (weights/repack.py states them), written once against the lanes interface (common/km_lanes.h) for 16-lane headers
  * (a group's 16 rows are a vector's 16 lanes), the format a compile-time argument.
  *
@@ -90,8 +91,51 @@ KL_INLINE void kqc16k_group(float *y, int nc, const uint8_t *g, int64_t nb, cons
     kl_fv_storen(y, kl_fv_sub(acc, accm), nc);
 }
 
-/* The whole linear.token_major.v1 call (w in the format's c16 layout, x [M, K] q8_K, y [M, N] f32; N % 8 == 0 by
- * the map). */
+/* q3_K (its vec_dot contract): one activation row x against the group at g, as kqc16k_group. Per superblock and
+ * contract lane l (values 32c + 4l + i), 16 rows' int32 lanes A[l] = sum_c sc(2c + l / 4) * D(c, l) with D(c, l) =
+ * sum_i q * x exact: one vpdpbusd of the stored codes q + 4 (kl_iv_code3 of qs vector 8h + l and hmask vector l,
+ * c = 4h + k) seeded with -4 * (the four activations' sum), then one vpdpwssd by the scale (|D| <= 2048: an int16);
+ * acc[l] = fma(fp16(d) * x.d, (float)A[l], acc[l]); y = ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 +
+ * acc7)), lane-wise: each lane the ref's row. */
+KL_INLINE void kqc16k_group_q3(float *y, int nc, const uint8_t *g, int64_t nb, const km_block_q8_k *x, const int pf) {
+    const int fmt = KL_KQ_Q3_K, rec = KQG_C16_REC(fmt);
+    kl_fv acc[8];
+    for (int l = 0; l < 8; l++) acc[l] = kl_fv_zero();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *r = g + b * rec;
+        const km_block_q8_k *xb = &x[b];
+        if (pf)
+            for (int o = 0; o < rec; o += 64) kl_prefetch_l2(r + KQC16K_PF + o);
+        int32_t seed[64] __attribute__((aligned(64))); /* seed[8c + l] = -4 * (x[32c + 4l] + .. + x[32c + 4l + 3]) */
+        for (int q = 0; q < 4; q++) kl_iv_store(seed + 16 * q, kl_iv_mullo(kl_iv_sums4(xb->qs + 64 * q), kl_iv_set1(-4)));
+        kl_iv a[8];
+        for (int l = 0; l < 8; l++) a[l] = kl_iv_zero();
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) { /* unrolled: every shift count and mask a constant */
+                const int c = 4 * h + k;
+                const kl_iv s0 = kl_iv_cvt_i8w((const int8_t *)(r + KQG_C16_SC(fmt) + 16 * (2 * c)));
+                const kl_iv s1 = kl_iv_cvt_i8w((const int8_t *)(r + KQG_C16_SC(fmt) + 16 * (2 * c + 1)));
+#pragma GCC unroll 8
+                for (int l = 0; l < 8; l++) {
+                    const kl_iv code = kl_iv_code3(kl_iv_loadu(r + 64 * (8 * h + l)), 2 * k,
+                                                   kl_iv_loadu(r + KQG_C16_HM + 64 * l), c);
+                    const kl_iv d = kl_iv_dp4(kl_iv_set1(seed[8 * c + l]), code, xb->qs + 32 * c + 4 * l);
+                    a[l] = kl_iv_dpw(a[l], d, l < 4 ? s0 : s1);
+                }
+            }
+        }
+        const kl_fv t = kl_fv_mul(kl_fv_load_f16((const uint16_t *)(r + KQG_C16_D(fmt))), kl_fv_set1(xb->d));
+        for (int l = 0; l < 8; l++) acc[l] = kl_fv_fma(t, kl_fv_cvt_iv(a[l]), acc[l]);
+    }
+    const kl_fv s04 = kl_fv_add(acc[0], acc[4]), s26 = kl_fv_add(acc[2], acc[6]);
+    const kl_fv s15 = kl_fv_add(acc[1], acc[5]), s37 = kl_fv_add(acc[3], acc[7]);
+    kl_fv_storen(y, kl_fv_add(kl_fv_add(s04, s26), kl_fv_add(s15, s37)), nc);
+}
+
+/* The whole linear.token_major.v1 call (w in the format's c16 layout, x [M, K] q8_K, y [M, N] f32; q4_K / q2_K:
+ * N % 8 == 0 by the map). */
 static inline void kqc16k_linear(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
                                  int nth, const int fmt) {
     const int64_t nb = K / KM_QK_K, ng = (N + 15) / 16, gbytes = nb * KQG_C16_REC(fmt);
@@ -106,8 +150,10 @@ static inline void kqc16k_linear(float *y, const void *w, const void *x, int64_t
     }
     for (int64_t g = lo; g < hi; g++) {
         const int nc = N - 16 * g >= 16 ? 16 : (int)(N - 16 * g);
-        for (int64_t m = 0; m < M; m++) /* rows after the first read the group from cache */
-            kqc16k_group(y + m * N + 16 * g, nc, wb + g * gbytes, nb, xq + m * nb, m == 0, fmt);
+        for (int64_t m = 0; m < M; m++) { /* rows after the first read the group from cache */
+            if (fmt == KL_KQ_Q3_K) kqc16k_group_q3(y + m * N + 16 * g, nc, wb + g * gbytes, nb, xq + m * nb, m == 0);
+            else kqc16k_group(y + m * N + 16 * g, nc, wb + g * gbytes, nb, xq + m * nb, m == 0, fmt);
+        }
     }
 }
 
