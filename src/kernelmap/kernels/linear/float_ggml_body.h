@@ -19,7 +19,8 @@
  * ymm on AVX2, four q registers on NEON; the reduction kl_f16v_add and kl_f16v_fold) and kl_f8 vectors for
  * KFL_DOTW 32; the double-precision and tail steps are plain C (one IEEE operation each). Each ISA's registers
  * hold the same lanes, so the grouping never changes a bit (the zmm form halves the AVX-512 instruction count:
- * f16 / bf16 / f32 GEMVs were compute-bound on ymm at two threads).
+ * Zen 5, 2 threads, 128-row prefill f16 +35-60%, the avx512 variant's bf16 emulation ~2x; the decode GEMVs gained
+ * from reading one row per step instead, KFL_R1 below).
  *
  * Numerics parameter KFL_DOTW (64 when not defined): 32 gives llama.cpp's AVX2 build (GGML_AVX512 off), contracts
  * linear.<t>.<t>.ggml_dot32.v1: np = K - K % 32, four 8-lane accumulators a0..a3 (element i -> a[(i % 32) / 8],
@@ -31,7 +32,8 @@
  *     tail in double.
  *
  * Schedule (the instantiating file defines these before including this header):
- *   KFL_R1  weight rows per decode step (M = 1): independent accumulator sets
+ *   KFL_R1  weight rows per decode step (M = 1): independent accumulator sets (1: the thread's rows read in address
+ *           order, one stream; 2 or 4 rows per step read 2 or 4 interleaved streams, 20-30% slower from memory on Zen 5)
  *   KFL_TT  activation rows per prefill tile (one weight row against KFL_TT activation rows)
  *   KFL_PF  software prefetch distance in bytes along each weight row (to L2; one-row tiles, as decode's, with the
  *           non-temporal hint kl_prefetch_nt: Zen 5, weights from memory, interleaved A/B (benchmarks/ab_linear.py):
