@@ -22,7 +22,10 @@ measured with a core per thread, and the discarded pairs' probes are printed (th
 kept or dropped whole). The read bandwidth is the
 median of five measurements taken after the runs, each the fastest of its passes (a ceiling); the fraction is
 also printed against the median of their median passes (what a typical pass reads: on a shared VM the fastest
-pass can be a quarter above it).
+pass can be a quarter above it). Because that bandwidth moves within minutes there (45-83 GB/s on 2 threads in
+one session), each of our timed runs is also bracketed by two short reads of a 256 MiB buffer, right before and right
+after it: the fraction is printed a third time against the mean of their median passes (the machine while our decode
+ran; the median over the kept runs of each run's own fraction).
 
     .venv/bin/python benchmarks/e2e.py --threads 1,2 --repeats 3
 """
@@ -40,6 +43,8 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+ADJACENT_PROBE_BYTES = 256 << 20  # the reads bracketing each of our runs (median pass of each)
+ADJACENT_PROBE_TIME = 0.15        # seconds of passes per prefetch hint and read
 PEER_PY = ROOT / ".venv-peer" / "bin" / "python"
 
 TEXT = ("The history of computing is a story of abstractions built one atop another. Early machines were "
@@ -192,12 +197,14 @@ def _scaling(threads: int) -> float | None:
 
 def _measure(args: argparse.Namespace, gguf: str) -> list[dict]:
     from kernelmap.bench import measure_bandwidth
+    from kernelmap.bench.runner import StreamProbe
     from kernelmap.compiler import CompileOptions
     from kernelmap.runtime import load
 
     results = []
     # decode steps run at positions prompt .. prompt + decode - 1 (the first decode token comes from prefill)
     step = decode_bytes(gguf, range(args.prompt_tokens, args.prompt_tokens + args.decode_tokens))
+    adjacent_probe = StreamProbe(ADJACENT_PROBE_BYTES)
     for threads in [int(t) for t in args.threads.split(",")]:
         base = CompileOptions() if args.policy is None else CompileOptions(policy=args.policy)
         model = load(gguf, threads=threads, n_ctx=args.prompt_tokens + args.decode_tokens + 16, options=base)
@@ -214,7 +221,9 @@ def _measure(args: argparse.Namespace, gguf: str) -> list[dict]:
         while len(ours) < args.repeats:
             attempts += 1
             s_ours = _scaling(threads) if threads > 1 else None
+            bw_before = adjacent_probe.read(threads, ADJACENT_PROBE_TIME)[1]
             o = _ours(model, ids, args.decode_tokens)
+            o["adjacent_gbps"] = (bw_before + adjacent_probe.read(threads, ADJACENT_PROBE_TIME)[1]) / 2
             s_peer = _scaling(threads) if threads > 1 else None
             p = _peer(gguf, ids, args.decode_tokens, threads, args.flash_attn, args.peer_python)
             same &= o["tokens"] == p["tokens"]
@@ -261,6 +270,9 @@ def _measure(args: argparse.Namespace, gguf: str) -> list[dict]:
         row["decode_bandwidth_fraction"] = round(step["total"] * row["ours_decode_tps"] / (bw * 1e9), 3)
         row["read_bandwidth_typical_gbps"] = round(bw_typ, 2)
         row["decode_bandwidth_fraction_typical"] = round(step["total"] * row["ours_decode_tps"] / (bw_typ * 1e9), 3)
+        row["read_bandwidth_adjacent_gbps"] = round(statistics.median(r["adjacent_gbps"] for r in ours), 2)
+        row["decode_bandwidth_fraction_adjacent"] = round(
+            statistics.median(step["total"] * r["decode_tps"] / (r["adjacent_gbps"] * 1e9) for r in ours), 3)
         row["greedy_tokens_identical"] = same
         if args.min_scaling > 0 and threads > 1:
             row["min_scaling"] = args.min_scaling
@@ -291,7 +303,8 @@ def _print(args: argparse.Namespace, results: list[dict]) -> None:
               f"{r['ours_decode_tps']:.1f} tok/s = {r['decode_bytes_per_token'] * r['ours_decode_tps'] / 1e9:.2f} GB/s"
               f" of {r['read_bandwidth_gbps']:.2f} GB/s read bandwidth: {100 * r['decode_bandwidth_fraction']:.0f}%"
               f" (of its median pass, {r['read_bandwidth_typical_gbps']:.2f} GB/s: "
-              f"{100 * r['decode_bandwidth_fraction_typical']:.0f}%)")
+              f"{100 * r['decode_bandwidth_fraction_typical']:.0f}%; of the reads right before and after our runs, "
+              f"{r['read_bandwidth_adjacent_gbps']:.2f} GB/s: {100 * r['decode_bandwidth_fraction_adjacent']:.0f}%)")
     for r in results:
         if "compute_scaling_ours" in r:
             print(f"compute scaling at {r['threads']} threads (1.0: a core per thread), next to each run: ours "
