@@ -40,7 +40,10 @@
  * blocks ahead and the K rows one block further; without it the fused schedule read the cache unprefetched, and at
  * decode the cache comes from DRAM, the weights streamed since the last step having evicted it: Gemma 3 270M, 2
  * threads, in-process A/B of two builds, attention 0.77 -> 0.46-0.65 ms per decode step and 24.5 -> 18-19 ms per
- * 256-token prefill; 2 blocks ahead vs 1: decode attention -6%, prefill equal),
+ * 256-token prefill; 2 blocks ahead vs 1: decode attention -6%, prefill equal; a block's prefetches go out a share
+ * per key step of its VKQ pass (kfa_pfq), not in one burst before it: 256 lines at once filled the miss buffers and
+ * stalled the core for most of a block — one decode call, 4 heads x 385 keys of D = 256 from DRAM, Zen 5: 43 -> 28 us
+ * (22-24 us with the cache hot), one thread's 2 heads of a 2-thread call 31-37 -> 18.5 us),
  * KFA_EXPF_HOOK (1: export the test hook km_ggmlfa_expf_check<lanes>); the
  * numerics parameter KFA_DOTW (64 when not defined; 32 needs KL_FV_LANES <= 8: its first fold is on 8 lanes).
  */
@@ -83,6 +86,24 @@
 #define KFA_FV (KFA_DOTW / 4 / KL_FV_LANES)    /* native vectors of the first fold's lanes (16 or 8) */
 #define KFA_AI static inline __attribute__((always_inline))
 #define KFA_ALIGN __attribute__((aligned(64)))
+
+/* Memory hint only: the cache lines of two byte ranges (a: na lines, then b: nb lines) handed out `per` at a time,
+ * so that a block's prefetches spread over its VKQ pass instead of going out in one burst. */
+typedef struct {
+    const char *a, *b;
+    int64_t na, nb, next;
+    int64_t per;
+} kfa_pfq;
+
+KFA_AI void kfa_pfq_step(kfa_pfq *q) {
+    for (int64_t t = 0; t < q->per; t++, q->next++) {
+        if (q->next < q->na) {
+            kl_prefetch_l2(q->a + q->next * 64);
+        } else if (q->next - q->na < q->nb) {
+            kl_prefetch_l2(q->b + (q->next - q->na) * 64);
+        }
+    }
+}
 
 #if KFA_EXPF_HOOK
 #define KFA_CAT2(a, b) a##b
@@ -234,7 +255,7 @@ KFA_AI void kfa_vstep(kl_fv a[][KFA_NVMAX], const kl_fv *x, unsigned nm, const f
  * partials in increasing i as kfa_partials, first fold step) to pk + k*16. */
 KFA_AI void kfa_vchunk(float *acc, int64_t D, int64_t d0, const km_half *vr, int64_t nk, const float *vs,
         const float *ms, const uint8_t *nmask, const float *kf, int64_t nk2, const float *qg, float *pk, const int G,
-        const int NV) {
+        const int NV, kfa_pfq *pq) {
     kl_fv a[KFA_GMAX][KFA_NVMAX];
     for (int g = 0; g < G; g++) {
         for (int v = 0; v < NV; v++) a[g][v] = kl_fv_loadu(acc + g * D + d0 + v * KL_FV_LANES);
@@ -243,6 +264,7 @@ KFA_AI void kfa_vchunk(float *acc, int64_t D, int64_t d0, const km_half *vr, int
         kl_fv x[KFA_NVMAX];
         for (int v = 0; v < NV; v++) x[v] = kl_fv_load_f16(vr + k * D + d0 + v * KL_FV_LANES);
         kfa_vstep(a, x, nmask[k], vs, ms, k, G, NV);
+        if (pq) kfa_pfq_step(pq);
         if (k < nk2) {
             const float *kk = kf + k * D;
             kl_fv s[KFA_PV];
@@ -261,20 +283,27 @@ KFA_AI void kfa_vchunk(float *acc, int64_t D, int64_t d0, const km_half *vr, int
 }
 
 /* VKQ of the block in column chunks (NV vectors per item, the D % chunk tail one vector at a time); fused: chunk c
- * (c < G) also computes item c's next-block P lanes into pb. */
+ * (c < G) also computes item c's next-block P lanes into pb. With pq, each key step of the whole chunks issues an
+ * equal share of pq's prefetches. */
 KFA_AI void kfa_vblock(float *acc, int64_t D, const km_half *vr, int64_t nk, const float *vs, const float *ms,
-        const uint8_t *nmask, const float *kf, int64_t nk2, const float *qf, float *pb, const int G) {
+        const uint8_t *nmask, const float *kf, int64_t nk2, const float *qf, float *pb, const int G, kfa_pfq *pq) {
     const int NV = KFA_NVG(G);
     const int64_t cw = (int64_t)NV * KL_FV_LANES;
     const int64_t dm = D - D % cw;
+    if (pq) {
+        const int64_t steps = dm / cw * nk;
+        pq->per = steps > 0 ? (pq->na + pq->nb + steps - 1) / steps : 0;
+    }
     for (int64_t c = 0; c * cw < dm; c++) {
         if (c < G && nk2 > 0) {
-            kfa_vchunk(acc, D, c * cw, vr, nk, vs, ms, nmask, kf, nk2, qf + c * D, pb + c * KFA_KB * 16, G, NV);
+            kfa_vchunk(acc, D, c * cw, vr, nk, vs, ms, nmask, kf, nk2, qf + c * D, pb + c * KFA_KB * 16, G, NV, pq);
         } else {
-            kfa_vchunk(acc, D, c * cw, vr, nk, vs, ms, nmask, NULL, 0, NULL, NULL, G, NV);
+            kfa_vchunk(acc, D, c * cw, vr, nk, vs, ms, nmask, NULL, 0, NULL, NULL, G, NV, pq);
         }
     }
-    for (int64_t d0 = dm; d0 < D; d0 += KL_FV_LANES) kfa_vchunk(acc, D, d0, vr, nk, vs, ms, nmask, NULL, 0, NULL, NULL, G, 1);
+    for (int64_t d0 = dm; d0 < D; d0 += KL_FV_LANES) {
+        kfa_vchunk(acc, D, d0, vr, nk, vs, ms, nmask, NULL, 0, NULL, NULL, G, 1, NULL);
+    }
 }
 
 /* ---- groups ---- */
@@ -292,6 +321,12 @@ KFA_AI void kfa_prefetch_rows(const km_half *base, int64_t a, int64_t b, int64_t
     for (int64_t j = a; j <= b; j++) {
         for (int64_t o = 0; o < D; o += 32) kl_prefetch_l2(base + j * D + o);
     }
+}
+
+/* The same rows as one queue range: where they start and how many cache lines they span (0 when a > b). */
+KFA_AI const char *kfa_rows_range(const km_half *base, int64_t a, int64_t b, int64_t D, int64_t *lines) {
+    *lines = a <= b ? ((b - a + 1) * D * (int64_t)sizeof(km_half) + 63) / 64 : 0;
+    return a <= b ? (const char *)(base + a * D) : NULL;
 }
 
 /* Keys js .. je (increasing; none when js > je) for the G items whose state starts at item g0 of st. */
@@ -324,22 +359,23 @@ KFA_AI void kfa_run(kfa_state *st, int g0, const km_half *kb, const km_half *vb,
             kfa_softmax(sc + g * KFA_KB, ms + g * KFA_KB, vs + g * KFA_KB, nmask, g, nk, &big_m[g], &big_s[g], use_vexp);
         }
         if (!fused) {
-            kfa_vblock(acc, D, vb + jb * D, nk, vs, ms, nmask, NULL, 0, qf, NULL, G);
+            kfa_vblock(acc, D, vb + jb * D, nk, vs, ms, nmask, NULL, 0, qf, NULL, G, NULL);
             continue;
         }
         const int64_t jn = jb + step;
         const int64_t nk2 = jn > je ? 0 : (je + 1 - jn < step ? je + 1 - jn : step);
-        /* memory hint: the next block's V rows and the K rows widened in the next iteration (at decode the cache
-         * comes from DRAM: the weights streamed since the last step evicted it) */
+        /* memory hint: V rows KFA_PFD blocks on and K rows one block further (at decode the cache comes from DRAM:
+         * the weights streamed since the last step evicted it), spread over this block's VKQ pass */
+        kfa_pfq pq = {0};
         {
             const int64_t pa = jb + KFA_PFD * step; /* V rows pa.., K rows pa + step.. */
-            kfa_prefetch_rows(vb, pa, pa + step - 1 < je ? pa + step - 1 : je, D);
-            kfa_prefetch_rows(kb, pa + step, pa + 2 * step - 1 < je ? pa + 2 * step - 1 : je, D);
+            pq.a = kfa_rows_range(vb, pa, pa + step - 1 < je ? pa + step - 1 : je, D, &pq.na);
+            pq.b = kfa_rows_range(kb, pa + step, pa + 2 * step - 1 < je ? pa + 2 * step - 1 : je, D, &pq.nb);
         }
         for (int64_t k = 0; k < nk2; k++) {
             for (int64_t d = 0; d < D; d += KL_FV_LANES) kl_fv_storeu(kf + k * D + d, kl_fv_load_f16(kb + (jn + k) * D + d));
         }
-        kfa_vblock(acc, D, vb + jb * D, nk, vs, ms, nmask, kf, nk2, qf, pb, G);
+        kfa_vblock(acc, D, vb + jb * D, nk, vs, ms, nmask, kf, nk2, qf, pb, G, &pq);
         if (nk2 > 0) kfa_finish(sc, pb, kb + jn * D, nk2, qf, D, st->kq, G);
     }
 }
