@@ -27,7 +27,9 @@
  * A/B, minimum of 7-21 runs) this made a 64-row prefill over 1024 keys 1.6-2.5x and one decode row over 2048 keys
  * 1.6-2.2x faster than the one-item loop it replaced (AVX2: 1.6x). The rows KFQ_PFD blocks ahead are prefetched
  * when the call has one row (a decode step: Gemma 3 270M, 2 threads, in-process A/B, attention 0.48 -> 0.41 and
- * 0.39 -> 0.32 ms per step; in a 256-row prefill the same hints made it 6-8% slower: its rows re-read cached keys).
+ * 0.39 -> 0.32 ms per step; in a 256-row prefill the same hints made it 6-8% slower: its rows re-read cached keys),
+ * a slice of each row per key step of the VKQ pass (kfq_pf: a block's rows in one burst filled the miss buffers and
+ * stalled the core, as in ggmlfa_body.h).
  */
 #ifndef KM_GGMLFA_Q8KV_BODY_H
 #define KM_GGMLFA_Q8KV_BODY_H
@@ -93,8 +95,29 @@ KFQ_AI void kfq_scores(float *sc, const km_block_q8_0 *const *kr, const kfq_q *q
 /* VKQ columns [c0, c0 + NVC vectors) of G items over keys 0 .. nk of the block: each V vector is widened and
  * scaled once ((float)q * f32(d), exact) for all items; per item and key in order, VKQ *= ms where the key raised
  * the item's maximum (bit g of nm[k]), then VKQ = fma(V, vs, VKQ). */
+/* Memory hint only: the K and V rows of up to KFQ_KB keys a later block reads, each step of a VKQ pass prefetching
+ * the bytes lo .. hi of one key's rows (a chunk's slice), so the lines go out spread over the pass, not in a burst. */
+typedef struct {
+    const char *k[KFQ_KB], *v[KFQ_KB];
+    int n;           /* keys */
+    int64_t bytes;   /* bytes per row */
+} kfq_pf;
+
+KFQ_AI void kfq_pf_slice(const kfq_pf *pf, int k, int64_t lo, int64_t hi) {
+    if (!pf || k >= pf->n) return;
+    for (int64_t o = lo; o < hi; o += 64) {
+        kl_prefetch_l2(pf->k[k] + o);
+        kl_prefetch_l2(pf->v[k] + o);
+    }
+    if (hi == pf->bytes) { /* the row's last line, which a slice start 64 bytes apart may miss */
+        kl_prefetch_l2(pf->k[k] + hi - 1);
+        kl_prefetch_l2(pf->v[k] + hi - 1);
+    }
+}
+
 KFQ_AI void kfq_vchunk(float *const *vkq, const km_block_q8_0 *const *vr, const float (*ms)[KFQ_KB],
-                       const float (*vs)[KFQ_KB], const uint8_t *nm, int nk, int64_t c0, const int G, const int NVC) {
+                       const float (*vs)[KFQ_KB], const uint8_t *nm, int nk, int64_t c0, const int G, const int NVC,
+                       const kfq_pf *pf, int64_t pf_lo, int64_t pf_hi) {
     kl_fv acc[KFQ_G][KFQ_CV];
     for (int g = 0; g < G; g++)
         for (int v = 0; v < NVC; v++) acc[g][v] = kl_fv_loadu(vkq[g] + c0 + v * KL_FV_LANES);
@@ -117,17 +140,26 @@ KFQ_AI void kfq_vchunk(float *const *vkq, const km_block_q8_0 *const *vr, const 
             const kl_fv s = kl_fv_set1(vs[g][k]);
             for (int v = 0; v < NVC; v++) acc[g][v] = kl_fv_fma(x[v], s, acc[g][v]);
         }
+        kfq_pf_slice(pf, k, pf_lo, pf_hi);
     }
     for (int g = 0; g < G; g++)
         for (int v = 0; v < NVC; v++) kl_fv_storeu(vkq[g] + c0 + v * KL_FV_LANES, acc[g][v]);
 }
 
 KFQ_AI void kfq_vblock(float *const *vkq, const km_block_q8_0 *const *vr, const float (*ms)[KFQ_KB],
-                       const float (*vs)[KFQ_KB], const uint8_t *nm, int nk, int64_t D, const int G) {
-    const int64_t step = KFQ_CV * KL_FV_LANES;
+                       const float (*vs)[KFQ_KB], const uint8_t *nm, int nk, int64_t D, const int G,
+                       const kfq_pf *pf) {
+    const int64_t step = KFQ_CV * KL_FV_LANES, nch = D / step;
     int64_t c0 = 0;
-    for (; c0 + step <= D; c0 += step) kfq_vchunk(vkq, vr, ms, vs, nm, nk, c0, G, KFQ_CV);
-    for (; c0 < D; c0 += KL_FV_LANES) kfq_vchunk(vkq, vr, ms, vs, nm, nk, c0, G, 1);
+    for (int64_t c = 0; c < nch; c++, c0 += step) {
+        /* the slices tile each prefetched row: chunk c takes bytes c*bytes/nch .. (c+1)*bytes/nch */
+        const int64_t lo = pf ? c * pf->bytes / nch : 0, hi = pf ? (c + 1) * pf->bytes / nch : 0;
+        kfq_vchunk(vkq, vr, ms, vs, nm, nk, c0, G, KFQ_CV, nch > 0 ? pf : NULL, lo, hi);
+    }
+    for (; c0 < D; c0 += KL_FV_LANES) kfq_vchunk(vkq, vr, ms, vs, nm, nk, c0, G, 1, NULL, 0, 0);
+    if (pf && nch == 0) { /* no whole chunk (D < one chunk): the rows at once */
+        for (int k = 0; k < pf->n; k++) kfq_pf_slice(pf, k, 0, pf->bytes);
+    }
 }
 
 /* Memory hint only: the K and V rows of keys a .. b (none when a > b; key j in cell j mod C) towards L2. */
@@ -164,9 +196,15 @@ KFQ_AI void kfq_group(float *y, const float *q, const km_block_q8_0 *kc, const k
     if (pf) kfq_prefetch(kc, vc, kvh, C, nb, j0, j0 + KFQ_PFD * KFQ_KB - 1 < p ? j0 + KFQ_PFD * KFQ_KB - 1 : p);
     for (int64_t jc = j0; jc <= p; jc += KFQ_KB) {
         const int nk = p - jc + 1 < KFQ_KB ? (int)(p - jc + 1) : KFQ_KB;
+        kfq_pf rows; /* the rows KFQ_PFD blocks ahead, prefetched during this block's VKQ pass */
         if (pf) {
             const int64_t pa = jc + KFQ_PFD * KFQ_KB;
-            kfq_prefetch(kc, vc, kvh, C, nb, pa, pa + KFQ_KB - 1 < p ? pa + KFQ_KB - 1 : p);
+            rows.n = pa > p ? 0 : (int)(p - pa + 1 < KFQ_KB ? p - pa + 1 : KFQ_KB);
+            rows.bytes = nb * (int64_t)sizeof(km_block_q8_0);
+            for (int k = 0; k < rows.n; k++) {
+                rows.k[k] = (const char *)(kc + (kvh * C + (pa + k) % C) * nb);
+                rows.v[k] = (const char *)(vc + (kvh * C + (pa + k) % C) * nb);
+            }
         }
         const km_block_q8_0 *kr[KFQ_KB], *vr[KFQ_KB];
         for (int k = 0; k < KFQ_KB; k++) {
@@ -181,7 +219,7 @@ KFQ_AI void kfq_group(float *y, const float *q, const km_block_q8_0 *kc, const k
             kfq_scores(sc[g], kr, &qp[g], nb, scale, per_score);
             kfa_softmax(sc[g], ms[g], vs[g], nm, g, nk, &big_m[g], &big_s[g], use_vexp);
         }
-        kfq_vblock(vkq, vr, (const float (*)[KFQ_KB])ms, (const float (*)[KFQ_KB])vs, nm, nk, D, G);
+        kfq_vblock(vkq, vr, (const float (*)[KFQ_KB])ms, (const float (*)[KFQ_KB])vs, nm, nk, D, G, pf ? &rows : NULL);
     }
     for (int g = 0; g < G; g++) {
         const kl_fv inv = kl_fv_set1(big_s[g] == 0.0f ? 0.0f : 1.0f / big_s[g]);
