@@ -350,6 +350,16 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *                                  activation blocks' 32 int8 quants): kl_f8 lane r of s0 = (float)(base0 + the exact
  *                                  int32 sum of (nib[32r + i] & 15) * x0[i], i < 32), of s1 the same with the high
  *                                  nibbles, x1 and base1 (int32 bases with |base + sum| < 2^24: exact floats)
+ * q32_r8 row pairs (optional on top of KL_R8; km_lanes_avx512.h): rows r, r + 1 of a tile in one vector
+ *   KL_R8P                         defined when the lanes header provides the ops below
+ *   kl_b64                         two rows' 32 bytes (low half row r); kl_b64_load(p) (64 bytes, no alignment),
+ *                                  kl_b64_dup(p) (the 32 bytes at p in both halves)
+ *   kl_r8p_lo(p) kl_r8p_hi(p)      kl_r8_lo / kl_r8_hi per byte
+ *   kl_r8p_code(nib, h, r)         half q: kl_r8_code(nib's half, h's half, r + q) (r even, compile-time)
+ *   kl_r8p_dot(c, x, seed) kl_r8p_dot0(c, x)   kl_r8_dot / kl_r8_dot0 per half
+ *   kl_f8r                         two rows' kl_f8 (lanes 0-7 row r, 8-15 row r + 1): kl_f8r_zero, kl_f8r_fma,
+ *                                  kl_f8r_loadu / kl_f8r_storeu (16 floats: row r's 8, then row r + 1's),
+ *                                  kl_f8r_pair(t, r) (t[r] in the low lanes, t[r + 1] in the high), kl_f8r_lo / hi
  */
 
 /* w6-q32gemv additions (the 32-element decode, M = 1; implemented in km_lanes_avx512.h only: the bodies test

@@ -1159,4 +1159,49 @@ KL_INLINE kl_kqi kl_kqi_dot_q3x(kl_kqi acc, const kl_kqw *w, const int8_t *xq, c
     return acc;
 }
 
+/* q32_r8 row pairs (km_lanes.h, linear/q32_r8_body.h): rows r and r + 1 of a q32_r8 tile as one zmm (each row's 32
+ * nibble bytes, adjacent in the layout: the low 256 bits row r's, the high row r + 1's), so a tile's 8 rows are four
+ * 512-bit passes instead of eight 256-bit ones; every lane's integer dot and f32 chain is the kl_r8 one. */
+#define KL_R8P 1
+typedef __m512i kl_b64;
+typedef __m512 kl_f8r; /* lanes 0-7: row r's kl_f8, 8-15: row r + 1's */
+
+KL_INLINE kl_b64 kl_b64_load(const void *p) { return _mm512_loadu_si512(p); }
+KL_INLINE kl_b64 kl_b64_dup(const void *p) { return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p)); }
+KL_INLINE kl_b64 kl_r8p_lo(kl_b64 p) { return _mm512_and_si512(p, _mm512_set1_epi8(0x0F)); }
+KL_INLINE kl_b64 kl_r8p_hi(kl_b64 p) { return _mm512_and_si512(_mm512_srli_epi16(p, 4), _mm512_set1_epi8(0x0F)); }
+/* byte i of half q (0: row r, 1: row r + 1) = nib's byte + 16 * bit (r + q) of h's byte (h: a fifth-bit plane in both
+ * halves, kl_b64_dup; r even, a compile-time constant) */
+KL_INLINE kl_b64 kl_r8p_code(kl_b64 nib, kl_b64 h, const int r) {
+    const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << r)), _mm256_set1_epi8((char)(1 << (r + 1))), 1);
+    return _mm512_mask_add_epi8(nib, _mm512_test_epi8_mask(h, bit), nib, _mm512_set1_epi8(16));
+}
+KL_INLINE kl_f8r kl_r8p_dot(kl_b64 c, kl_b64 x, kl_b64 seed) {
+#ifdef __AVX512VNNI__
+    const __m512i s = _mm512_dpbusd_epi32(seed, c, x);
+#else
+    const __m512i s = _mm512_add_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(c, x), _mm512_set1_epi16(1)), seed);
+#endif
+    return _mm512_sub_ps(_mm512_castsi512_ps(s), _mm512_set1_ps(KL_MAGIC_F));
+}
+KL_INLINE kl_f8r kl_r8p_dot0(kl_b64 c, kl_b64 x) {
+#ifdef __AVX512VNNI__
+    const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c, x);
+#else
+    const __m512i s = _mm512_madd_epi16(_mm512_maddubs_epi16(c, x), _mm512_set1_epi16(1));
+#endif
+    return _mm512_cvtepi32_ps(s);
+}
+KL_INLINE kl_f8r kl_f8r_zero(void) { return _mm512_setzero_ps(); }
+KL_INLINE kl_f8r kl_f8r_fma(kl_f8r a, kl_f8r b, kl_f8r c) { return _mm512_fmadd_ps(a, b, c); }
+KL_INLINE kl_f8r kl_f8r_loadu(const float *p) { return _mm512_loadu_ps(p); }
+KL_INLINE void kl_f8r_storeu(float *p, kl_f8r v) { _mm512_storeu_ps(p, v); }
+/* lanes 0-7 = t[r], lanes 8-15 = t[r + 1] (t: 8 rows' values; r a compile-time constant) */
+KL_INLINE kl_f8r kl_f8r_pair(kl_f8 t, const int r) {
+    const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi32(r), _mm256_set1_epi32(r + 1), 1);
+    return _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(t));
+}
+KL_INLINE kl_f8 kl_f8r_lo(kl_f8r v) { return _mm512_castps512_ps256(v); }
+KL_INLINE kl_f8 kl_f8r_hi(kl_f8r v) { return _mm512_extractf32x8_ps(v, 1); }
+
 #endif /* KM_LANES_AVX512_H */

@@ -1,11 +1,11 @@
 /* linear/q4_1_q8_1_ggml_r8_avx512.c — km_linear_q4_1_q8_1_ggml_r8__avx512: contract
  * linear.q4_1.q8_1.ggml.v1 on weights in the repacked layout "q32_r8".
  *
- * An instantiation of the family body linear/q32_r8_body.h (layout, numerics and the exactness argument are
- * there; byte-identical to km_linear_q4_1_q8_1_ggml__ref on the plain layout for every (ith, nth) and M)
- * on the AVX-512 F/BW/VL/DQ lanes, still on 256-bit vectors (the AVX2 dots; with 32 ymm registers gcc 12's loop
- * keeps the group's 8 accumulators, the min chains and the activation operands in registers). Not measured (no
- * AVX-512 host at hand): the schedule is the AVX2 one.
+ * An instantiation of the family body linear/q32_r8_body.h (layout, numerics and the exactness argument are there;
+ * byte-identical to km_linear_q4_1_q8_1_ggml__ref on the plain layout for every (ith, nth) and M) on the AVX-512
+ * F/BW/VL/DQ lanes, on 256-bit vectors but for the vec_dot order's row pairs (one zmm per two rows, KL_R8P) (the
+ * AVX2 dots; with 32 ymm registers gcc 12's loop keeps the group's 8 accumulators, the min chains and the activation
+ * operands in registers). Measured on Zen 5: linear/q32_r8_body.h.
  */
 #include "km_lanes_avx512.h"
 

@@ -1,10 +1,10 @@
 /* linear/q4_1_q8_1_ggml_r8_avx512vnni.c — km_linear_q4_1_q8_1_ggml_r8__avx512vnni: contract
  * linear.q4_1.q8_1.ggml.v1 on weights in the repacked layout "q32_r8".
  *
- * An instantiation of the family body linear/q32_r8_body.h (layout, numerics and the exactness argument are
- * there; byte-identical to km_linear_q4_1_q8_1_ggml__ref on the plain layout for every (ith, nth) and M)
- * on the AVX-512 lanes with VNNI, on 256-bit vectors: each block's eight lanes by one vpdpbusd (the same
- * exact int32 as vpmaddubsw + vpmaddwd). Not measured (no AVX-512 host at hand): the schedule is the AVX2 one.
+ * An instantiation of the family body linear/q32_r8_body.h (layout, numerics and the exactness argument are there;
+ * byte-identical to km_linear_q4_1_q8_1_ggml__ref on the plain layout for every (ith, nth) and M) on the AVX-512
+ * lanes with VNNI (the vec_dot order two rows per zmm, KL_R8P): each block's eight lanes by one vpdpbusd (the same
+ * exact int32 as vpmaddubsw + vpmaddwd). Measured on Zen 5: linear/q32_r8_body.h.
  */
 #include "km_lanes_avx512.h"
 

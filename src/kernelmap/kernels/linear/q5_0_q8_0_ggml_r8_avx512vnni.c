@@ -1,11 +1,11 @@
 /* linear/q5_0_q8_0_ggml_r8_avx512vnni.c — km_linear_q5_0_q8_0_ggml_r8__avx512vnni: contract
  * linear.q5_0.q8_0.ggml.v1 on weights in the repacked layout "q32_r8".
  *
- * An instantiation of the family body linear/q32_r8_body.h (layout, numerics and the exactness argument are
- * there; byte-identical to km_linear_q5_0_q8_0_ggml__ref on the plain layout for every (ith, nth) and M) on the
- * AVX-512 lanes with VNNI, on 256-bit vectors: fifth bits by vptestmb and a masked byte add, each block's eight
- * lanes by one vpdpbusd (unsigned codes x signed quants, accumulated onto the seed: the same exact int32 as
- * vpmaddubsw + vpmaddwd + the add). Not measured (no AVX-512 host at hand): the schedule is the AVX2 one.
+ * An instantiation of the family body linear/q32_r8_body.h (layout, numerics and the exactness argument are there;
+ * byte-identical to km_linear_q5_0_q8_0_ggml__ref on the plain layout for every (ith, nth) and M) on the AVX-512
+ * lanes with VNNI (two rows per zmm, KL_R8P): fifth bits by vptestmb and a masked byte add, each block's eight lanes
+ * by one vpdpbusd (unsigned codes x signed quants, accumulated onto the seed: the same exact int32 as vpmaddubsw +
+ * vpmaddwd + the add). Measured on Zen 5: linear/q32_r8_body.h.
  */
 #include "km_lanes_avx512.h"
 
