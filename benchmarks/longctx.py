@@ -9,7 +9,7 @@ below repeated, our tokenizer), then, alternating sides:
          sides), the same token ids; swa_full on (its
          default in llama-cpp-python: SWA layers keep every cell, the layout our parity tests compare with)
          and, with --peer-small-swa, also swa_full off (the SWA cache sized window + ubatch, padded to 256).
-Printed per side: peak RSS (the child's ru_maxrss from wait4: its own peak, not a sum over processes), the
+Printed per side: peak RSS (the child's own VmHWM, polled: _run_measured says why not ru_maxrss), the
 KV bytes it allocates (ours: the build's state buffers at this context, ring or full length per layer, as
 km_model_create allocates them; llama.cpp: its own "KV buffer size" log lines), prefill and decode tokens/s
 and the ratio ours / llama.cpp, whether the greedy tokens agree. Then, from a profiling build of ours
@@ -43,19 +43,45 @@ TEXT = ("The history of computing is a story of abstractions built one atop anot
         "Numbers in a table, 17, 42, 1999 and 3.14159, mean different things to different readers. ")
 
 
+def _vm_hwm(pid: int) -> int | None:
+    """The peak RSS in bytes of process `pid`'s current address space (VmHWM), None when unreadable."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def _run_measured(cmd: list[str], stdin: str | None = None) -> tuple[int, str, str, int]:
-    """Run `cmd`; return (exit code, stdout, stderr, peak RSS in bytes of that process)."""
+    """Run `cmd`; return (exit code, stdout, stderr, peak RSS in bytes of that process).
+
+    The peak is the child's VmHWM, read every 20 ms until it exits (it only grows, so the last reading is the
+    peak up to those last 20 ms), not wait4's ru_maxrss: Linux carries the RSS of the image a process replaced by
+    exec into its ru_maxrss, i.e. this script's own RSS at the fork, so once the profiling build below had grown
+    this process to ~700 MiB every later child reported that (ctx 8192: ours and llama.cpp's "peaks" both
+    732958720 bytes). ru_maxrss only when no reading was possible (a child that exited within 20 ms)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out, stderr=err)
         if stdin is not None:
             proc.stdin.write(stdin.encode())
         proc.stdin.close()
-        _, status, usage = os.wait4(proc.pid, 0)
+        peak = None
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            hwm = _vm_hwm(proc.pid)
+            if hwm is not None:
+                peak = hwm if peak is None else max(peak, hwm)
+            time.sleep(0.02)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         return proc.returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"), \
-            usage.ru_maxrss * 1024
+            peak if peak is not None else usage.ru_maxrss * 1024
 
 
 def _ours(gguf: str, prompt_file: Path, n_ctx: int, n_decode: int, threads: int, cache_type: str = "f16") -> dict:
