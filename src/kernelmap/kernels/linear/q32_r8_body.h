@@ -60,7 +60,9 @@
  * passes per tile instead of eight; every lane's dots and fmas are the 256-bit path's, in its order. Hot, one core,
  * Zen 5, GMAC/s old -> new at N x K = 2048 x 640 / 640 x 2048 (medians of 300 calls, bytes equal): q5_0 VNNI 61 ->
  * 86 / 64 -> 95, AVX-512 40 -> 64 / 41 -> 70; q5_1 VNNI 61 -> 85 / 63 -> 93; q4_1 VNNI 75 -> 115 / 80 -> 128;
- * q4_0 at N % 8 != 0 VNNI 72 -> 124 (q4_0's repacked order, N % 8 == 0, keeps its 256-bit transpose). Gemma 3
+ * q4_0 at N % 8 != 0 VNNI 72 -> 124. q4_0's repacked order (N % 8 == 0) takes two adjacent groups per 16-lane vector
+ * on those headers when K is one slice (kqr8_group_x8_p: the GEMM's kl_iv_r8_nib transpose, eight dots per block):
+ * VNNI 71-82 -> 111-126 GMAC/s, AVX-512 72-73 -> 101-104 at the same shapes (and 1024 x 640). Gemma 3
  * 270M's q5_0 decode ops (in-process A/B, profiled builds, noisy host): 2-7% less time; the weights come from DRAM,
  * so the gain is the compute the stream no longer waits for.
  * The fifth bits and the dots are the lanes header's kl_r8_code, kl_r8_dot, kl_r8_dot0 and kl_r8_sums2
@@ -285,6 +287,43 @@ KL_INLINE void kqr8_group_x8(float *y, const uint8_t *gw, const kqr8_xrow *xr, i
     kl_f8_storeu(last ? y : park, acc);
 }
 
+#if defined(KL_R8P) && defined(KL_IV_R8) && KL_FV_LANES == 16
+#define KQR8_X8P 1
+/* kqr8_group_x8 for two adjacent groups at once (gw, gw + gstride: 16 rows, vector lane c = row c of the first group,
+ * 8 + c of the second; one K slice, so from +0 and stored): per tile kl_iv_r8_nib's 16-lane dword transpose of both
+ * groups' nibbles, per block eight dots of the 16 rows' nibbles against the activation's dwords seeded with -8 * its
+ * quant sum (the exact isum of each row), both groups' 16 t, one fma per block (b0's first): each lane is
+ * kqr8_group_x8's chain of its row. */
+KL_INLINE void kqr8_group_x8_p(float *y, const uint8_t *gw, int64_t gstride, const kqr8_xrow *xr, int64_t nt,
+                               const uint8_t *wend) {
+    const int fmt = KL_Q32_Q4_0;
+    kl_fv acc = kl_fv_zero();
+    for (int64_t j = 0; j < nt; j++) {
+        const uint8_t *tp = gw + j * KQR8_TILE(fmt);
+        if (wend - tp >= gstride + KQR8_PF + KQR8_TILE(fmt)) {
+            for (int o = 0; o < KQR8_TILE(fmt); o += 64) {
+                kl_prefetch_l2(tp + KQR8_PF + o);
+                kl_prefetch_l2(tp + gstride + KQR8_PF + o);
+            }
+        }
+        kl_iv nib[8];
+        kl_iv_r8_nib(nib, tp + KQR8_ON(fmt), gstride);
+        kl_iv s0 = kl_iv_set1(xr->xo[2 * j]), s1 = kl_iv_set1(xr->xo[2 * j + 1]);
+        for (int l = 0; l < 8; l++) {
+            s0 = kl_iv_dp4(s0, kl_iv_srl_and8(nib[l], 0, 0x0F), xr->q[2 * j] + 4 * l);
+            s1 = kl_iv_dp4(s1, kl_iv_srl_and8(nib[l], 4, 0x0F), xr->q[2 * j + 1] + 4 * l);
+        }
+        const kl_fv t0 = kl_fv_mul(kl_fv_r8_f16(tp, gstride), kl_fv_set1(xr->dx[2 * j]));
+        const kl_fv t1 = kl_fv_mul(kl_fv_r8_f16(tp + 16, gstride), kl_fv_set1(xr->dx[2 * j + 1]));
+        acc = kl_fv_fma(kl_fv_cvt_iv(s0), t0, acc);
+        acc = kl_fv_fma(kl_fv_cvt_iv(s1), t1, acc);
+    }
+    kl_fv_storeu(y, acc);
+}
+#else
+#define KQR8_X8P 0
+#endif
+
 /* The whole call for one order (x8: q4_0's repacked order, a compile-time constant, so each order is its own loop):
  * thread ith's groups, activation rows one at a time, K in slices of KQR8_KS blocks (one slice: all groups per
  * prepared row; several: chunks of KQR8_NC groups, slices inner). */
@@ -301,6 +340,13 @@ KL_INLINE void kqr8_run(float *y, const void *w, const void *x, int64_t M, int64
             kqr8_prep(&xr, xb + m * nb * KL_Q32_XBLK(fmt), nb, fmt, x8);
             for (int64_t g = lo; g < hi; g++) {
                 const int n = N - 8 * g >= 8 ? 8 : (int)(N - 8 * g);
+#if KQR8_X8P
+                if (x8 && g + 1 < hi) { /* two groups per 16-lane vector */
+                    kqr8_group_x8_p(y + m * N + 8 * g, wb + g * gstride, gstride, &xr, nb / 2, wend);
+                    g++;
+                    continue;
+                }
+#endif
                 if (x8)
                     kqr8_group_x8(y + m * N + 8 * g, wb + g * gstride, &xr, nb / 2, 1, 1, NULL, wend);
                 else
