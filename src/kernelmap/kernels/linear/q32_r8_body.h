@@ -62,7 +62,8 @@
  * 86 / 64 -> 95, AVX-512 40 -> 64 / 41 -> 70; q5_1 VNNI 61 -> 85 / 63 -> 93; q4_1 VNNI 75 -> 115 / 80 -> 128;
  * q4_0 at N % 8 != 0 VNNI 72 -> 124. q4_0's repacked order (N % 8 == 0) takes two adjacent groups per 16-lane vector
  * on those headers when K is one slice (kqr8_group_x8_p: the GEMM's kl_iv_r8_nib transpose, eight dots per block):
- * VNNI 71-82 -> 111-126 GMAC/s, AVX-512 72-73 -> 101-104 at the same shapes (and 1024 x 640). Gemma 3
+ * VNNI 71-82 -> 111-126 GMAC/s, AVX-512 72-73 -> 101-104 at the same shapes (and 1024 x 640); from DRAM
+ * (benchmarks/ab_linear.py --cold 64) 1.08-1.16x on one thread, 1.0x on two; q5_0's row pairs from DRAM 1.12x. Gemma 3
  * 270M's q5_0 decode ops (in-process A/B, profiled builds, noisy host): 2-7% less time; the weights come from DRAM,
  * so the gain is the compute the stream no longer waits for.
  * The fifth bits and the dots are the lanes header's kl_r8_code, kl_r8_dot, kl_r8_dot0 and kl_r8_sums2
@@ -297,13 +298,20 @@ KL_INLINE void kqr8_group_x8(float *y, const uint8_t *gw, const kqr8_xrow *xr, i
 KL_INLINE void kqr8_group_x8_p(float *y, const uint8_t *gw, int64_t gstride, const kqr8_xrow *xr, int64_t nt,
                                const uint8_t *wend) {
     const int fmt = KL_Q32_Q4_0;
+    const int64_t ahead = (KQR8_PF + KQR8_TILE(fmt) - 1) / KQR8_TILE(fmt); /* tiles */
     kl_fv acc = kl_fv_zero();
     for (int64_t j = 0; j < nt; j++) {
         const uint8_t *tp = gw + j * KQR8_TILE(fmt);
-        if (wend - tp >= gstride + KQR8_PF + KQR8_TILE(fmt)) {
+        /* both groups' tiles `ahead` on, into the next pair's two groups past the end (each of the two streams must be
+         * prefetched from its start: prefetching each group KQR8_PF bytes past the tile left the second group's
+         * first bytes unprefetched in every pair, 0.5-0.86x the single-group loop from DRAM) */
+        const int64_t pj = j + ahead;
+        const uint8_t *p0 = pj < nt ? gw + pj * KQR8_TILE(fmt) : gw + 2 * gstride + (pj - nt) * KQR8_TILE(fmt);
+        const uint8_t *p1 = p0 + gstride;
+        if (wend - p1 >= KQR8_TILE(fmt)) {
             for (int o = 0; o < KQR8_TILE(fmt); o += 64) {
-                kl_prefetch_l2(tp + KQR8_PF + o);
-                kl_prefetch_l2(tp + gstride + KQR8_PF + o);
+                kl_prefetch_l2(p0 + o);
+                kl_prefetch_l2(p1 + o);
             }
         }
         kl_iv nib[8];
