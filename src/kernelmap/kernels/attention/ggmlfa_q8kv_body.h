@@ -92,9 +92,6 @@ KFQ_AI void kfq_scores(float *sc, const km_block_q8_0 *const *kr, const kfq_q *q
     }
 }
 
-/* VKQ columns [c0, c0 + NVC vectors) of G items over keys 0 .. nk of the block: each V vector is widened and
- * scaled once ((float)q * f32(d), exact) for all items; per item and key in order, VKQ *= ms where the key raised
- * the item's maximum (bit g of nm[k]), then VKQ = fma(V, vs, VKQ). */
 /* Memory hint only: the K and V rows of up to KFQ_KB keys a later block reads, each step of a VKQ pass prefetching
  * the bytes lo .. hi of one key's rows (a chunk's slice), so the lines go out spread over the pass, not in a burst. */
 typedef struct {
@@ -115,6 +112,10 @@ KFQ_AI void kfq_pf_slice(const kfq_pf *pf, int k, int64_t lo, int64_t hi) {
     }
 }
 
+/* VKQ columns [c0, c0 + NVC vectors) of G items over keys 0 .. nk of the block: each V vector is widened and
+ * scaled once ((float)q * f32(d), exact) for all items; per item and key in order, VKQ *= ms where the key raised
+ * the item's maximum (bit g of nm[k]), then VKQ = fma(V, vs, VKQ); with pf, kfq_pf_slice(pf, k, pf_lo, pf_hi) after
+ * key k's step. */
 KFQ_AI void kfq_vchunk(float *const *vkq, const km_block_q8_0 *const *vr, const float (*ms)[KFQ_KB],
                        const float (*vs)[KFQ_KB], const uint8_t *nm, int nk, int64_t c0, const int G, const int NVC,
                        const kfq_pf *pf, int64_t pf_lo, int64_t pf_hi) {
@@ -219,7 +220,8 @@ KFQ_AI void kfq_group(float *y, const float *q, const km_block_q8_0 *kc, const k
             kfq_scores(sc[g], kr, &qp[g], nb, scale, per_score);
             kfa_softmax(sc[g], ms[g], vs[g], nm, g, nk, &big_m[g], &big_s[g], use_vexp);
         }
-        kfq_vblock(vkq, vr, (const float (*)[KFQ_KB])ms, (const float (*)[KFQ_KB])vs, nm, nk, D, G, pf ? &rows : NULL);
+        kfq_vblock(vkq, vr, (const float (*)[KFQ_KB])ms, (const float (*)[KFQ_KB])vs, nm, nk, D, G,
+                   pf ? &rows : NULL);
     }
     for (int g = 0; g < G; g++) {
         const kl_fv inv = kl_fv_set1(big_s[g] == 0.0f ? 0.0f : 1.0f / big_s[g]);

@@ -62,8 +62,11 @@
  * 86 / 64 -> 95, AVX-512 40 -> 64 / 41 -> 70; q5_1 VNNI 61 -> 85 / 63 -> 93; q4_1 VNNI 75 -> 115 / 80 -> 128;
  * q4_0 at N % 8 != 0 VNNI 72 -> 124. q4_0's repacked order (N % 8 == 0) takes two adjacent groups per 16-lane vector
  * on those headers when K is one slice (kqr8_group_x8_p: the GEMM's kl_iv_r8_nib transpose, eight dots per block):
- * VNNI 71-82 -> 111-126 GMAC/s, AVX-512 72-73 -> 101-104 at the same shapes (and 1024 x 640); from DRAM
- * (benchmarks/ab_linear.py --cold 64) 1.08-1.16x on one thread, 1.0x on two; q5_0's row pairs from DRAM 1.12x. Gemma 3
+ * VNNI 71-82 -> 111-126 GMAC/s, AVX-512 72-73 -> 101-104 at the same shapes (and 1024 x 640). From DRAM
+ * (benchmarks/ab_linear.py --cold 64), one activation row: q5_0's row pairs 1.12x on one thread, 1.0x on two (the
+ * memory binds); the two-group q4_0 loop 0.90-1.16x across runs (neutral within the noise); batches of 4-8 rows
+ * (serve's batched decode, each group reread per row): q4_0 1.18-1.23x on one thread, 1.03-1.13x on two, q5_0 1.37x.
+ * Gemma 3
  * 270M's q5_0 decode ops (in-process A/B, profiled builds, noisy host): 2-7% less time; the weights come from DRAM,
  * so the gain is the compute the stream no longer waits for.
  * The fifth bits and the dots are the lanes header's kl_r8_code, kl_r8_dot, kl_r8_dot0 and kl_r8_sums2
@@ -306,12 +309,11 @@ KL_INLINE void kqr8_group_x8_p(float *y, const uint8_t *gw, int64_t gstride, con
          * prefetched from its start: prefetching each group KQR8_PF bytes past the tile left the second group's
          * first bytes unprefetched in every pair, 0.5-0.86x the single-group loop from DRAM) */
         const int64_t pj = j + ahead;
-        const uint8_t *p0 = pj < nt ? gw + pj * KQR8_TILE(fmt) : gw + 2 * gstride + (pj - nt) * KQR8_TILE(fmt);
-        const uint8_t *p1 = p0 + gstride;
-        if (wend - p1 >= KQR8_TILE(fmt)) {
+        const int64_t o0 = pj < nt ? pj * KQR8_TILE(fmt) : 2 * gstride + (pj - nt) * KQR8_TILE(fmt); /* from gw */
+        if (wend - gw >= o0 + gstride + KQR8_TILE(fmt)) {
             for (int o = 0; o < KQR8_TILE(fmt); o += 64) {
-                kl_prefetch_l2(p0 + o);
-                kl_prefetch_l2(p1 + o);
+                kl_prefetch_l2(gw + o0 + o);
+                kl_prefetch_l2(gw + o0 + gstride + o);
             }
         }
         kl_iv nib[8];
