@@ -66,9 +66,8 @@
  * (benchmarks/ab_linear.py --cold 64), one activation row: q5_0's row pairs 1.12x on one thread, 1.0x on two (the
  * memory binds); the two-group q4_0 loop 0.90-1.16x across runs (neutral within the noise); batches of 4-8 rows
  * (serve's batched decode, each group reread per row): q4_0 1.18-1.23x on one thread, 1.03-1.13x on two, q5_0 1.37x.
- * Gemma 3
- * 270M's q5_0 decode ops (in-process A/B, profiled builds, noisy host): 2-7% less time; the weights come from DRAM,
- * so the gain is the compute the stream no longer waits for.
+ * Gemma 3 270M's q5_0 decode ops (in-process A/B, profiled builds, noisy host): 2-7% less time; the weights come from
+ * DRAM, so the gain is the compute the stream no longer waits for.
  * The fifth bits and the dots are the lanes header's kl_r8_code, kl_r8_dot, kl_r8_dot0 and kl_r8_sums2
  * (km_lanes_x86.h): on AVX-512 BW row r's fifth bits are a mask register (vptestmb against 1 << r) and a masked
  * byte add of 16, on AVX2 the shift and & 0x10 above or-ed into the nibbles; with AVX-512 VNNI a lane's int32 is
