@@ -159,6 +159,41 @@ def test_bundle_builds_with_make_and_matches_python_runtime(synth, model, tmp_pa
     assert bundle_tokens[: len(python_tokens)] == python_tokens
 
 
+def test_profiled_bundle_keeps_its_per_op_timers(synth, tmp_path):
+    """`kernelmap compile --profile -o DIR`: the bundle's Makefile builds model.c with KM_PROFILE as the compiler did
+    (it had dropped it, so the bundle's km_model_profile read zeros); an unprofiled bundle's does not."""
+    import ctypes
+
+    from kernelmap.codegen.bundle import _makefile, write_bundle
+
+    assert "-DKM_PROFILE" not in _makefile([("kernels/linear/a_avx2.c", ["-mavx2"])], "x86_64")
+    compiled = compile_model(synth["f32"], CompileOptions(max_rows=8, profile=True))
+    out = write_bundle(compiled, tmp_path / "bundle")
+    subprocess.run(["make", "-s", "-j2", "-C", str(out), "libkmmodel.so"], check=True, capture_output=True,
+                   timeout=300)
+    lib = ctypes.CDLL(str(out / "libkmmodel.so"))
+    assert lib.km_model_profiling() == 1
+    lib.km_model_create.restype = ctypes.c_void_p
+    lib.km_model_create.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int, ctypes.c_char_p,
+                                    ctypes.c_size_t]
+    lib.km_model_decode.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64]
+    lib.km_model_profile.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_double), ctypes.c_int]
+    lib.km_model_free.argtypes = [ctypes.c_void_p]
+    err = ctypes.create_string_buffer(256)
+    gguf = out / "model.gguf"
+    m = lib.km_model_create(str(out / "weights.bin").encode(), str(gguf).encode() if gguf.exists() else None, 16, 1,
+                            err, len(err))
+    assert m, err.value
+    try:
+        for pos in range(3):
+            assert lib.km_model_decode(m, PROMPT[pos], pos) == 0
+        buf = (ctypes.c_double * 4096)()
+        n = lib.km_model_profile(m, 1, buf, len(buf))
+        assert 0 < n <= len(buf) and sum(buf[:n]) > 0.0
+    finally:
+        lib.km_model_free(m)
+
+
 def test_compile_cli_unwritable_output_is_one_line_error(synth, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")

@@ -39,7 +39,9 @@ def _compiler_lines(arch: str | None) -> str:
             "endif\n")
 
 
-def _makefile(units: list[tuple[str, list[str]]], arch: str | None = None) -> str:
+def _makefile(units: list[tuple[str, list[str]]], arch: str | None = None, profile: bool = False) -> str:
+    """The bundle Makefile; `profile`: the model was compiled with per-op timers (`--profile`), so model.c is
+    built with -DKM_PROFILE as the compiler built it (km_model_profile reads zeros without it)."""
     objs = []
     rules = []
     for i, (src, flags) in enumerate(units):
@@ -61,7 +63,7 @@ def _makefile(units: list[tuple[str, list[str]]], arch: str | None = None) -> st
         "obj:\n\tmkdir -p obj\n\n"
         + "\n".join(rules)
         + "\nobj/km_runtime.o: km_runtime.c | obj\n\t$(CC) $(CFLAGS) -c $< -o $@\n"
-        "obj/model.o: model.c | obj\n\t$(CC) $(CFLAGS) -c $< -o $@\n"
+        + "obj/model.o: model.c | obj\n\t$(CC) $(CFLAGS)" + (" -DKM_PROFILE" if profile else "") + " -c $< -o $@\n"
         "obj/main.o: main.c | obj\n\t$(CC) $(CFLAGS) -c $< -o $@\n\n"
         "libkmmodel.so: $(KOBJS) $(ROBJS)\n\t$(CC) -shared -o $@ $^ -lm -lpthread\n\n"
         "model: obj/main.o $(KOBJS) $(ROBJS)\n\t$(CC) -o $@ $^ -lm -lpthread\n\n"
@@ -122,7 +124,8 @@ def write_bundle(model: CompiledModel, out: Path) -> Path:
                 shutil.copy2(header, hdst)
             flags = [f for f in unit["cflags"] if f != "-include" and not f.endswith("km_kernels.h")]
             units.append((f"kernels/{rel.as_posix()}", flags))
-        (tmp / "Makefile").write_text(_makefile(units, arch_of(model.info.get("features", ()))))
+        (tmp / "Makefile").write_text(_makefile(units, arch_of(model.info.get("features", ())),
+                                                       profile=bool(model.info.get("profile"))))
         for name in ("weights.json", "selection_trace.json", "build.json"):
             if (model.build_dir / name).is_file():
                 shutil.copy2(model.build_dir / name, tmp / name)
