@@ -1,4 +1,5 @@
-"""Repacked weight layouts (weights/repack.py): the "q32_r8", "q8_0_c16", "q4_k_c16", "q2_k_c16" and "q3_k_c16" bytes as its
+"""Repacked weight layouts (weights/repack.py): the "q32_r8", "q8_0_c16", "q4_k_c16", "q2_k_c16", "q3_k_c16" and "q6_k_c16"
+bytes as its
 docstring states them, the inverse,
 the fail-closed shape checks, and the packer writing a repacked copy beside the GGUF-mapped original."""
 
@@ -255,6 +256,38 @@ def test_q3_k_c16_unpack_inverts_repack(n, k):
     assert "holds q3_k, not q2_k" in shape_error("q3_k_c16", "q2_k", (256, 3))
     assert "multiple of 256" in shape_error("q3_k_c16", "q3_k", (128, 3))
     assert derivable("q3_k_c16", "ggml_blocks", "q3_k") and not derivable("q3_k_c16", "ggml_blocks", "q2_k")
+
+
+def test_q6_k_c16_bytes_are_the_documented_layout():
+    n, nb = 21, 2  # two groups (the second with 11 pad rows)
+    rng = np.random.default_rng(8)
+    plain = rng.integers(0, 256, size=(n, nb, 210), dtype=np.uint8)
+    out = repack("q6_k_c16", "q6_k", plain.reshape(-1), (nb * 256, n))
+    assert out.size == 2 * nb * 3360 == layout_nbytes("q6_k_c16", "q6_k", (nb * 256, n), plain.size)
+    recs = out.reshape(2, nb, 3360)
+    for row in range(32):
+        g, c = divmod(row, 16)
+        for b in range(nb):
+            r = recs[g, b]
+            ql = b"".join(r[64 * v + 4 * c:64 * v + 4 * c + 4].tobytes() for v in range(32))
+            qh = b"".join(r[2048 + 64 * t + 4 * c:2048 + 64 * t + 4 * c + 4].tobytes() for t in range(16))
+            scales = b"".join(r[3072 + 32 * s + 2 * c:3072 + 32 * s + 2 * c + 2].tobytes() for s in range(8))
+            d = r[3328 + 2 * c:3330 + 2 * c].tobytes()
+            blk = plain[row, b].tobytes() if row < n else bytes(210)  # pad rows: zero bytes
+            assert (ql, qh, scales, d) == (blk[:128], blk[128:192], blk[192:208], blk[208:210]), (row, b)
+
+
+@pytest.mark.parametrize("n,k", [(1, 256), (8, 512), (16, 256), (17, 768), (40, 2048), (0, 256)])
+def test_q6_k_c16_unpack_inverts_repack(n, k):
+    rng = np.random.default_rng(n * 1000 + k + 3)
+    plain = rng.integers(0, 256, size=n * k // 256 * 210, dtype=np.uint8)
+    packed = repack("q6_k_c16", "q6_k", plain, (k, n))
+    assert packed.size == layout_nbytes("q6_k_c16", "q6_k", (k, n), plain.size) == -(-n // 16) * 16 * plain.size // max(n, 1)
+    assert np.array_equal(unpack("q6_k_c16", "q6_k", packed, (k, n)), plain)
+    assert "holds q6_k, not q4_k" in shape_error("q6_k_c16", "q4_k", (256, 3))
+    assert "multiple of 256" in shape_error("q6_k_c16", "q6_k", (128, 3))
+    assert "multiple of 256" in shape_error("q6_k_c16", "q6_k", (256, 3, 2))
+    assert derivable("q6_k_c16", "ggml_blocks", "q6_k") and not derivable("q6_k_c16", "ggml_blocks", "q3_k")
 
 
 @pytest.fixture

@@ -58,6 +58,20 @@ Layout "q3_k_c16" (q3_K; K a multiple of 256): the same groups, records of 1824 
 So contract lane l = t of a vec_dot superblock (values 32 c + 4 l + i) is vector t's bytes: the codes of 16 rows
 for four values with one shift and two masks, no gathers; 3.6% more bytes than the GGUF's 110 per row and
 superblock (the scales unpacked). Records are 32-byte aligned (1824 = 28.5 * 64).
+
+Layout "q6_k_c16" (q6_K; K a multiple of 256): the same groups, records of 3360 bytes (16 * 210, no byte more than
+the GGUF's):
+  - bytes [0, 2048): vector v = 16 h + 8 p + l (h, p < 2, l < 8) at 64 v, row c's four bytes at 64 v + 4 c = the
+    block's ql[4 v .. + 3] (low nibbles: the low bits of values 128 h + 32 p + 4 l + i, high nibbles: of values
+    128 h + 32 (p + 2) + 4 l + i);
+  - bytes [2048, 3072): vector t = 8 h + l at 2048 + 64 t, row c's four bytes at 2048 + 64 t + 4 c = the block's
+    qh[4 t .. + 3] (bits 2 q, 2 q + 1 of byte i: the top bits of value 128 h + 32 q + 4 l + i);
+  - bytes 3072 + 32 s + 2 c, + 1 (s < 8): row c's int8 scales 2 s and 2 s + 1 as they are (one sign-extending load
+    gives the 16 rows' scale pairs as int16 pairs);
+  - bytes 3328 + 2 c: row c's f16 d.
+So contract lane l of a vec_dot superblock (values 32 c + 4 l + i, c = 4 h + q) is ql vector 16 h + 8 (q % 2) + l's
+nibble q / 2 and qh vector 8 h + l's bit pair q: the 6-bit codes of 16 rows for four values in two to three
+operations, no gathers. Records are 32-byte aligned (3360 = 52.5 * 64).
 Written by hand: the transform is a few NumPy reshapes, and no library knows these layouts.
 """
 
@@ -90,11 +104,16 @@ REPACKED: dict[str, tuple[str, frozenset[str]]] = {"q32_r8": ("ggml_blocks", fro
                                                    "q8_0_c16": ("ggml_blocks", frozenset({"q8_0"})),
                                                    "q4_k_c16": ("ggml_blocks", frozenset({"q4_k"})),
                                                    "q2_k_c16": ("ggml_blocks", frozenset({"q2_k"})),
-                                                   "q3_k_c16": ("ggml_blocks", frozenset({"q3_k"}))}
+                                                   "q3_k_c16": ("ggml_blocks", frozenset({"q3_k"})),
+                                                   "q6_k_c16": ("ggml_blocks", frozenset({"q6_k"}))}
 Q4K_C16_RECORD = 2368  # bytes of one superblock of a "q4_k_c16" group
 Q2K_C16_RECORD = 1344  # ... of a "q2_k_c16" group
 Q3K_C16_RECORD = 1824  # ... of a "q3_k_c16" group
-_KC16_RECORD = {"q4_k_c16": Q4K_C16_RECORD, "q2_k_c16": Q2K_C16_RECORD, "q3_k_c16": Q3K_C16_RECORD}
+Q6K_C16_RECORD = 3360  # ... of a "q6_k_c16" group
+_KC16_RECORD = {"q4_k_c16": Q4K_C16_RECORD, "q2_k_c16": Q2K_C16_RECORD, "q3_k_c16": Q3K_C16_RECORD,
+                "q6_k_c16": Q6K_C16_RECORD}
+# "q6_k_c16": (record offset, GGUF block offset, GGUF bytes, word size) of each field moved word-wise
+_Q6K_FIELDS = ((0, 0, 128, 4), (2048, 128, 64, 4), (3072, 192, 16, 2), (3328, 208, 2, 2))
 
 
 def derivable(layout: str, source: str, dtype: str) -> bool:
@@ -185,7 +204,7 @@ def _unpack_c16(dtype: str, data: np.ndarray, shape: tuple[int, ...]) -> np.ndar
 
 
 def _q4k_geometry(dtype: str, shape: tuple[int, ...], layout: str = "q4_k_c16") -> tuple[int, int, int]:
-    """(rows N, superblocks per row, 16-row groups) of a tensor `layout` ("q4_k_c16", "q2_k_c16", "q3_k_c16") can hold;
+    """(rows N, superblocks per row, 16-row groups) of a tensor `layout` (a K-quant "*_c16") can hold;
     ValueError otherwise."""
     bad = shape_error(layout, dtype, shape)
     if bad is not None:
@@ -316,6 +335,27 @@ def _unpack_q3k(dtype: str, data: np.ndarray, shape: tuple[int, ...]) -> np.ndar
     return out.reshape(ng * C16, nb * 110)[:n].reshape(-1)
 
 
+def _repack_q6k(dtype: str, data: np.ndarray | memoryview | bytes, shape: tuple[int, ...]) -> np.ndarray:
+    n, nb, ng = _q4k_geometry(dtype, shape, "q6_k_c16")
+    blocks = np.zeros((ng * C16, nb, 210), dtype=np.uint8)
+    blocks[:n] = np.frombuffer(data, dtype=np.uint8, count=n * nb * 210).reshape(n, nb, 210)
+    out = np.zeros((ng, nb, Q6K_C16_RECORD), dtype=np.uint8)
+    for at, lo, size, word in _Q6K_FIELDS:  # words [g][row][b][v] -> [g][b][v][row]
+        w = np.ascontiguousarray(blocks[..., lo:lo + size]).reshape(ng, C16, nb, size // word, word)
+        out[..., at:at + C16 * size] = w.transpose(0, 2, 3, 1, 4).reshape(ng, nb, C16 * size)
+    return out.reshape(-1)
+
+
+def _unpack_q6k(dtype: str, data: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    n, nb, ng = _q4k_geometry(dtype, shape, "q6_k_c16")
+    rec = np.asarray(data, dtype=np.uint8).reshape(ng, nb, Q6K_C16_RECORD)
+    out = np.empty((ng, C16, nb, 210), dtype=np.uint8)
+    for at, lo, size, word in _Q6K_FIELDS:
+        w = rec[..., at:at + C16 * size].reshape(ng, nb, size // word, C16, word)
+        out[..., lo:lo + size] = w.transpose(0, 3, 1, 2, 4).reshape(ng, C16, nb, size)
+    return out.reshape(ng * C16, nb * 210)[:n].reshape(-1)
+
+
 def repack(layout: str, dtype: str, data: np.ndarray | memoryview | bytes, shape: tuple[int, ...]) -> np.ndarray:
     """The bytes of `layout` (uint8, layout_nbytes long) from a tensor's GGUF bytes; shape_error must be None."""
     if layout == "q8_0_c16":
@@ -326,6 +366,8 @@ def repack(layout: str, dtype: str, data: np.ndarray | memoryview | bytes, shape
         return _repack_q2k(dtype, data, shape)
     if layout == "q3_k_c16":
         return _repack_q3k(dtype, data, shape)
+    if layout == "q6_k_c16":
+        return _repack_q6k(dtype, data, shape)
     f, n, nb, ng = _geometry(layout, dtype, shape)
     blocks = np.zeros((ng * ROWS, nb, f.block), dtype=np.uint8)
     blocks[:n] = np.frombuffer(data, dtype=np.uint8, count=n * nb * f.block).reshape(n, nb, f.block)
@@ -354,6 +396,8 @@ def unpack(layout: str, dtype: str, data: np.ndarray, shape: tuple[int, ...]) ->
         return _unpack_q2k(dtype, data, shape)
     if layout == "q3_k_c16":
         return _unpack_q3k(dtype, data, shape)
+    if layout == "q6_k_c16":
+        return _unpack_q6k(dtype, data, shape)
     f, n, nb, ng = _geometry(layout, dtype, shape)
     tiles = np.asarray(data, dtype=np.uint8).reshape(ng, nb // 2, 2 * ROWS * f.block)
     out = np.zeros((ng, ROWS, nb // 2, 2, f.block), dtype=np.uint8)

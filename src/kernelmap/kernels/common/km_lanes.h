@@ -280,6 +280,12 @@ static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
  *                                  byte as bit 2, bits 3-7 zero (a 3-bit code, 0..7)
  *   kl_iv_sums4(p)                 (with KL_IV_LOADU) lane k = p[4k] + p[4k+1] + p[4k+2] + p[4k+3] (int8 at p, exact)
  *   kl_iv_neg16(v)                 (with KL_IV_LOADU) each int16 half negated (wrapping)
+ *   kl_iv_cvt_i8p(p)               (with KL_IV_LOADU) 2 * KL_FV_LANES int8 at p: lane c = (p[2c], p[2c + 1])
+ *                                  sign-extended to its low and high int16 halves
+ *   kl_iv_lo16(v)                  (with KL_IV_LOADU) each lane's high int16 half cleared
+ *   kl_iv_mul16(v, k)              (with KL_IV_LOADU) each int16 half times the constant k (low 16 bits)
+ *   kl_iv_and8(v, m) kl_iv_srl32(v, n)   (with KL_IV_LOADU) every byte & m; 32-bit lanes shifted right by n
+ *   kl_iv_nib_merge(a, b)          (with KL_IV_LOADU) per byte: a's bits 0-3 and b's bits 4-7
  *   kl_iv_dp4(acc, w, x)           lane l + sum_{i<4} u8(byte 4l + i of w) * s8(x[i]), x 4 int8 (the same 4 for
  *                                  every lane); exact for codes <= 127 (without VNNI a pair sum is int16)
  *   kl_iv_dp2w(acc, w, x)          lane l + i16(low half of w's lane l) * x[0] + i16(high half) * x[1], x 2

@@ -686,6 +686,13 @@ KL_INLINE kl_iv kl_iv_sums4(const int8_t *p) {
 #endif
 }
 KL_INLINE kl_iv kl_iv_neg16(kl_iv v) { return _mm512_sub_epi16(_mm512_setzero_si512(), v); }
+KL_INLINE kl_iv kl_iv_cvt_i8p(const int8_t *p) { return _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)p)); }
+KL_INLINE kl_iv kl_iv_lo16(kl_iv v) { return _mm512_and_si512(v, _mm512_set1_epi32(0xFFFF)); }
+KL_INLINE kl_iv kl_iv_mul16(kl_iv v, const int k) { return _mm512_mullo_epi16(v, _mm512_set1_epi16((short)k)); }
+KL_INLINE kl_iv kl_iv_and8(kl_iv v, const int m) { return _mm512_and_si512(v, _mm512_set1_epi8((char)m)); }
+KL_INLINE kl_iv kl_iv_srl32(kl_iv v, const int n) { return _mm512_srli_epi32(v, (unsigned)n); }
+/* One vpternlogd: (a & 0x0F) | (b & 0xF0) in every byte. */
+KL_INLINE kl_iv kl_iv_nib_merge(kl_iv a, kl_iv b) { return _mm512_ternarylogic_epi32(a, b, _mm512_set1_epi8(0x0F), 0xE4); }
 KL_INLINE void kl_iv_store(void *p, kl_iv v) { _mm512_store_si512(p, v); }
 KL_INLINE kl_iv kl_iv_add(kl_iv a, kl_iv b) { return _mm512_add_epi32(a, b); }
 KL_INLINE kl_iv kl_iv_mullo(kl_iv a, kl_iv b) { return _mm512_mullo_epi32(a, b); }

@@ -19,29 +19,13 @@
  *     t = fp16(w.d) * x.d                                (f32, rounded)
  *     acc[l] = fmaf(t, (float)lane[l], acc[l])           (one fused multiply-add, acc starts at +0)
  *   and finally y = ((acc0+acc4) + (acc2+acc6)) + ((acc1+acc5) + (acc3+acc7)) (km_kq_reduce8).
+ *   The lanes are computed by linear/q6_k_vecdot_ref.h (shared with the q6_k_c16 layout's ref).
  */
 #include <math.h>
 
 #include "km_common.h"
 #include "km_kquant.h"
-
-/* The 256 unsigned 6-bit codes of a q6_k block, in value order. Each 128-value half h has 64 ql
- * bytes and 32 qh bytes; value 128h + 32q + l (q = 0..3, l = 0..31) takes its low 4 bits from
- * ql[l + 32*(q & 1)] (low nibble for q < 2, high nibble otherwise) and its top 2 bits from
- * bits 2q..2q+1 of qh[l]. */
-static void q6_codes(const km_block_q6_k *b, int32_t u[KM_QK_K]) {
-    for (int h = 0; h < 2; ++h) {
-        const uint8_t *ql = b->ql + 64 * h;
-        const uint8_t *qh = b->qh + 32 * h;
-        int32_t *o = u + 128 * h;
-        for (int l = 0; l < 32; ++l) {
-            o[l] = (ql[l] & 0x0F) | ((qh[l] & 3) << 4);
-            o[l + 32] = (ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4);
-            o[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
-            o[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
-        }
-    }
-}
+#include "q6_k_vecdot_ref.h"
 
 void km_linear_q6_k_q8_k_ggml__ref(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
                                    int ith, int nth) {
@@ -56,21 +40,10 @@ void km_linear_q6_k_q8_k_ggml__ref(float *y, const void *w, const void *x, int64
             for (int64_t b = 0; b < nb; ++b) {
                 const km_block_q6_k *wb = &wr[b];
                 const km_block_q8_k *xb = &xr[b];
-                int32_t u[KM_QK_K];
-                q6_codes(wb, u);
+                int32_t lane[8];
+                km_q6_k_lanes_ref(wb, xb, lane);
                 const float t = km_fp16_to_fp32(wb->d) * xb->d;
-                for (int l = 0; l < 8; ++l) {
-                    int32_t lane = 0;
-                    for (int c = 0; c < 8; ++c) {
-                        for (int i = 0; i < 4; ++i) {
-                            const int e = 32 * c + 4 * l + i;
-                            lane += (int32_t)wb->scales[e / 16] * u[e] * (int32_t)xb->qs[e];
-                        }
-                    }
-                    lane -= 32 * ((int32_t)wb->scales[2 * l] * (int32_t)xb->bsums[2 * l] +
-                                  (int32_t)wb->scales[2 * l + 1] * (int32_t)xb->bsums[2 * l + 1]);
-                    acc[l] = fmaf(t, (float)lane, acc[l]);
-                }
+                for (int l = 0; l < 8; ++l) acc[l] = fmaf(t, (float)lane[l], acc[l]);
             }
             y[m * N + n] = km_kq_reduce8(acc);
         }

@@ -16,24 +16,7 @@
  */
 #include "km_common.h"
 #include "km_kquant.h"
-
-/* The 256 unsigned 6-bit codes of a q6_k block, in value order. Each 128-value half h has 64 ql
- * bytes and 32 qh bytes; value 128h + 32q + l (q = 0..3, l = 0..31) takes its low 4 bits from
- * ql[l + 32*(q & 1)] (low nibble for q < 2, high nibble otherwise) and its top 2 bits from
- * bits 2q..2q+1 of qh[l]. */
-static void q6_codes(const km_block_q6_k *b, int32_t u[KM_QK_K]) {
-    for (int h = 0; h < 2; ++h) {
-        const uint8_t *ql = b->ql + 64 * h;
-        const uint8_t *qh = b->qh + 32 * h;
-        int32_t *o = u + 128 * h;
-        for (int l = 0; l < 32; ++l) {
-            o[l] = (ql[l] & 0x0F) | ((qh[l] & 3) << 4);
-            o[l + 32] = (ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4);
-            o[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
-            o[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
-        }
-    }
-}
+#include "q6_k_vecdot_ref.h" /* km_q6_codes_ref: the block's 6-bit codes */
 
 void km_linear_q6_k_q8_k__ref(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
                               int ith, int nth) {
@@ -49,7 +32,7 @@ void km_linear_q6_k_q8_k__ref(float *y, const void *w, const void *x, int64_t M,
                 const km_block_q6_k *wb = &wr[b];
                 const km_block_q8_k *xb = &xr[b];
                 int32_t u[KM_QK_K];
-                q6_codes(wb, u);
+                km_q6_codes_ref(wb, u);
                 int32_t isum = 0;
                 for (int j = 0; j < 16; ++j) {
                     int32_t dot = 0;

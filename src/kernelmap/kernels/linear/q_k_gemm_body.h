@@ -117,12 +117,14 @@ KL_INLINE void kqg_pack(kqg_blk *P, const uint8_t *w, int64_t wrow, int64_t b0, 
  * group's records (KQG_C16_REC(fmt) bytes per superblock) hold lane c's qs dwords as vectors, the scales (q4_K: and
  * mins) as bytes and d / dmin as halves, so a superblock is loads, code masks, byte widenings and two f16
  * conversions: no gathers. Pad rows are zero bytes (scale, min, d 0), as kqg_pack's lanes past nc. */
-#define KQG_C16_REC(fmt) ((fmt) == KL_KQ_Q2_K ? 1344 : (fmt) == KL_KQ_Q3_K ? 1824 : 2368)
-/* q2_K: the GGUF scale bytes (sc | mn << 4); q3_K: the signed scales as int8 */
-#define KQG_C16_SC(fmt) ((fmt) == KL_KQ_Q2_K ? 1024 : (fmt) == KL_KQ_Q3_K ? 1536 : 2048)
+#define KQG_C16_REC(fmt) ((fmt) == KL_KQ_Q2_K ? 1344 : (fmt) == KL_KQ_Q3_K ? 1824 : (fmt) == KL_KQ_Q6_K ? 3360 : 2368)
+/* q2_K: the GGUF scale bytes (sc | mn << 4); q3_K: the signed scales as int8; q6_K: the int8 scales in row pairs */
+#define KQG_C16_SC(fmt) ((fmt) == KL_KQ_Q2_K ? 1024 : (fmt) == KL_KQ_Q3_K ? 1536 : (fmt) == KL_KQ_Q6_K ? 3072 : 2048)
 #define KQG_C16_MN 2176                                     /* q4_K's min bytes */
 #define KQG_C16_HM 1024                                     /* q3_K's hmask vectors */
-#define KQG_C16_D(fmt) ((fmt) == KL_KQ_Q2_K ? 1280 : (fmt) == KL_KQ_Q3_K ? 1792 : 2304) /* d halves; dmin 32 bytes on */
+#define KQG_C16_QH 2048                                     /* q6_K's qh vectors */
+#define KQG_C16_D(fmt) \
+    ((fmt) == KL_KQ_Q2_K ? 1280 : (fmt) == KL_KQ_Q3_K ? 1792 : (fmt) == KL_KQ_Q6_K ? 3328 : 2304) /* d; dmin 32 on */
 KL_INLINE kl_iv kqg_c16_sc(kl_iv sc) {
 #ifdef KL_IV_P16
     return kl_iv_or(sc, kl_iv_sll32(sc, 16));
@@ -348,15 +350,47 @@ KL_INLINE void kqg6_pack(kqg6_blk *P, const uint8_t *w, int64_t wrow, int64_t b0
 }
 
 #if defined(KL_IV_LOADU) && KL_FV_LANES == 16
+/* q6_K's codes of values 128h + 32q + 4l + i, q = 0..3, from ql vectors 16h + l (qa) and 16h + 8 + l (qb) and qh
+ * vector 8h + l (weights/repack.py's q6_k_c16): the low nibbles of qa / qb for q = 0 / 1, the high ones for 2 / 3;
+ * qh's bit pair q moved to bits 4-5 from the byte masked to pairs 0 and 2 (0x33) or 1 and 3 (0xCC), so bits 6-7 of
+ * the shifted byte are zero (a 32-bit shift moves in only masked-off bits), and one vpternlogd merges the halves. */
+KL_INLINE void kqg_code6(kl_iv u[4], kl_iv qa, kl_iv qb, kl_iv qh) {
+    const kl_iv m02 = kl_iv_and8(qh, 0x33), m13 = kl_iv_and8(qh, 0xCC);
+    u[0] = kl_iv_nib_merge(qa, kl_iv_sll32(m02, 4));
+    u[1] = kl_iv_nib_merge(qb, kl_iv_sll32(m13, 2));
+    u[2] = kl_iv_nib_merge(kl_iv_srl32(qa, 4), m02);
+    u[3] = kl_iv_nib_merge(kl_iv_srl32(qb, 4), kl_iv_srl32(m13, 2));
+}
+
 /* q3_K's panel from the repacked layout q3_k_c16 (weights/repack.py; linear/qk_c16_body.h): the codes q + 4 from the
  * qs and hmask vectors (vector 8h + t's bits 2k.. and hmask vector t's bit 4h + k: values 128h + 32k + 4t + i),
  * the signed scale bytes widened to (sc, sc) and (-sc, -sc) pairs, d from the halves; the same panel as kqg6_pack
- * builds from the GGUF layout by gathers (pad rows: codes 0, d 0, scales -32, never stored). */
-KL_INLINE void kqg6_pack_c16(kqg6_blk *P, const uint8_t *g, int64_t b0, int bc) {
-    const int fmt = KL_KQ_Q3_K;
+ * builds from the GGUF layout by gathers (pad rows: codes 0, d 0, scales -32, never stored). q6_K's from q6_k_c16:
+ * the codes by kqg_code6, each scale pair s widened once to (sc(2s), sc(2s + 1)), giving off[s] (times -32) and the
+ * two (sc, sc) scale pairs (pad rows: all 0, as kqg6_pack's lanes past nc). */
+KL_INLINE void kqg6_pack_c16(kqg6_blk *P, const uint8_t *g, int64_t b0, int bc, const int fmt) {
     for (int bb = 0; bb < bc; bb++) {
         kqg6_blk *p = &P[bb];
         const uint8_t *r = g + (b0 + bb) * KQG_C16_REC(fmt);
+        if (fmt == KL_KQ_Q6_K) {
+            for (int h = 0; h < 2; h++) {
+                for (int l = 0; l < 8; l++) {
+                    kl_iv u[4];
+                    kqg_code6(u, kl_iv_loadu(r + 64 * (16 * h + l)), kl_iv_loadu(r + 64 * (16 * h + 8 + l)),
+                              kl_iv_loadu(r + KQG_C16_QH + 64 * (8 * h + l)));
+                    for (int q = 0; q < 4; q++) p->q[4 * h + q][l] = u[q];
+                }
+            }
+            for (int s = 0; s < 8; s++) {
+                const kl_iv pr = kl_iv_cvt_i8p((const int8_t *)(r + KQG_C16_SC(fmt) + 32 * s));
+                const kl_iv lo = kl_iv_lo16(pr), hi = kl_iv_srl32(pr, 16);
+                kl_iv_store(p->off[s], kl_iv_mul16(pr, -32));
+                kl_iv_store(p->sc[2 * s], kl_iv_or(lo, kl_iv_sll32(lo, 16)));
+                kl_iv_store(p->sc[2 * s + 1], kl_iv_or(hi, kl_iv_sll32(hi, 16)));
+            }
+            kl_fv_store(p->d, kl_fv_load_f16((const uint16_t *)(r + KQG_C16_D(fmt))));
+            continue;
+        }
         for (int t = 0; t < 8; t++) {
             const kl_iv hb = kl_iv_loadu(r + KQG_C16_HM + 64 * t);
             for (int h = 0; h < 2; h++) {
@@ -430,7 +464,7 @@ KL_INLINE void kqg6_tile(float (*fa)[KQG_L], const kqg6_blk *P, int bc, const km
 
 /* Columns [n0, n1) of y (row stride N) for all M rows, fmt KL_KQ_Q4_K / KL_KQ_Q2_K (N % 8 == 0 callers only:
  * the repack contract) or KL_KQ_Q6_K / KL_KQ_Q5_K (every N). Super-tiles of KQG_FA / KQG_NACC(fmt) rows.
- * c16: w is in the format's layout q4_k_c16 / q2_k_c16 / q3_k_c16 (n0 a multiple of 16; 16-lane headers with
+ * c16: w is in the format's layout q4_k_c16 / q2_k_c16 / q3_k_c16 / q6_k_c16 (n0 a multiple of 16; 16-lane headers with
  * KL_IV_LOADU), else the GGUF's. */
 KL_INLINE void kqg_drive(float *y, const uint8_t *w, const km_block_q8_k *x, int64_t M, int64_t N, int64_t nb,
                          int64_t n0, int64_t n1, const int fmt, const int c16) {
@@ -454,8 +488,8 @@ KL_INLINE void kqg_drive(float *y, const uint8_t *w, const km_block_q8_k *x, int
                 int64_t m = 0;
                 if (KQG_VECDOT(fmt)) {
 #if defined(KL_IV_LOADU) && KL_FV_LANES == 16
-                    if (c16 && fmt == KL_KQ_Q3_K)
-                        kqg6_pack_c16(P.q6, w + n / 16 * nb * KQG_C16_REC(fmt), b0, bc);
+                    if (c16 && (fmt == KL_KQ_Q3_K || fmt == KL_KQ_Q6_K))
+                        kqg6_pack_c16(P.q6, w + n / 16 * nb * KQG_C16_REC(fmt), b0, bc, fmt);
                     else
 #endif
                         kqg6_pack(P.q6, w + n * wrow, wrow, b0, bc, nc, fmt);

@@ -1,7 +1,7 @@
 /* linear/qk_c16_body.h — the family body of linear.q4_k.q8_k.ggml.v1 and linear.q2_k.q8_k.ggml.v1 in their N % 8
  * == 0 order (llama.cpp's repacked q4_K / q2_K gemv) on weights in the repacked layouts "q4_k_c16" / "q2_k_c16", and
- * of linear.q3_k.q8_k.ggml.v1 (llama.cpp's vec_dot_q3_K order, every N; kqc16k_group_q3 states it) on "q3_k_c16"
- * (weights/repack.py states them), written once against the lanes interface (common/km_lanes.h) for 16-lane headers
+ * of linear.q3_k.q8_k.ggml.v1 and linear.q6_k.q8_k.ggml.v1 (llama.cpp's vec_dot_q3_K / vec_dot_q6_K orders, every N;
+ * kqc16k_group_q3 / kqc16k_group_q6 state them) on "q3_k_c16" / "q6_k_c16" (weights/repack.py states them), written once against the lanes interface (common/km_lanes.h) for 16-lane headers
  * (a group's 16 rows are a vector's 16 lanes), the format a compile-time argument.
  *
  * Numerics (exactly linear/<w>_q8_k_ggml_ref.c's repacked order and linear/<w>_q8_k_ggml_c16_ref.c): per output
@@ -91,6 +91,13 @@ KL_INLINE void kqc16k_group(float *y, int nc, const uint8_t *g, int64_t nb, cons
     kl_fv_storen(y, kl_fv_sub(acc, accm), nc);
 }
 
+/* The vec_dot contracts' end: y = ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)), lane-wise. */
+KL_INLINE void kqc16k_store8(float *y, int nc, const kl_fv acc[8]) {
+    const kl_fv s04 = kl_fv_add(acc[0], acc[4]), s26 = kl_fv_add(acc[2], acc[6]);
+    const kl_fv s15 = kl_fv_add(acc[1], acc[5]), s37 = kl_fv_add(acc[3], acc[7]);
+    kl_fv_storen(y, kl_fv_add(kl_fv_add(s04, s26), kl_fv_add(s15, s37)), nc);
+}
+
 /* q3_K (its vec_dot contract): one activation row x against the group at g, as kqc16k_group. Per superblock and
  * contract lane l (values 32c + 4l + i), 16 rows' int32 lanes A[l] = sum_c sc(2c + l / 4) * D(c, l) with D(c, l) =
  * sum_i q * x exact: one vpdpbusd of the stored codes q + 4 (kl_iv_code3 of qs vector 8h + l and hmask vector l,
@@ -129,13 +136,59 @@ KL_INLINE void kqc16k_group_q3(float *y, int nc, const uint8_t *g, int64_t nb, c
         const kl_fv t = kl_fv_mul(kl_fv_load_f16((const uint16_t *)(r + KQG_C16_D(fmt))), kl_fv_set1(xb->d));
         for (int l = 0; l < 8; l++) acc[l] = kl_fv_fma(t, kl_fv_cvt_iv(a[l]), acc[l]);
     }
-    const kl_fv s04 = kl_fv_add(acc[0], acc[4]), s26 = kl_fv_add(acc[2], acc[6]);
-    const kl_fv s15 = kl_fv_add(acc[1], acc[5]), s37 = kl_fv_add(acc[3], acc[7]);
-    kl_fv_storen(y, kl_fv_add(kl_fv_add(s04, s26), kl_fv_add(s15, s37)), nc);
+    kqc16k_store8(y, nc, acc);
+}
+
+/* q6_K (its vec_dot contract): one activation row x against the group at g, as kqc16k_group_q3. Per superblock and
+ * contract lane l (values 32c + 4l + i), 16 rows' int32 lanes A[l] = sum_c sc(2c + l / 4) * D(c, l) - 32 *
+ * (sc(2l) * bsums(2l) + sc(2l + 1) * bsums(2l + 1)), D(c, l) = sum_i u * x exact: one vpdpbusd of the 6-bit codes u
+ * (kqg_code6: two to three operations from the ql and qh vectors) and one vpdpwssd by the scale's low int16 half
+ * (0 <= u <= 63, |x| <= 128: |D| <= 32256, an int16); the offset one vpdpwssd of the rows' scale pairs times -32
+ * (|.| <= 4096) with the activation's bsums pair. acc[l] = fma(fp16(d) * x.d, (float)A[l], acc[l]), y the reduce8
+ * tree, lane-wise: each lane the ref's row. */
+KL_INLINE void kqc16k_group_q6(float *y, int nc, const uint8_t *g, int64_t nb, const km_block_q8_k *x, const int pf) {
+    const int fmt = KL_KQ_Q6_K, rec = KQG_C16_REC(fmt);
+    kl_fv acc[8];
+    for (int l = 0; l < 8; l++) acc[l] = kl_fv_zero();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *r = g + b * rec;
+        const km_block_q8_k *xb = &x[b];
+        if (pf)
+            for (int o = 0; o < rec; o += 64) kl_prefetch_l2(r + KQC16K_PF + o);
+        kl_iv a[8];
+        for (int l = 0; l < 8; l++) a[l] = kl_iv_zero();
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            kl_iv s[4][2]; /* scale of c = 4h + q for lanes l < 4 / l >= 4: sc(2c) / sc(2c + 1) in the low halves */
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                const int c = 4 * h + q;
+                const kl_iv pr = kl_iv_cvt_i8p((const int8_t *)(r + KQG_C16_SC(fmt) + 32 * c));
+                a[c] = kl_iv_dp2w(a[c], kl_iv_mul16(pr, -32), xb->bsums + 2 * c);
+                s[q][0] = kl_iv_lo16(pr);
+                s[q][1] = kl_iv_srl32(pr, 16);
+            }
+#pragma GCC unroll 8
+            for (int l = 0; l < 8; l++) {
+                kl_iv u[4];
+                kqg_code6(u, kl_iv_loadu(r + 64 * (16 * h + l)), kl_iv_loadu(r + 64 * (16 * h + 8 + l)),
+                          kl_iv_loadu(r + KQG_C16_QH + 64 * (8 * h + l)));
+#pragma GCC unroll 4
+                for (int q = 0; q < 4; q++) {
+                    const int c = 4 * h + q;
+                    const kl_iv d = kl_iv_dp4(kl_iv_zero(), u[q], xb->qs + 32 * c + 4 * l);
+                    a[l] = kl_iv_dpw(a[l], d, s[q][l / 4]);
+                }
+            }
+        }
+        const kl_fv t = kl_fv_mul(kl_fv_load_f16((const uint16_t *)(r + KQG_C16_D(fmt))), kl_fv_set1(xb->d));
+        for (int l = 0; l < 8; l++) acc[l] = kl_fv_fma(t, kl_fv_cvt_iv(a[l]), acc[l]);
+    }
+    kqc16k_store8(y, nc, acc);
 }
 
 /* The whole linear.token_major.v1 call (w in the format's c16 layout, x [M, K] q8_K, y [M, N] f32; q4_K / q2_K:
- * N % 8 == 0 by the map). */
+ * N % 8 == 0 by the map; q3_K / q6_K: every N). */
 static inline void kqc16k_linear(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith,
                                  int nth, const int fmt) {
     const int64_t nb = K / KM_QK_K, ng = (N + 15) / 16, gbytes = nb * KQG_C16_REC(fmt);
@@ -152,6 +205,8 @@ static inline void kqc16k_linear(float *y, const void *w, const void *x, int64_t
         const int nc = N - 16 * g >= 16 ? 16 : (int)(N - 16 * g);
         for (int64_t m = 0; m < M; m++) { /* rows after the first read the group from cache */
             if (fmt == KL_KQ_Q3_K) kqc16k_group_q3(y + m * N + 16 * g, nc, wb + g * gbytes, nb, xq + m * nb, m == 0);
+            else if (fmt == KL_KQ_Q6_K)
+                kqc16k_group_q6(y + m * N + 16 * g, nc, wb + g * gbytes, nb, xq + m * nb, m == 0);
             else kqc16k_group(y + m * N + 16 * g, nc, wb + g * gbytes, nb, xq + m * nb, m == 0, fmt);
         }
     }
