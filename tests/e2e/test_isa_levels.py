@@ -36,13 +36,13 @@ WEIGHT_TYPES = {"attn_q": "q4_k", "attn_k": "q5_0", "attn_v": "q6_k", "attn_outp
 
 # the default policy's linear kernels the weights above must reach (the legacy nibble types in every phase: the
 # repacked layout's providers)
-LINEAR_PROVIDERS = {"linear_q6_k_q8_k_ggml", "linear_f32_f32_ggml",
+LINEAR_PROVIDERS = {"linear_f32_f32_ggml",
                     "linear_q5_0_q8_0_ggml_r8", "linear_q4_0_q8_0_ggml_r8", "linear_q4_1_q8_1_ggml_r8",
                     "linear_q5_1_q8_1_ggml_r8"}
-# q8_0 and q4_K: the 16-row layouts' providers where they have a variant for the level (AVX-512 VNNI; on the scalar
+# q8_0, q4_K and q6_K: the 16-row layouts' providers where they have a variant for the level (AVX-512 VNNI; on the scalar
 # level both providers run only their refs and priority picks them), the GGUF layout's elsewhere
 C16_LEVELS = {"scalar": True, "avx2": False, "avx512": False, "avx512vnni": True}
-C16_TYPES = ("q8_0_q8_0", "q4_k_q8_k")
+C16_TYPES = ("q8_0_q8_0", "q4_k_q8_k", "q6_k_q8_k")
 
 
 @pytest.fixture(scope="module")
