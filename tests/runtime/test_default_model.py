@@ -1,6 +1,7 @@
 """The default model's path (kernelmap.runtime.default_model_path): the package's assemble function runs under a
 file lock, one process or thread at a time, and a checksum refusal of a file an interrupted assembly left behind
-(FileExistsError) is rebuilt with overwrite=True instead of failing every later run."""
+(FileExistsError) is rebuilt with overwrite=True instead of failing every later run; where the cache cannot hold
+the lock file the call runs unlocked."""
 
 from __future__ import annotations
 
@@ -65,3 +66,14 @@ def test_a_stale_file_is_rebuilt(fake_package):
     state["stale"] = True
     assert runtime_model.default_model_path() == target
     assert state["calls"] == [False, True] and target.read_bytes() == b"GGUF"
+
+
+def test_an_unusable_cache_still_gives_the_path(fake_package, tmp_path, monkeypatch):
+    """A cache where no lock file can be made (here: a regular file in its place) does not stop tokenize or inspect
+    from finding the model: the call runs unlocked."""
+    state, target = fake_package
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("")
+    monkeypatch.setenv("KERNELMAP_CACHE", str(blocker / "cache"))
+    assert runtime_model.default_model_path() == target
+    assert state["calls"] == [False]

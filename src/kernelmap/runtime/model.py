@@ -49,12 +49,21 @@ def default_model_path() -> Path:
     # The package writes its file in place, unlocked: two processes calling it at once (pytest workers on a fresh
     # machine) saw each other's half-written file as a checksum mismatch. One process assembles at a time, and a
     # mismatch left by an interrupted assembly is rebuilt (overwrite=True) rather than failing every later run.
-    from kernelmap.build.driver import cache_dir, file_lock
+    # Where the cache cannot hold a lock file (read-only), it runs unlocked as before: tokenize and inspect need
+    # the path, not the cache.
+    import contextlib
 
-    lock = cache_dir() / "default-model.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
+    from kernelmap.build.driver import cache_dir, file_lock
+    from kernelmap.errors import BuildError
+
     fn = getattr(module, spec["function"])
-    with file_lock(lock):
+    with contextlib.ExitStack() as stack:
+        try:
+            lock = cache_dir() / "default-model.lock"
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(file_lock(lock))
+        except (OSError, BuildError):
+            pass
         try:
             return Path(fn())
         except FileExistsError:
