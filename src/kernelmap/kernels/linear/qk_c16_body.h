@@ -30,6 +30,11 @@
 
 #include "q_k_gemm_body.h"
 
+/* Decode: the record KQC16K_PF bytes past r, to L2 (the thread's groups are one contiguous range). */
+KL_INLINE void kqc16k_prefetch(const uint8_t *r, const int rec) {
+    for (int o = 0; o < rec; o += 64) kl_prefetch_l2(r + KQC16K_PF + o);
+}
+
 /* q4_K: one superblock record r against the q8_K block xb; *is / *im += its isum / imin (16 lanes). */
 KL_INLINE void kqc16k_q4(const uint8_t *r, const km_block_q8_k *xb, kl_iv *is, kl_iv *im) {
     for (int k = 0; k < 4; k++) {
@@ -78,8 +83,7 @@ KL_INLINE void kqc16k_group(float *y, int nc, const uint8_t *g, int64_t nb, cons
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *r = g + b * rec;
         const km_block_q8_k *xb = &x[b];
-        if (pf)
-            for (int o = 0; o < rec; o += 64) kl_prefetch_l2(r + KQC16K_PF + o);
+        if (pf) kqc16k_prefetch(r, rec);
         kl_iv is = kl_iv_zero(), im = kl_iv_zero();
         if (fmt == KL_KQ_Q2_K) kqc16k_q2(r, xb, &is, &im);
         else kqc16k_q4(r, xb, &is, &im);
@@ -111,8 +115,7 @@ KL_INLINE void kqc16k_group_q3(float *y, int nc, const uint8_t *g, int64_t nb, c
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *r = g + b * rec;
         const km_block_q8_k *xb = &x[b];
-        if (pf)
-            for (int o = 0; o < rec; o += 64) kl_prefetch_l2(r + KQC16K_PF + o);
+        if (pf) kqc16k_prefetch(r, rec);
         int32_t seed[64] __attribute__((aligned(64))); /* seed[8c + l] = -4 * (x[32c + 4l] + .. + x[32c + 4l + 3]) */
         for (int q = 0; q < 4; q++) kl_iv_store(seed + 16 * q, kl_iv_mullo(kl_iv_sums4(xb->qs + 64 * q), kl_iv_set1(-4)));
         kl_iv a[8];
@@ -153,8 +156,7 @@ KL_INLINE void kqc16k_group_q6(float *y, int nc, const uint8_t *g, int64_t nb, c
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *r = g + b * rec;
         const km_block_q8_k *xb = &x[b];
-        if (pf)
-            for (int o = 0; o < rec; o += 64) kl_prefetch_l2(r + KQC16K_PF + o);
+        if (pf) kqc16k_prefetch(r, rec);
         kl_iv a[8];
         for (int l = 0; l < 8; l++) a[l] = kl_iv_zero();
 #pragma GCC unroll 2
