@@ -692,7 +692,9 @@ KL_INLINE kl_iv kl_iv_mul16(kl_iv v, const int k) { return _mm512_mullo_epi16(v,
 KL_INLINE kl_iv kl_iv_and8(kl_iv v, const int m) { return _mm512_and_si512(v, _mm512_set1_epi8((char)m)); }
 KL_INLINE kl_iv kl_iv_srl32(kl_iv v, const int n) { return _mm512_srli_epi32(v, (unsigned)n); }
 /* One vpternlogd: (a & 0x0F) | (b & 0xF0) in every byte. */
-KL_INLINE kl_iv kl_iv_nib_merge(kl_iv a, kl_iv b) { return _mm512_ternarylogic_epi32(a, b, _mm512_set1_epi8(0x0F), 0xE4); }
+KL_INLINE kl_iv kl_iv_nib_merge(kl_iv a, kl_iv b) {
+    return _mm512_ternarylogic_epi32(a, b, _mm512_set1_epi8(0x0F), 0xE4);
+}
 KL_INLINE void kl_iv_store(void *p, kl_iv v) { _mm512_store_si512(p, v); }
 KL_INLINE kl_iv kl_iv_add(kl_iv a, kl_iv b) { return _mm512_add_epi32(a, b); }
 KL_INLINE kl_iv kl_iv_mullo(kl_iv a, kl_iv b) { return _mm512_mullo_epi32(a, b); }

@@ -9,7 +9,7 @@
  */
 #include "km_lanes_avx512.h"
 
-#define KQR8_PF 8192 /* prefetch distance in bytes (to L2): from DRAM on Zen 4 over 4096, q4_0 / q5_0 +20% / +9% on 1 thread, +4-7% on 2 */
+#define KQR8_PF 8192 /* prefetch distance in bytes (to L2): over 4096 from DRAM on Zen 4, q4_0 +20%, q5_0 +9% */
 #define KQR8_KS 256  /* blocks per K slice: K <= 8192 in one slice */
 #define KQR8_NC 16   /* groups per chunk when sliced */
 /* the prefill GEMM (linear/q32_gemm_body.h, panels unpacked from q32_r8): q4_0_q8_0_ggml_avx512vnni.c's schedule */

@@ -8,7 +8,7 @@
  */
 #include "km_lanes_avx512.h"
 
-#define KQC16_PF 8192 /* decode: prefetch distance in bytes (to L2): Zen 4 from DRAM over 4096 +11% (1 thread), +1% (2); Zen 5: 1024-12288 alike */
+#define KQC16_PF 8192 /* decode: prefetch distance in bytes (to L2): over 4096 from DRAM on Zen 4 +11% (1 thread) */
 #define KQ32G_NG 2     /* prefill GEMM: 16-column groups per panel */
 #define KQ32G_MT1 4    /* prefill GEMM: activation rows per register tile (unused by q8_0's order) */
 #define KQ32G_KB 32    /* prefill GEMM: blocks per weight panel */

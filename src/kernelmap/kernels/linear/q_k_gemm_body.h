@@ -464,8 +464,8 @@ KL_INLINE void kqg6_tile(float (*fa)[KQG_L], const kqg6_blk *P, int bc, const km
 
 /* Columns [n0, n1) of y (row stride N) for all M rows, fmt KL_KQ_Q4_K / KL_KQ_Q2_K (N % 8 == 0 callers only:
  * the repack contract) or KL_KQ_Q6_K / KL_KQ_Q5_K (every N). Super-tiles of KQG_FA / KQG_NACC(fmt) rows.
- * c16: w is in the format's layout q4_k_c16 / q2_k_c16 / q3_k_c16 / q6_k_c16 (n0 a multiple of 16; 16-lane headers with
- * KL_IV_LOADU), else the GGUF's. */
+ * c16: w is in the format's layout q4_k_c16 / q2_k_c16 / q3_k_c16 / q6_k_c16 (n0 a multiple of 16; 16-lane headers
+ * with KL_IV_LOADU), else the GGUF's. */
 KL_INLINE void kqg_drive(float *y, const uint8_t *w, const km_block_q8_k *x, int64_t M, int64_t N, int64_t nb,
                          int64_t n0, int64_t n1, const int fmt, const int c16) {
     (void)c16; /* read only where the lanes header can load the layout */

@@ -1,8 +1,9 @@
 /* linear/qk_c16_body.h — the family body of linear.q4_k.q8_k.ggml.v1 and linear.q2_k.q8_k.ggml.v1 in their N % 8
  * == 0 order (llama.cpp's repacked q4_K / q2_K gemv) on weights in the repacked layouts "q4_k_c16" / "q2_k_c16", and
  * of linear.q3_k.q8_k.ggml.v1 and linear.q6_k.q8_k.ggml.v1 (llama.cpp's vec_dot_q3_K / vec_dot_q6_K orders, every N;
- * kqc16k_group_q3 / kqc16k_group_q6 state them) on "q3_k_c16" / "q6_k_c16" (weights/repack.py states them), written once against the lanes interface (common/km_lanes.h) for 16-lane headers
- * (a group's 16 rows are a vector's 16 lanes), the format a compile-time argument.
+ * kqc16k_group_q3 / kqc16k_group_q6 state them) on "q3_k_c16" / "q6_k_c16" (weights/repack.py states them), written
+ * once against the lanes interface (common/km_lanes.h) for 16-lane headers (a group's 16 rows are a vector's 16
+ * lanes), the format a compile-time argument.
  *
  * Numerics (exactly linear/<w>_q8_k_ggml_ref.c's repacked order and linear/<w>_q8_k_ggml_c16_ref.c): per output
  * (m, n) acc = accm = +0; for the superblocks b in order, isum = sum_j sc[j] * (sum of sub-block j's code * quant
