@@ -14,7 +14,8 @@
  * linear/q32_gemm_body.h).
  *
  * Schedule (the instantiating file defines these, and linear/q32_gemm_body.h's KQ32G_* for the prefill GEMM):
- *   KQC16_PF  decode: software prefetch distance in bytes (to L2) along the thread's groups, one contiguous range
+ *   KQC16_PF  decode: software prefetch distance in bytes along the thread's groups, one contiguous range
+ *   KQC16_PFH decode: the prefetch's hint, kl_prefetch_l2 (the default) or kl_prefetch_l1
  * Batches of M >= KQ32G_MIN_M go to linear/q32_gemm_body.h's GEMM, whose panels are loaded from this layout as they
  * are (kq32g_pack_c16: one load per contract lane, one f16 conversion per block); smaller batches run each group
  * for every activation row in turn while its bytes are in L1 / L2.
@@ -31,10 +32,14 @@
 
 #include "q32_gemm_body.h"
 
+#ifndef KQC16_PFH
+#define KQC16_PFH kl_prefetch_l2
+#endif
+
 #define KQC16_XBLK 34 /* the q8_0 activation block */
 
 /* One activation row x (its first block) against the group at g (nb blocks); nc: its rows to store; pf: prefetch
- * the thread's range KQC16_PF bytes ahead (the group's bytes spread evenly over its blocks). */
+ * the thread's range KQC16_PF bytes ahead with hint KQC16_PFH (the group's bytes spread evenly over its blocks). */
 KL_INLINE void kqc16_group(float *y, int nc, const uint8_t *g, int64_t nb, const uint8_t *x, const int pf) {
     const int64_t s = KQC16_SBYTES(nb), gbytes = s + 512 * nb;
     kl_fv acc[8];
@@ -46,7 +51,7 @@ KL_INLINE void kqc16_group(float *y, int nc, const uint8_t *g, int64_t nb, const
         int32_t sd[8] __attribute__((aligned(32)));
         kl_q32_seeds(sd, xs, 128);
         if (pf)
-            for (const int64_t e = (b + 1) * gbytes / nb; pfo < e; pfo += 64) kl_prefetch_l2(g + KQC16_PF + pfo);
+            for (const int64_t e = (b + 1) * gbytes / nb; pfo < e; pfo += 64) KQC16_PFH(g + KQC16_PF + pfo);
         const kl_fv t = kl_fv_mul(kl_fv_load_f16((const uint16_t *)(g + 32 * b)), kl_fv_set1(kl_f32_f16(xb)));
         for (int l = 0; l < 8; l++) {
             const kl_iv iv = kl_iv_dp4(kl_iv_set1(sd[l]), kl_iv_loadu(g + s + 512 * b + 64 * l), xs + 4 * l);
