@@ -111,10 +111,10 @@ def register(cli: click.Group) -> None:
 def _registry(files: tuple[str, ...], dirs: tuple[str, ...], *, builtin: bool) -> Registry:
     """The registry of the builtin maps (if `builtin`), the `dirs` and the `files`; a file that is already
     one of those maps (same path) is loaded once."""
-    base = load_registry(dirs, builtin=builtin)
+    base = load_registry(dirs, builtin=builtin, trusted=False)  # validate: every schema check runs
     given = {Path(f).resolve() for f in files}
     providers = [p for p in base.providers.values() if p.path.resolve() not in given]
-    providers += [load_map(f, kernel_root=KERNEL_ROOT) for f in dict.fromkeys(files)]
+    providers += [load_map(f, kernel_root=KERNEL_ROOT, trusted=False) for f in dict.fromkeys(files)]
     return Registry(providers)
 
 

@@ -117,11 +117,12 @@ def _map_files(dirs: Sequence[Path]) -> list[Path]:
 
 
 def load_registry(extra_dirs: Sequence[Path | str] = (), *, builtin: bool = True,
-                  kernel_root: Path | str | None = KERNEL_ROOT) -> Registry:
+                  kernel_root: Path | str | None = KERNEL_ROOT, trusted: bool = True) -> Registry:
     """Load the package's kernel_maps/ (unless builtin=False) plus `extra_dirs` into a Registry.
 
-    `kernel_root` is where map sources must exist (None skips that check, for what-if map dirs).
+    `kernel_root` is where map sources must exist (None skips that check, for what-if map dirs); `trusted`
+    False schema-checks every map even when its bytes passed before (loader.py's module docstring).
     """
     dirs = ([MAPS_DIR] if builtin else []) + [Path(d) for d in extra_dirs]
     root = Path(kernel_root) if kernel_root is not None else None
-    return Registry(load_map(f, kernel_root=root) for f in _map_files(dirs))
+    return Registry(load_map(f, kernel_root=root, trusted=trusted) for f in _map_files(dirs))
