@@ -77,3 +77,33 @@ def test_an_unusable_cache_still_gives_the_path(fake_package, tmp_path, monkeypa
     monkeypatch.setenv("KERNELMAP_CACHE", str(blocker / "cache"))
     assert runtime_model.default_model_path() == target
     assert state["calls"] == [False]
+
+
+def test_a_file_hashed_before_to_the_expected_digest_skips_the_package(fake_package, tmp_path, monkeypatch):
+    """With path_function and sha256_attribute in the spec, a file whose current identity kernelmap hashed to the
+    package's expected digest is returned without calling the package (which hashes the whole file); a file never
+    hashed, changed since, or hashed to another digest goes through the package."""
+    import hashlib
+
+    from kernelmap.gguf import reader
+
+    state, target = fake_package
+    module = sys.modules["km_fake_model_pkg"]
+    module.default_output_path = lambda: target
+    module.EXPECTED_SHA256 = hashlib.sha256(b"GGUF").hexdigest()
+    spec = tmp_path / "default_model.json"
+    spec.write_text(json.dumps({"package": "km-fake-model-pkg", "module": "km_fake_model_pkg", "function": "assemble",
+                                "path_function": "default_output_path", "sha256_attribute": "EXPECTED_SHA256"}))
+
+    def record(digest: str) -> None:  # what hashing the file (GGUFFile.sha256) leaves in the cache
+        ident = reader._sha256_cache_key(str(target))
+        reader._write_cache_entry(reader._sha256_entry(ident), {"identity": ident, "sha256": digest})
+
+    assert runtime_model.default_model_path() == target and state["calls"] == [False]  # never hashed
+    record(module.EXPECTED_SHA256)
+    assert runtime_model.default_model_path() == target and state["calls"] == [False]  # the fast path
+    time.sleep(0.01)
+    target.write_bytes(b"GGUF!")  # changed since: its identity has no record
+    assert runtime_model.default_model_path() == target and state["calls"] == [False, False]
+    record(hashlib.sha256(b"other").hexdigest())  # a record of another digest
+    assert runtime_model.default_model_path() == target and state["calls"] == [False, False, False]

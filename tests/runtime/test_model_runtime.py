@@ -246,3 +246,48 @@ def test_last_row_ops_read_q8_1_activations_at_the_last_row(synth, weight_type):
     for i, other in enumerate(got[1:], 1):
         diff = np.flatnonzero(got[0].view(np.uint32) != other.view(np.uint32))
         assert diff.size == 0, f"logits {i} differ from the 3-chunk prefill's at {diff[:5].tolist()}"
+
+
+def _counting_lib(freed: list[int]):
+    """Model's _Lib with the library's km_model_free calls recorded in `freed`."""
+    from kernelmap.runtime.model import _Lib
+
+    class Counting(_Lib):
+        def __init__(self, path):
+            super().__init__(path)
+            real = self.lib.km_model_free
+
+            def free(handle):
+                freed.append(handle.value)
+                real(handle)
+
+            self.lib.km_model_free = free
+
+    return Counting
+
+
+def test_a_tokenizer_failure_frees_the_model_created_beside_it(synth, monkeypatch):
+    """Model() creates the C model on a thread while it builds the tokenizer: a tokenizer error is raised after the
+    C call, and the model it created is freed; a model the C side refuses is named first (its error is the more
+    specific one: the file does not match the build)."""
+    from dataclasses import replace
+
+    from kernelmap.errors import TokenizerError
+    from kernelmap.runtime import model as runtime_model
+
+    compiled = compile_model(synth["q8_0"], CompileOptions(max_rows=8))
+    freed: list[int] = []
+    monkeypatch.setattr(runtime_model, "_Lib", _counting_lib(freed))
+
+    def broken(self):
+        raise TokenizerError("no vocabulary", path="x.gguf")
+
+    monkeypatch.setattr(runtime_model.Model, "_make_tokenizer", broken)
+    with pytest.raises(TokenizerError, match="no vocabulary"):
+        Model(compiled, n_ctx=32, threads=1)
+    assert len(freed) == 1 and freed[0]
+    short = synth["dir"] / "short_tok.gguf"
+    short.write_bytes(synth["q8_0"].read_bytes()[:-64])
+    with pytest.raises(ModelError, match="cannot map the model file: wrong size"):
+        Model(replace(compiled, gguf=short), n_ctx=32, threads=1)
+    assert len(freed) == 1

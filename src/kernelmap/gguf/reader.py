@@ -24,7 +24,7 @@ import numpy as np
 from kernelmap.errors import GGUFError
 from kernelmap.gguf.types import GGML_TYPES, GGMLType, ValueType, ggml_type, type_name, unknown_type_error
 
-__all__ = ["open_gguf", "open_gguf_bytes", "GGUFFile", "GGUFArray", "TensorInfo"]
+__all__ = ["open_gguf", "open_gguf_bytes", "known_sha256", "GGUFFile", "GGUFArray", "TensorInfo"]
 
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)
@@ -657,6 +657,32 @@ def _hash_buffer(buf: Any, size: int) -> str:
     return h.hexdigest()
 
 
+def _sha256_entry(ident: dict[str, Any]) -> Path:
+    from kernelmap.build.driver import cache_dir
+
+    blob = json.dumps(ident, sort_keys=True).encode()
+    return cache_dir() / "gguf_sha256" / (hashlib.sha256(blob).hexdigest()[:32] + ".json")
+
+
+def _cache_lookup(ident: dict[str, Any]) -> str | None:
+    try:
+        cached = json.loads(_sha256_entry(ident).read_text())
+        if cached.get("identity") == ident and isinstance(cached.get("sha256"), str):
+            return cached["sha256"]
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def known_sha256(path: str | os.PathLike[str]) -> str | None:
+    """The SHA-256 a previous hash of this file recorded for its current identity (`_sha256_cache_key`), or None
+    (never hashed, changed since, or no cache): a lookup only, nothing is read or hashed."""
+    try:
+        return _cache_lookup(_sha256_cache_key(os.fspath(path)))
+    except OSError:
+        return None
+
+
 def _cached_sha256(f: GGUFFile) -> str:
     """Hash the file, reusing a result cached under the user cache dir for the same file identity.
 
@@ -666,22 +692,15 @@ def _cached_sha256(f: GGUFFile) -> str:
     if not isinstance(f._buf, mmap.mmap):
         return _hash_buffer(f._buffer(), f.size)
     f._mapped()
-    from kernelmap.build.driver import cache_dir
-
     try:
         ident = _sha256_cache_key(f.path)
     except OSError:
         return _hash_buffer(f._buffer(), f.size)
-    blob = json.dumps(ident, sort_keys=True).encode()
-    entry = cache_dir() / "gguf_sha256" / (hashlib.sha256(blob).hexdigest()[:32] + ".json")
-    try:
-        cached = json.loads(entry.read_text())
-        if cached.get("identity") == ident and isinstance(cached.get("sha256"), str):
-            return cached["sha256"]
-    except (OSError, ValueError):
-        pass
+    cached = _cache_lookup(ident)
+    if cached is not None:
+        return cached
     digest = _hash_buffer(f._buffer(), f.size)
-    _write_cache_entry(entry, {"identity": ident, "sha256": digest})
+    _write_cache_entry(_sha256_entry(ident), {"identity": ident, "sha256": digest})
     return digest
 
 
