@@ -15,7 +15,7 @@
  *
  * Schedule (the instantiating file defines these, and linear/q32_gemm_body.h's KQ32G_* for the prefill GEMM):
  *   KQC16_PF  decode: software prefetch distance in bytes along the thread's groups, one contiguous range
- *   KQC16_PFH decode: the prefetch's hint, kl_prefetch_l2 (the default) or kl_prefetch_l1
+ *   KQC16_PFL1 decode: 1 prefetches into L1 (kl_prefetch_l1), 0 (the default) into L2 (kl_prefetch_l2)
  * Batches of M >= KQ32G_MIN_M go to linear/q32_gemm_body.h's GEMM, whose panels are loaded from this layout as they
  * are (kq32g_pack_c16: one load per contract lane, one f16 conversion per block); smaller batches run each group
  * for every activation row in turn while its bytes are in L1 / L2.
@@ -32,14 +32,16 @@
 
 #include "q32_gemm_body.h"
 
-#ifndef KQC16_PFH
-#define KQC16_PFH kl_prefetch_l2
+#ifndef KQC16_PFL1
+#define KQC16_PFL1 0
 #endif
+#define KQC16_PFH(p) (KQC16_PFL1 ? kl_prefetch_l1(p) : kl_prefetch_l2(p))
 
 #define KQC16_XBLK 34 /* the q8_0 activation block */
 
 /* One activation row x (its first block) against the group at g (nb blocks); nc: its rows to store; pf: prefetch
- * the thread's range KQC16_PF bytes ahead with hint KQC16_PFH (the group's bytes spread evenly over its blocks). */
+ * the thread's range KQC16_PF bytes ahead, into L1 or L2 by KQC16_PFL1 (the group's bytes spread evenly over its
+ * blocks). */
 KL_INLINE void kqc16_group(float *y, int nc, const uint8_t *g, int64_t nb, const uint8_t *x, const int pf) {
     const int64_t s = KQC16_SBYTES(nb), gbytes = s + 512 * nb;
     kl_fv acc[8];

@@ -13,7 +13,7 @@
  * benchmarks/ab_linear.py, but in the model 2 threads gained too: logits 5.66 -> 5.34 ms, step 0.93-0.97x),
  * 1x2048x640 and 1x640x2048 +5-14%. The K-quant c16 records prefetch in bursts of 36-53 lines per superblock: into
  * L1 those stalled the core (q6_K 0.37x); spread over the record, neutral either way, so they keep L2. */
-#define KQC16_PFH kl_prefetch_l1
+#define KQC16_PFL1 1
 #define KQ32G_NG 2     /* prefill GEMM: 16-column groups per panel */
 #define KQ32G_MT1 4    /* prefill GEMM: activation rows per register tile (unused by q8_0's order) */
 #define KQ32G_KB 32    /* prefill GEMM: blocks per weight panel */
