@@ -74,6 +74,17 @@ def test_the_schema_and_its_library_are_part_of_the_digest(monkeypatch, cache):
     assert loader._schema_digest(data + b" ") != base
     monkeypatch.setattr(loader, "_schema_salt", lambda: b"another schema\0another jsonschema")
     assert loader._schema_digest(data) != base
+    monkeypatch.setattr(loader, "_schema_salt", lambda: None)  # no jsonschema release to key on: never remembered
+    assert loader._schema_digest(data) is None
+
+
+def test_without_a_release_to_key_on_every_load_is_checked(tmp_path, monkeypatch, cache):
+    mdir, kdir = write_maps(tmp_path, [make_map("lin_a")])
+    monkeypatch.setattr(loader, "_schema_salt", lambda: None)
+    walks = _walks(monkeypatch)
+    for _ in range(2):
+        load_map(mdir / "lin_a.json", kernel_root=kdir)
+    assert len(walks) == 2 and not cache.exists()
 
 
 def test_maps_validate_checks_every_schema_even_with_a_marker(tmp_path, cache, capsys):
