@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import math
-import os
 import shutil
 import subprocess
 
@@ -507,21 +506,29 @@ def test_moe_linear_rows_equal_dense_linear(wtype, xs):
             assert_close_or_equal(want, y.reshape(m * u, n)[r], map_id=moe_id, variant="ref", context=f"n={n} row {r}")
 
 
-_MOE_VARIANTS = [(w, v) for w in sorted(_MOE_MAPS) for v in map_variants(_MOE_MAPS[w][0], ref=False)]
+def _moe_variant_params() -> list:
+    """(wtype, variant) of every MoE linear variant: the host's top variant of each map in `make test`, the others
+    marked slow (`make test-slow`: each variant library includes a dense linear body, ~30 s of compiling apiece).
+    A marker, not an environment check inside the test: `make test-slow` selects `-m slow`, so a test that only
+    skipped itself without KERNELMAP_SLOW=1 ran in neither suite."""
+    out = []
+    for w in sorted(_MOE_MAPS):
+        moe_id = _MOE_MAPS[w][0]
+        top = _top_variant(load_map(moe_id))
+        for v in map_variants(moe_id, ref=False):
+            out.append((w, v) if v == top else pytest.param(w, v, marks=pytest.mark.slow))
+    return out
 
 
-@pytest.mark.parametrize("wtype,variant", _MOE_VARIANTS)
+@pytest.mark.parametrize("wtype,variant", _moe_variant_params())
 def test_moe_linear_variants_match_ref(wtype, variant):
     """Each variant (expert panels, linear/moe_rows.h km_moe_panels) == ref (one M = 1 call per row) for xs = 1
     and u, nth 1..3: experts with 1 row (straight into y) and with more rows than one panel holds (over
     32: two panels), column blocks (N = 136: 64 + 64 + 8) and N % 8 != 0 (one block), an id outside [0, E)
-    (row left untouched), and the 256 claimed pieces of a split op. Without KERNELMAP_SLOW=1 only the host's
-    top variant runs (each variant library includes a dense linear body: ~30 s of compiling apiece)."""
+    (row left untouched), and the 256 claimed pieces of a split op. `make test` runs the host's top variant of
+    each map, `make test-slow` the others (_moe_variant_params)."""
     moe_id, _, act = _MOE_MAPS[wtype]
     skip_unless_runnable(moe_id, variant)
-    spec = load_map(moe_id)
-    if not os.environ.get("KERNELMAP_SLOW") and variant != _top_variant(spec):
-        pytest.skip(f"{moe_id} [{variant}]: not the host's selected variant; slow: set KERNELMAP_SLOW=1")
     lib, spec = _variant_lib(moe_id, sorted({"ref", variant}))
     rng = np.random.default_rng(100 + len(wtype))
     e, u, k = 6, 3, 512
