@@ -118,6 +118,10 @@ def test_llama_cpu_avx2_t2_policy_is_the_avx2_build_on_two_threads_and_keeps_its
             p.rule_for("moe_linear", weight="q5_0")
         with pytest.raises(PolicyError):
             p.rule_for("rope_ff", style="neox")
+        for op, weight in (("moe_linear", "f16"), ("embedding", "q5_0")):  # the README's other refusals there
+            with pytest.raises(PolicyError, match=f'no rule for op "{op}" with weight={weight}'):
+                p.rule_for(op, weight=weight)
+    assert load_policy("llama-cpu").rule_for("embedding", weight="q5_0").contract == "embedding.q5_0.f32.v1"
 
 
 def test_policy_unknown_name_lists_shipped_policies():
