@@ -26,6 +26,10 @@ from kernelmap.runtime.model import Model
 
 PROMPT = [2, 270, 271, 272, 273, 274, 275, 276, 277, 300, 301, 302]
 GEMMA_PROMPT = [2, 818, 5279, 529, 7001, 563]   # "<bos>The capital of France is"
+# 24 tokens: over the 16 rows at which the linears switch from row loops to the prefill GEMM (KQ32G_MIN_M), so the
+# ARM GEMM instantiations run on the real model too (ids of ordinary words; the bits, not the text, are checked)
+GEMMA_LONG_PROMPT = GEMMA_PROMPT + [1000 + 37 * i for i in range(18)]
+GEMMA_KERNELS = 13  # distinct kernels the Gemma 3 aarch64,dotprod bundle selects (README: "every one of the 13")
 N_TOKENS = 8
 _EM_AARCH64 = 183
 
@@ -137,5 +141,11 @@ def test_cross_bundle_default_model_aarch64_equals_x86_prompt_logits_bits_and_8_
     bundle = _cross_bundle(gguf, tmp_path / "gemma", "aarch64,dotprod", 128)
     selected = _selected(bundle)
     assert "linear_q5_0_q8_0_ggml:dotprod" in selected and "linear_q8_0_q8_0_ggml:dotprod" in selected
+    # the README's claim: every kernel the bundle selects (decode and prefill) is a NEON / SDOT instantiation
+    refs = sorted(k for k, sym in selected.items() if not sym.endswith(("__neon", "__dotprod")))
+    assert not refs, f"kernels of the Gemma aarch64,dotprod bundle that are not NEON / SDOT: {refs}"
+    assert len(selected) == GEMMA_KERNELS, sorted(selected)
     with Model(compile_model(gguf, CompileOptions()), n_ctx=64, threads=2) as x86:
         _assert_same_as_x86(toolchain, bundle, x86, GEMMA_PROMPT)
+        x86.reset()
+        _assert_same_as_x86(toolchain, bundle, x86, GEMMA_LONG_PROMPT)
