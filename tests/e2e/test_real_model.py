@@ -8,7 +8,9 @@ fixtures (tests/fixtures/llama_fa, llama_fa_t2: 5 greedy prompts, 512 teacher-fo
 1000 positions of long text (tests/fixtures/llama_long: the sha256 of every logits row), past llama.cpp's
 256-cell KV view step, the 512-token sliding window and up to ~1000 positions. The quick long-context
 check prefills the text in segments and compares the logits at the segment ends; the every-position
-decode check is slow (KERNELMAP_SLOW=1).
+decode check is slow (KERNELMAP_SLOW=1). A sliding-window layer keeps its KV in a ring of window + max_rows - 1
+cells (codegen/ring.py): 1023 at the default 512 prefill rows, which the text never wraps, so both checks also
+run a build of 128 rows (a 639-cell ring the text wraps, with segments longer than 128 rows split into chunks).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kernelmap.compiler import DEFAULT_PREFILL_ROWS
 from kernelmap.parity import tier1, tier2, tier3
 
 pytestmark = pytest.mark.model
@@ -37,6 +40,7 @@ LONG = ROOT_FIXTURES / "llama_long"
 N_CTX = 1024
 # segment ends: both sides of llama.cpp's KV view steps (256, 512, 768 cells) and of the 512-token window
 CHECKPOINTS = (100, 255, 256, 257, 300, 511, 512, 513, 640, 767, 768, 769, 900, 999)
+RING_ROWS = 128  # prefill rows of the wrapping build: ring 512 + 128 - 1 = 639 cells < 1000 positions
 SLOW = pytest.mark.skipif(not os.environ.get("KERNELMAP_SLOW"), reason="slow (about 1000 decode steps per run): "
                           "set KERNELMAP_SLOW=1; the test_long_context_* segment checks are the quick version")
 
@@ -60,11 +64,11 @@ def gemma_t2():
     m.close()
 
 
-def _gemma_policy(policy: str):
+def _gemma_policy(policy: str, max_rows: int = DEFAULT_PREFILL_ROWS):
     from kernelmap.compiler import CompileOptions
     from kernelmap.runtime import default_model_path, load
 
-    m = load(default_model_path(), threads=2, n_ctx=N_CTX, options=CompileOptions(policy=policy))
+    m = load(default_model_path(), threads=2, n_ctx=N_CTX, options=CompileOptions(policy=policy, max_rows=max_rows))
     yield m
     m.close()
 
@@ -77,6 +81,11 @@ def gemma_avx2():
 @pytest.fixture(scope="module")
 def gemma_avx2_t2():
     yield from _gemma_policy("llama-cpu-avx2-t2")
+
+
+@pytest.fixture(scope="module")
+def gemma_ring():
+    yield from _gemma_policy("llama-cpu", max_rows=RING_ROWS)
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +116,17 @@ def _diagnose(fixture: dict, p: int, logits: np.ndarray) -> str:
     ids = fixture["top_ids"][p]
     return (f"position {p}: llama.cpp top {list(zip(ids, fixture['top_values'][p], strict=True))}, "
             f"ours at those ids {[float(logits[i]) for i in ids]}, our argmax {int(np.argmax(logits))}")
+
+
+def _assert_ring_wraps(model, fixture: dict) -> None:
+    """The smallest KV buffer the runtime allocates (a sliding-window ring) wraps before the text's last position."""
+    from kernelmap.runtime.model import kv_cells
+
+    cells = min(kv_cells(s, N_CTX) for s in model.info["state"])
+    n = len(fixture["tokens"])
+    assert cells < n and model.info["max_rows"] == RING_ROWS, (
+        f"max_rows {model.info['max_rows']}: the smallest KV buffer has {cells} cells, "
+        f"so the {n}-position text does not wrap a ring ({sorted({s['ring'] for s in model.info['state']})})")
 
 
 def _check_segments(model, fixture: dict) -> list[str]:
@@ -182,6 +202,22 @@ def test_long_context_matches_llama_cpp(request, model_fixture, peer_threads, th
     assert not bad, f"{model.info['policy']} on {threads} thread(s) vs llama.cpp -t {peer_threads}: " + "; ".join(bad[:4])
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+def test_long_context_matches_llama_cpp_when_the_sliding_window_ring_wraps(gemma_ring, threads):
+    """llama-cpu built for 128 prefill rows (a 639-cell ring) == llama.cpp -t 1 at the segment ends, 6 of them past
+    the wrap; the segment 514 .. 640 wraps within one call, and 101 .. 255, 301 .. 511 and 770 .. 900 are longer
+    than 128 rows, so the runtime splits them into chunks. Our threads 1 to 4 (more than this machine's two cores:
+    the README says any thread count of ours gives these bits; ~3 s each)."""
+    fixture = _long(1)
+    model = _with_threads(gemma_ring, threads)
+    try:
+        _assert_ring_wraps(model, fixture)
+        bad = _check_segments(model, fixture)
+    finally:
+        model.close()
+    assert not bad, f"max_rows {RING_ROWS} on {threads} thread(s) vs llama.cpp -t 1: " + "; ".join(bad[:4])
+
+
 def test_long_context_fixtures_of_one_and_two_llama_cpp_threads_differ_from_position_256():
     t1, t2 = _long(1), _long(2)
     assert t1["logits_sha256"][:256] == t2["logits_sha256"][:256]
@@ -200,17 +236,24 @@ def test_long_context_q8_0_cache_fixtures_of_one_and_two_llama_cpp_threads_are_i
 
 @pytest.mark.slow
 @SLOW
+@pytest.mark.parametrize("max_rows", [DEFAULT_PREFILL_ROWS, RING_ROWS])
 @pytest.mark.parametrize(("policy", "peer_threads"), [("llama-cpu", 1), ("llama-cpu-t2", 2), ("llama-cpu-t4", 4),
                                                       ("llama-cpu-kvq8", "1_kvq8")])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_long_context_every_position_matches_llama_cpp(policy, peer_threads, threads):
+def test_long_context_every_position_matches_llama_cpp(policy, peer_threads, threads, max_rows):
+    """Every position decoded one token at a time; at max_rows RING_ROWS (a 639-cell ring) the decode of position
+    p >= 639 writes over the cell of position p - 639."""
     from kernelmap.compiler import CompileOptions
     from kernelmap.runtime import default_model_path, load
 
-    with load(default_model_path(), threads=threads, n_ctx=N_CTX, options=CompileOptions(policy=policy)) as model:
-        bad = _check_every_position(model, _long(peer_threads))
-    assert not bad, f"{policy} on {threads} thread(s) vs llama.cpp -t {peer_threads}: {len(bad)} positions differ; " + \
-        "; ".join(bad[:4])
+    fixture = _long(peer_threads)
+    options = CompileOptions(policy=policy, max_rows=max_rows)
+    with load(default_model_path(), threads=threads, n_ctx=N_CTX, options=options) as model:
+        if max_rows == RING_ROWS:
+            _assert_ring_wraps(model, fixture)
+        bad = _check_every_position(model, fixture)
+    assert not bad, f"{policy} max_rows {max_rows} on {threads} thread(s) vs llama.cpp -t {peer_threads}: " + \
+        f"{len(bad)} positions differ; " + "; ".join(bad[:4])
 
 
 def test_run_cli_generates_text_and_reports_speed():

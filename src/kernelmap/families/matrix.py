@@ -168,11 +168,14 @@ def run_cell(fixtures: dict[str, Any], arch: str, preset: str, *, work: Path, op
         model.close()
     diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
     scale = float(np.max(np.abs(want))) or 1.0
-    cell = Cell(arch, preset, "bit-exact", positions=len(tokens), mismatched_logits=int(np.sum(got != want)),
+    # bit-exact means the bit patterns: a value comparison calls -0.0 and +0.0 equal and a NaN unequal to itself
+    bits, want_bits = got.astype(np.float32).view(np.uint32), want.view(np.uint32)
+    cell = Cell(arch, preset, "bit-exact", positions=len(tokens), mismatched_logits=int(np.sum(bits != want_bits)),
                 max_abs_diff=float(diff.max()), rel_diff=float(diff.max()) / scale,
                 top1_agree=int(np.sum(got.argmax(1) == want.argmax(1))),
                 greedy_identical=prompt + greedy == tokens,
-                prefill_exact=bool(np.array_equal(prefill_last, want[len(prompt) - 1])),
+                prefill_exact=bool(np.array_equal(prefill_last.astype(np.float32).view(np.uint32),
+                                                  want_bits[len(prompt) - 1])),
                 contracts=contracts, reasons=reasons)
     if cell.mismatched_logits:
         cell.status = "tolerance"
