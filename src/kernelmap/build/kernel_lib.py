@@ -29,7 +29,7 @@ from typing import Any
 
 from kernelmap.build.driver import KERNEL_ROOT, CompileUnit, Counter, build_shared
 
-__all__ = ["KERNEL_LIBRARY", "RUNTIME_SOURCE", "build_kernel_library", "kernel_library_units",
+__all__ = ["KERNEL_LIBRARY", "RUNTIME_SOURCE", "build_kernel_library", "check_exports", "kernel_library_units",
            "selectable_variants", "unit_prelude"]
 
 KERNEL_LIBRARY = "kmkernels"
@@ -97,4 +97,23 @@ def build_kernel_library(registry: Any, isa: frozenset[str], selected: Iterable[
     units = kernel_library_units(registry, pairs)
     lib = build_shared(units, name=KERNEL_LIBRARY, link_flags=["-lpthread"], target=",".join(sorted(isa)),
                        progress=progress)
+    check_exports(registry, lib, pairs)
     return lib, pairs
+
+
+def check_exports(registry: Any, lib: Path, pairs: Iterable[tuple[str, str]]) -> None:
+    """Refuse a library that lacks a selected variant's symbol, naming the map and the variant's symbol field: a map
+    may declare a symbol its source does not define (the prelude declares the prototype, so the source compiles and
+    the library links); without this the model's link failed later with the linker's own lines, naming no map."""
+    from kernelmap.build.probe import probe_library
+    from kernelmap.errors import BuildError
+
+    exported = probe_library(lib)
+    for pid, name in sorted(set(pairs)):
+        provider = registry.providers[pid]
+        index, variant = next((i, v) for i, v in enumerate(provider.variants) if v.name == name)
+        if variant.symbol not in exported:
+            raise BuildError(f"the kernel library does not define this variant's symbol (its source {variant.source} "
+                             "has no external function of that name)", path=provider.path,
+                             pointer=f"/variants/{index}/symbol", value=variant.symbol,
+                             hint="fix the map's symbol, or define the function in its source")
