@@ -5,7 +5,10 @@ headers, the runtime, a driver `main.c`, the packed weights and manifest, the mo
 `model.gguf` (hard-linked when it can be: tensors in the GGUF layout are read from it), the selection trace and a
 Makefile that compiles every kernel with its variant's flags into `libkmmodel.so` and `model`. Files
 are written to a temporary sibling directory and renamed into place, so a failure leaves no
-half-written bundle. Flags in the Makefile come from the allow-listed variant cflags only.
+half-written bundle. An existing `DIR/` is replaced only when it is empty or holds nothing but a bundle
+written before (its marker file lists what it may hold); anything else, or the input model inside
+`DIR/`, is refused before anything is written. Flags in the Makefile come from the allow-listed
+variant cflags only.
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ from kernelmap.compiler import CompiledModel
 from kernelmap.errors import ModelError
 from kernelmap.target import arch_of, cross_compiler
 
-__all__ = ["write_bundle"]
+__all__ = ["MARKER", "check_out_dir", "write_bundle"]
+
+MARKER = ".kernelmap-bundle"  # written last into every bundle: a fixed first line, then what the bundle may hold
+_MARKER_HEAD = "kernelmap bundle 1"
+_MARKER_NOTE = ("# `kernelmap compile -o` replaces this directory only while it holds nothing but the paths below\n"
+                "# (the files written and the ones its Makefile builds); without this file it refuses to.\n")
+_BUILT = ("libkmmodel.so", "model", "obj/km_runtime.o", "obj/model.o", "obj/main.o")  # + obj/k<i>.o per unit
 
 _FLAG = re.compile(r"^-m[a-z0-9_.=+-]+$|^-D[A-Z_][A-Z0-9_]*$")
 
@@ -94,10 +103,85 @@ def _quoted_includes(source: Path) -> list[Path]:
     return sorted(seen)
 
 
+def _marker_text(root: Path, n_units: int) -> str:
+    """The marker for the finished bundle in `root`: every file in it plus the Makefile's products, sorted."""
+    paths = {p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir()}
+    paths.update(_BUILT)
+    paths.update(f"obj/k{i}.o" for i in range(n_units))
+    paths.add(MARKER)
+    return f"{_MARKER_HEAD}\n{_MARKER_NOTE}" + "".join(f"{p}\n" for p in sorted(paths))
+
+
+def _listed(out: Path) -> set[str] | None:
+    """The paths a previous bundle's marker in `out` allows, or None when `out` holds no readable marker."""
+    try:
+        lines = (out / MARKER).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not lines or lines[0] != _MARKER_HEAD:
+        return None
+    return {line for line in lines[1:] if line and not line.startswith("#")}
+
+
+def _first_foreign(out: Path, allowed: set[str]) -> str | None:
+    """The first entry under `out`, in sorted depth-first order, that is neither an allowed file nor a directory
+    holding one (a directory is shown with a trailing slash); symlinks count as files and are never followed."""
+    dirs = {parent.as_posix() for p in allowed for parent in Path(p).parents}
+
+    def walk(here: Path, prefix: str) -> str | None:
+        for entry in sorted(os.scandir(here), key=lambda e: e.name):
+            rel = prefix + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                found = walk(Path(entry.path), rel + "/") if rel in dirs else rel + "/"
+                if found is not None:
+                    return found
+            elif rel not in allowed:
+                return rel
+        return None
+
+    return walk(out, "")
+
+
+def check_out_dir(out: Path, gguf: Path | None = None) -> None:
+    """Refuse `out` unless it is absent, an empty directory, or a previous bundle holding nothing its marker
+    does not list; also refuse it when the input model `gguf` lies inside it. Writes nothing."""
+    out = Path(out).resolve()
+    if gguf is not None and Path(gguf).resolve().is_relative_to(out):
+        raise ModelError("the output directory holds the input model; the bundle replaces the whole directory",
+                         path=out, pointer="--out", value=Path(gguf).resolve().relative_to(out).as_posix(),
+                         hint="pass a new or empty directory (the bundle links the model in as model.gguf)")
+    if not out.exists() and not out.is_symlink():
+        return
+    if not out.is_dir():
+        raise ModelError("the output path exists and is not a directory", path=out, pointer="--out",
+                         hint="pass a new or empty directory, or a previous bundle's directory")
+    try:
+        if not any(out.iterdir()):
+            return
+        allowed = _listed(out)
+        foreign = _first_foreign(out, allowed) if allowed is not None else None
+    except OSError as exc:
+        raise ModelError(f"cannot read the output directory: {exc.strerror}", path=out, pointer="--out") from None
+    if allowed is None:
+        first = min(out.iterdir(), key=lambda p: p.name)
+        first_name = first.name + ("/" if first.is_dir() and not first.is_symlink() else "")
+        raise ModelError(f"the output directory is not empty and not a kernelmap bundle (no {MARKER})", path=out,
+                         pointer="--out", value=first_name,
+                         hint="pass a new or empty directory; nothing was written or removed")
+    if foreign is not None:
+        raise ModelError("the output directory holds a bundle and files that are not the bundle's", path=out,
+                         pointer="--out", value=foreign,
+                         hint="move those files out, or pass a new or empty directory; nothing was written or removed")
+
+
 def write_bundle(model: CompiledModel, out: Path) -> Path:
-    """Write the bundle for `model` into `out` (replacing a previous bundle there)."""
+    """Write the bundle for `model` into `out`: a new or empty directory, or a previous bundle (replaced atomically).
+
+    Anything else in `out` is refused (see `check_out_dir`) before anything is written."""
     out = out.resolve()
     parent = out.parent
+    gguf = model.gguf if model.gguf is not None else Path(model.info["gguf"])
+    check_out_dir(out, gguf)
     try:
         parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
@@ -129,13 +213,14 @@ def write_bundle(model: CompiledModel, out: Path) -> Path:
         for name in ("weights.json", "selection_trace.json", "build.json"):
             if (model.build_dir / name).is_file():
                 shutil.copy2(model.build_dir / name, tmp / name)
-        gguf = model.gguf if model.gguf is not None else Path(model.info["gguf"])
         for src, name in ((model.weights, "weights.bin"), (gguf, "model.gguf")):
             try:
                 os.link(src, tmp / name)
             except OSError:
                 shutil.copy2(src, tmp / name)
-        if out.exists():
+        (tmp / MARKER).write_text(_marker_text(tmp, len(units)), encoding="utf-8")
+        check_out_dir(out, gguf)  # again: the copies above take a while, and `out` may have changed meanwhile
+        if out.exists() or out.is_symlink():
             old = parent / f".{out.name}.old.{os.getpid()}"
             os.replace(out, old)
             os.replace(tmp, out)
