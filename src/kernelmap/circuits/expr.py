@@ -23,9 +23,14 @@ from typing import Any
 
 from kernelmap.errors import CircuitError
 
-__all__ = ["Expr", "evaluate", "parse_eval"]
+__all__ = ["Expr", "EvaluationError", "evaluate", "parse_eval"]
 
 _PARSE_LOCK = threading.Lock()
+
+
+class EvaluationError(CircuitError):
+    """A well-formed expression failed on its values (division by zero, overflow): the values' fault,
+    which the caller may blame on the model file they came from."""
 
 
 def parse_eval(text: str) -> ast.Expression:
@@ -119,7 +124,7 @@ class Expr:
         try:
             return self._eval(self._tree, env)
         except (ZeroDivisionError, OverflowError, ValueError, TypeError) as exc:
-            raise CircuitError(f"expression cannot be evaluated: {exc}", path=self.where,
+            raise EvaluationError(f"expression cannot be evaluated: {exc}", path=self.where,
                                pointer=self.pointer, value=self.text) from None
 
     def _eval(self, node: ast.AST, env: Mapping[str, Any]) -> Any:

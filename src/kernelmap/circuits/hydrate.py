@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernelmap.circuits.expr import Expr, evaluate
+from kernelmap.circuits.expr import EvaluationError, Expr, evaluate
 from kernelmap.circuits.graph import Graph, OpNode, StateBuf, Tensor, WeightRef
 from kernelmap.circuits.loader import Circuit, Interfaces
 from kernelmap.errors import CircuitError, ModelError
-from kernelmap.gguf.types import by_name
+from kernelmap.gguf.types import by_name, unknown_type_error
 
 __all__ = ["read_config", "check_keys", "tensors_read", "op_active", "hydrate", "TensorTable", "c_ident", "QUANTIZED",
            "row_bytes", "weight_layout"]
@@ -78,9 +79,13 @@ def read_config(circuit: Circuit, metadata: Mapping[str, Any], tensors: TensorTa
                 *, source: str = "<model>") -> dict[str, Any]:
     """Evaluate the circuit's `config` block against GGUF metadata and the tensor table.
 
-    Fails closed on the file as a whole: a metadata key of the architecture that changes the
-    arithmetic and that the circuit does not read (gguf_keys.json), and a tensor no op of the
-    circuit reads, are refused by name.
+    Every value read from the file is checked before anything uses it: its GGUF value type, float
+    finiteness and the entry's bounds; then the circuit's checks, the layer count against the layers
+    the tensor table holds (before any loop over layers), and the circuit's `tensor_shapes` (a key that
+    contradicts a tensor is refused by the key's name). Fails closed on the file as a whole: a metadata
+    key of the architecture that changes the arithmetic and that the circuit does not read
+    (gguf_keys.json), a tensor no op of the circuit reads, and a read tensor of an unknown GGML type are
+    refused by name.
     """
     arch = circuit.architecture
     cfg: dict[str, Any] = {}
@@ -91,11 +96,12 @@ def read_config(circuit: Circuit, metadata: Mapping[str, Any], tensors: TensorTa
         if "key" in spec:
             key = spec["key"].replace("{arch}", arch)
             if key in metadata:
-                cfg[name] = _cast(metadata[key], kind, source, key)
+                cfg[name] = _from_metadata(metadata, key, spec, kind, source)
             elif "default" in spec and kind == "str":
                 cfg[name] = str(spec["default"])  # a literal: strings are not expressions
             elif "default" in spec:
-                cfg[name] = _cast(evaluate(spec["default"], cfg, where=where, pointer=pointer), kind, where, pointer)
+                cfg[name] = _cast(_model_eval(circuit, spec["default"], cfg, pointer + "/default", source), kind, where,
+                                  pointer)
             else:
                 raise ModelError("required metadata key is missing", path=source, pointer=key,
                                  hint=f"the {arch} circuit reads it for '{name}'")
@@ -108,7 +114,7 @@ def read_config(circuit: Circuit, metadata: Mapping[str, Any], tensors: TensorTa
         elif "value" in spec:
             cfg[name] = spec["value"]
         elif "expr" in spec:
-            cfg[name] = evaluate(spec["expr"], cfg, where=where, pointer=pointer)
+            cfg[name] = _model_eval(circuit, spec["expr"], cfg, pointer, source)
         elif "tensor_dim" in spec:
             tname, axis = spec["tensor_dim"]
             info = tensors.get(tname)
@@ -122,14 +128,149 @@ def read_config(circuit: Circuit, metadata: Mapping[str, Any], tensors: TensorTa
             raise CircuitError("config entry has no key, value, expr, tensor_dim or tensor_exists", path=where,
                                pointer=pointer)
     for i, check in enumerate(circuit.data.get("checks", [])):
-        if not evaluate(check["expr"], cfg, where=where, pointer=f"/checks/{i}"):
-            raise ModelError(check["message"], path=source, pointer=f"config ({check['expr']})")
+        if not _model_eval(circuit, check["expr"], cfg, f"/checks/{i}", source):
+            names = sorted(Expr(check["expr"], where=where, pointer=f"/checks/{i}").names)
+            raise ModelError(check["message"], path=source, pointer=_keys_of(circuit, check["expr"]) or "config",
+                             value={n: cfg[n] for n in names}, expected=check["expr"])
+    _check_layer_count(circuit, cfg, tensors, source)
+    _check_tensor_shapes(circuit, cfg, tensors, source)
     check_keys(circuit, metadata, source=source)
-    unused = sorted(set(tensors) - tensors_read(circuit, cfg, tensors))
+    try:
+        read = tensors_read(circuit, cfg, tensors)
+    except EvaluationError as exc:  # a per-layer attribute failed on this model's values
+        raise _blame_model(circuit, exc, source) from None
+    unused = sorted(set(tensors) - read)
     if unused:
         raise ModelError(f"tensor is not read by the {arch} circuit ({len(unused)} such)", path=source,
                          pointer=unused[0], expected=f"only the tensors circuits/{circuit.path.name} reads")
+    for tname in sorted(read):
+        type_name = tensors[tname].type_name
+        if type_name.startswith("unknown:"):
+            raise unknown_type_error(int(type_name.partition(":")[2]), tensor=tname, path=source)
     return cfg
+
+
+_INT_TYPES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64")
+# config entry type -> (the GGUF value types that may hold it, how the message spells them)
+_GGUF_TYPES: dict[str, tuple[tuple[str, ...], str]] = {
+    "int": (_INT_TYPES, "an integer type (" + ", ".join(_INT_TYPES) + ")"),
+    "float": (("float32", "float64"), "float32 or float64"),
+    "bool": (("bool",), "bool"),
+    "str": (("string",), "string"),
+    "length": ((), "an array"),
+}
+F32_MAX = 3.4028234663852886e38
+
+
+def _value_type(metadata: Mapping[str, Any], key: str) -> str:
+    """The GGUF value type of a metadata key (the reader's record; a plain dict's by its Python type)."""
+    getter = getattr(metadata, "value_type", None)
+    if callable(getter):
+        return str(getter(key))
+    value = metadata[key]
+    for kind, name in ((bool, "bool"), (int, "int64"), (float, "float64"), (str, "string")):
+        if isinstance(value, kind):
+            return name
+    return "array"
+
+
+def _from_metadata(metadata: Mapping[str, Any], key: str, spec: Mapping[str, Any], kind: str, source: str) -> Any:
+    """A config value read from the file: its GGUF type, float32 finiteness and the entry's bounds checked."""
+    found = _value_type(metadata, key)
+    types, spelled = _GGUF_TYPES[kind]
+    if not (found.startswith("array") if kind == "length" else found in types):
+        raise ModelError("metadata value has the wrong type", path=source, pointer=key, value=found, expected=spelled)
+    value = metadata[key]
+    if kind == "length":
+        value = len(value)
+    elif kind == "float":
+        value = float(value)
+        if not (math.isfinite(value) and abs(value) <= F32_MAX):  # kernels take every float parameter as f32
+            raise ModelError("value is not finite in float32", path=source, pointer=key, value=value,
+                             expected=f"a finite value of magnitude <= {F32_MAX:g}")
+    if "min" in spec and value < spec["min"]:
+        raise ModelError("value is out of range", path=source, pointer=key, value=value, expected=f">= {spec['min']}")
+    if "above" in spec and not value > spec["above"]:
+        raise ModelError("value is out of range", path=source, pointer=key, value=value, expected=f"> {spec['above']}")
+    return value
+
+
+def _keys_of(circuit: Circuit, text: Any, seen: set[str] | None = None) -> str:
+    """The metadata keys an expression's value comes from (through config and layer_attrs expressions),
+    comma-separated ("" if none does)."""
+    if not isinstance(text, str):
+        return ""
+    seen = set() if seen is None else seen
+    config, attrs = circuit.data["config"], circuit.data.get("layer_attrs", {})
+    keys: list[str] = []
+    for name in sorted(Expr(text, where=str(circuit.path)).names - seen):
+        seen.add(name)
+        spec = config.get(name, {})
+        if "key" in spec:
+            keys.append(spec["key"].replace("{arch}", circuit.architecture))
+        inner = spec.get("expr") or attrs.get(name)
+        if inner:
+            keys += [k for k in _keys_of(circuit, inner, seen).split(", ") if k]
+    return ", ".join(sorted(set(keys)))
+
+
+def _blame_model(circuit: Circuit, exc: EvaluationError, source: str) -> ModelError:
+    """An expression of the circuit that failed on this model's values, as the model file's error."""
+    return ModelError(f"circuits/{circuit.path.name} {exc.pointer}: {exc.message} with this model's values",
+                      path=source, pointer=_keys_of(circuit, exc.value) or "config", value=exc.value)
+
+
+def _model_eval(circuit: Circuit, text: Any, env: Mapping[str, Any], pointer: str, source: str) -> Any:
+    """Evaluate a circuit expression over values from the model file; an arithmetic failure is the file's."""
+    try:
+        return evaluate(text, env, where=str(circuit.path), pointer=pointer)
+    except EvaluationError as exc:
+        raise _blame_model(circuit, exc, source) from None
+
+
+def _layer_patterns(circuit: Circuit) -> list[re.Pattern[str]]:
+    """Regexes for the per-layer tensor names of the circuit's layer block; group 1 is the layer index."""
+    names: set[str] = set()
+    for spec in circuit.data["layer"]:
+        for wspec in spec.get("weights", {}).values():
+            names.update([wspec] if isinstance(wspec, str) else wspec.get("first_of", [wspec.get("tensor", "")]))
+        names.update([spec["if_tensor"]] if "if_tensor" in spec else [])
+    index = "(0|[1-9][0-9]{0,8})"
+    return [re.compile(index.join(re.escape(part) for part in n.split("{layer}")) + "$") for n in sorted(names)
+            if "{layer}" in n]
+
+
+def _check_layer_count(circuit: Circuit, config: Mapping[str, Any], tensors: TensorTable, source: str) -> None:
+    """Refuse a layer count other than the number of layers the tensor table holds (before any loop over it)."""
+    patterns = _layer_patterns(circuit)
+    present = {int(m.group(1)) for t in tensors for p in patterns for m in [p.match(t)] if m}
+    count = max(present) + 1 if present else 0
+    if int(config["n_layers"]) != count:
+        spec = circuit.data["config"]["n_layers"]
+        raise ModelError("layer count contradicts the tensor table", path=source,
+                         pointer=spec["key"].replace("{arch}", circuit.architecture) if "key" in spec else "n_layers",
+                         value=config["n_layers"], expected=f"the number of layers in the tensor table, {count}")
+
+
+def _check_tensor_shapes(circuit: Circuit, config: Mapping[str, Any], tensors: TensorTable, source: str) -> None:
+    """Check each tensor the circuit's `tensor_shapes` names (every layer's for {layer}) against the config."""
+    for pattern, dims in circuit.data.get("tensor_shapes", {}).items():  # in the order the circuit lists them
+        layers = range(int(config["n_layers"])) if "{layer}" in pattern else [0]
+        want = [_model_eval(circuit, d, config, f"/tensor_shapes/{pattern}/{axis}", source)
+                for axis, d in enumerate(dims)]
+        for layer in layers:
+            tname = pattern.replace("{layer}", str(layer))
+            info = tensors.get(tname)
+            if info is None:
+                continue  # a missing tensor the circuit needs is refused by name when it is bound
+            shape = [int(n) for n in info.shape]
+            if len(shape) != len(dims):
+                raise ModelError(f"tensor has {len(shape)} dimensions", path=source, pointer=tname, value=shape,
+                                 expected=f"{len(dims)} ({', '.join(map(str, dims))})")
+            for d, size, expect in zip(dims, shape, want, strict=True):
+                if expect != size:
+                    raise ModelError(f"contradicts the tensor shapes: {tname} has {d} = {size}", path=source,
+                                     pointer=_keys_of(circuit, d) or tname, value=expect, expected=size)
 
 
 @functools.lru_cache(maxsize=1)

@@ -69,7 +69,8 @@ CIRCUIT_SCHEMA = {
             "type": "object", "additionalProperties": False,
             "properties": {
                 "key": {"type": "string"},
-                "type": {"enum": ["int", "float", "bool", "str"]},
+                # "length": the element count of an array key (e.g. the tokenizer's token list)
+                "type": {"enum": ["int", "float", "bool", "str", "length"]},
                 "default": _VALUE,
                 "value": {"type": ["number", "string", "boolean"]},
                 "expr": {"type": "string"},
@@ -78,12 +79,19 @@ CIRCUIT_SCHEMA = {
                 "tensor_exists": _TENSOR,
                 "allowed": {"type": "array", "minItems": 1, "items": {"type": ["string", "number", "boolean"]}},
                 "values": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "number"}},
+                # bounds on a value read from the file: min inclusive, above exclusive
+                "min": {"type": "number"},
+                "above": {"type": "number"},
             }}},
         "ignores": {"type": "object", "propertyNames": {"pattern": "^[a-z0-9_.{}]+$"},
                     "additionalProperties": {"type": "string", "minLength": 1}},
         "checks": {"type": "array", "items": {
             "type": "object", "additionalProperties": False, "required": ["expr", "message"],
             "properties": {"expr": {"type": "string"}, "message": {"type": "string"}}}},
+        # tensor -> its shape in GGUF order (ne0 first) as expressions over the config: each tensor the file
+        # has must match ({layer}: every layer), so a config key that contradicts the tensors is refused
+        "tensor_shapes": {"type": "object", "propertyNames": _TENSOR,
+                          "additionalProperties": {"type": "array", "minItems": 1, "maxItems": 4, "items": _VALUE}},
         "layer_attrs": {"type": "object", "additionalProperties": {"type": "string"}},
         "inputs": {"type": "object", "additionalProperties": {
             "type": "object", "required": ["dtype", "shape"],

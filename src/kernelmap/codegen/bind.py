@@ -73,7 +73,8 @@ def c_comment(text: str) -> str:
 
 def float_literal(value: float) -> str:
     """An exact C float literal (hex) for the f32 rounding of `value`."""
-    f = float(np.float32(value))
+    with np.errstate(over="ignore"):  # a value beyond f32's range becomes inf, refused below (no warning)
+        f = float(np.float32(value))
     if not np.isfinite(f):
         raise PlanError("parameter is not finite in f32", value=value)
     return f"{f.hex()}f" if f != 0.0 else "0.0f"

@@ -276,6 +276,11 @@ class _Metadata(Mapping):
     def __getitem__(self, key: str) -> Any:
         return self._values[key][1]
 
+    def value_type(self, key: str) -> str:
+        """The GGUF value type of `key` as stored: `uint32`, `string`, `array of float32` (KeyError if absent)."""
+        types = self._values[key][0]
+        return " of ".join(t.name.lower() for t in types)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
