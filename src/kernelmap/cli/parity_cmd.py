@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from kernelmap.runtime.model import MAX_THREADS
+
 __all__ = ["register"]
 
 _SPEC = Path(__file__).resolve().parent.parent / "runtime" / "default_model.json"
@@ -19,7 +21,7 @@ _DEFAULT_FIXTURES = Path(__file__).resolve().parents[3] / json.loads(_SPEC.read_
 @click.option("--tier", "tiers", type=click.IntRange(1, 3), multiple=True, help="Tier(s) to run (default: 1 and 2).")
 @click.option("--fixtures", type=click.Path(file_okay=False), default=str(_DEFAULT_FIXTURES), show_default=True,
               help="Directory of the peer's fixtures (make fixtures).")
-@click.option("-t", "--threads", type=int, default=2, show_default=True)
+@click.option("-t", "--threads", type=click.IntRange(1, MAX_THREADS), default=2, show_default=True)
 @click.option("--policy", default="llama-cpu", show_default=True, help="Numerics policy to compile with.")
 @click.option("--reference/--no-reference", default=True, help="Also compare with the NumPy reference (tier 2).")
 @click.option("--json", "json_out", is_flag=True)

@@ -48,9 +48,14 @@ def parse_isa_flag(text: str) -> frozenset[str]:
         if not re.match(r"^[a-z0-9_]+$", f):
             raise RequestError("malformed isa feature", pointer="--isa", value=f,
                                expected="host, scalar, a level (avx2, avx512, avx512vnni) or /proc/cpuinfo names")
+    from kernelmap.errors import TargetError
     from kernelmap.target import parse_isa
 
-    return frozenset(parse_isa(text))  # levels expand to their feature sets; unknown names fail closed
+    try:
+        return frozenset(parse_isa(text))  # levels expand to their feature sets; unknown names fail closed
+    except TargetError as exc:  # parse_isa names $KERNELMAP_ISA; here the text came from --isa
+        raise TargetError(exc.message, pointer="--isa", value=exc.value, expected=exc.expected,
+                          hint=exc.hint) from None
 
 
 def register(cli: click.Group) -> None:

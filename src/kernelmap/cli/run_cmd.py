@@ -17,8 +17,10 @@ from typing import Any
 
 import click
 
+from kernelmap.cli.text_input import arg_text, file_text, stdin_line
 from kernelmap.compiler import DEFAULT_PREFILL_ROWS, CompileOptions
-from kernelmap.errors import ModelError
+from kernelmap.errors import ModelError, TargetError
+from kernelmap.runtime.model import DEFAULT_CTX, MAX_THREADS
 
 __all__ = ["register"]
 
@@ -68,7 +70,13 @@ def _options(policy: str, maps: tuple[str, ...], isa: str | None, batch: int, pr
 
     features = None
     if isa:
-        features = target_features() if isa == "host" else parse_isa(isa)
+        try:
+            features = target_features() if isa == "host" else parse_isa(isa)
+        except TargetError as exc:
+            if exc.pointer != "KERNELMAP_ISA" or isa == "host":
+                raise
+            raise TargetError(exc.message, pointer="--isa", value=exc.value, expected=exc.expected,
+                              hint=exc.hint) from None
     if batch < 1 or batch > 4096:
         raise ModelError("prefill batch out of range", pointer="--batch", value=batch, expected="1..4096")
     return CompileOptions(policy=policy, maps=tuple(maps), isa=features, max_rows=batch, profile=profile)
@@ -125,7 +133,7 @@ class _Progress:
             self.console.print(f"built in {time.perf_counter() - self.t0:.1f} s: {parts}", highlight=False)
 
 
-def _load(model: str | None, threads: int | None, ctx: int, options: CompileOptions, quiet: bool) -> Any:
+def _load(model: str | None, threads: int | None, ctx: int | None, options: CompileOptions, quiet: bool) -> Any:
     from kernelmap.runtime import load
 
     progress = _Progress(quiet)
@@ -136,11 +144,27 @@ def _load(model: str | None, threads: int | None, ctx: int, options: CompileOpti
         progress.stop()
 
 
+# Seeds: any integer NumPy's PCG64 takes that the server takes too (its `seed` is reduced modulo 2**64).
+MAX_SEED = 2**64 - 1
+
+
+def _seed(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    if not 0 <= value <= MAX_SEED:
+        hint = " (llama.cpp's -1 for a random seed is not supported: pass a number)" if value == -1 else ""
+        raise click.BadParameter(f"{value} is not in the range 0..{MAX_SEED}{hint}", ctx, param)
+    return value
+
+
+_threads_opt = click.option("-t", "--threads", type=click.IntRange(1, MAX_THREADS), default=None,
+                            help=f"Threads (default: the physical cores this process may use; at most {MAX_THREADS}, "
+                                 "llama.cpp's cap).")
 _model_opt = click.option("-m", "--model", type=click.Path(dir_okay=False), default=None,
                           help="GGUF model file (default: the default model package).")
 _common = [
-    click.option("-t", "--threads", type=int, default=None, help="Threads (default: the physical cores this process may use)."),
-    click.option("-c", "--ctx", "ctx", type=int, default=4096, show_default=True, help="KV cache capacity in tokens."),
+    _threads_opt,
+    click.option("-c", "--ctx", "ctx", type=click.IntRange(min=1), default=None,
+                 help=f"KV cache capacity in tokens (default: {DEFAULT_CTX}, or the model's trained context when "
+                      "shorter)."),
     click.option("--policy", default=None, help="Numerics policy name or file (default: llama-cpu, or the one "
                  "-ctk/-ctv pick)."),
     *_cache_opts,
@@ -156,7 +180,8 @@ _sampling = [
     click.option("--top-p", type=float, default=1.0, show_default=True),
     click.option("--min-p", type=float, default=0.0, show_default=True),
     click.option("--repeat-penalty", type=float, default=1.0, show_default=True),
-    click.option("--seed", type=int, default=0, show_default=True),
+    click.option("--seed", type=int, default=0, show_default=True, callback=_seed,
+                 help=f"Random seed of sampling, 0..{MAX_SEED}."),
 ]
 
 
@@ -175,34 +200,54 @@ def _sampler(temp: float, top_k: int, top_p: float, min_p: float, repeat_penalty
                          repeat_penalty=repeat_penalty, seed=seed).check()
 
 
+def _fits(m: Any, ids: list[int], where: str, ctx: int | None, what: str, hint: str) -> None:
+    """Refuse `ids` (of `what`, from `where`) when empty or longer than the model's context."""
+    if not ids:
+        raise ModelError(f"{what} is empty (no tokens)", path=where)
+    if len(ids) > m.n_ctx:
+        size = (f"--ctx {m.n_ctx}" if ctx is not None
+                else f"the default --ctx ({DEFAULT_CTX}, or the model's trained context when shorter)")
+        raise ModelError(f"{what} has more tokens than the context holds", path=where, value=len(ids),
+                         expected=f"at most {m.n_ctx}, set by {size}", hint=hint)
+
+
+def _prompt_ids(m: Any, prompt: str, where: str, ctx: int | None) -> list[int]:
+    """The prompt's token ids, refused when they do not fit the context."""
+    ids = m.tokenizer.encode(prompt)
+    _fits(m, ids, where, ctx, "prompt", "use a larger --ctx or a shorter prompt")
+    return ids
+
+
 @click.command("run")
 @_model_opt
 @click.option("-p", "--prompt", default=None, help="Prompt text.")
 @click.option("-f", "--file", "prompt_file", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Read the prompt from a file.")
-@click.option("-n", "--n-predict", type=int, default=128, show_default=True, help="Tokens to generate.")
+@click.option("-n", "--n-predict", type=click.IntRange(min=0), default=128, show_default=True,
+              help="Tokens to generate.")
 @_apply(_common)
 @_apply(_sampling)
 @click.option("--json", "json_out", is_flag=True, help="Print one JSON object (text, tokens, stats) on stdout.")
 def run_command(model: str | None, prompt: str | None, prompt_file: str | None, n_predict: int, threads: int | None,
-                ctx: int, policy: str | None, cache_k: str | None, cache_v: str | None, maps: tuple[str, ...],
+                ctx: int | None, policy: str | None, cache_k: str | None, cache_v: str | None, maps: tuple[str, ...],
                 isa: str | None, batch: int, quiet: bool, temp: float,
                 top_k: int, top_p: float, min_p: float, repeat_penalty: float, seed: int, json_out: bool) -> None:
     """Compile a GGUF model (cached) and generate text from a prompt.
 
     Example: kernelmap run -m gemma-3-270m-q4_k_m.gguf -p "The capital of France is" -n 32 -t 2
     """
-    if prompt_file:
-        prompt = Path(prompt_file).read_text(encoding="utf-8")
+    prompt = file_text(prompt_file) if prompt_file else arg_text(prompt, "--prompt")
     if prompt is None:
         raise ModelError("no prompt given", pointer="--prompt", hint='pass -p "text" or -f FILE')
     sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, seed)
     m = _load(model, threads, ctx, _options(cache_policy(policy, cache_k, cache_v), maps, isa, batch), quiet)
     with m:
+        # tokenized and checked against the context before anything reaches stdout
+        ids = _prompt_ids(m, prompt, prompt_file or "--prompt", ctx)
         out = (lambda _t: None) if json_out else (lambda t: (sys.stdout.write(t), sys.stdout.flush()))
         if not json_out:
             sys.stdout.write(prompt)
-        text, stats = m.generate(prompt, n_predict, sampler, on_text=out)
+        text, stats = m.generate(ids, n_predict, sampler, on_text=out)
         if json_out:
             print(json.dumps({"prompt": prompt, "text": text, "tokens": stats.tokens,
                               "prompt_tokens": stats.prompt_tokens, "generated_tokens": stats.generated_tokens,
@@ -218,14 +263,15 @@ def run_command(model: str | None, prompt: str | None, prompt_file: str | None, 
 
 @click.command("chat")
 @_model_opt
-@click.option("-n", "--n-predict", type=int, default=256, show_default=True, help="Max tokens per reply.")
+@click.option("-n", "--n-predict", type=click.IntRange(min=0), default=256, show_default=True,
+              help="Max tokens per reply.")
 @click.option("--system", default=None, help="System prompt (if the template supports one).")
 @click.option("--template", "template_name", default=None,
               help="Chat template name (default: the family of the GGUF's own template).")
 @_apply(_common)
 @_apply(_sampling)
 def chat_command(model: str | None, n_predict: int, system: str | None, template_name: str | None,
-                 threads: int | None, ctx: int, policy: str | None, cache_k: str | None, cache_v: str | None,
+                 threads: int | None, ctx: int | None, policy: str | None, cache_k: str | None, cache_v: str | None,
                  maps: tuple[str, ...], isa: str | None, batch: int, quiet: bool, temp: float, top_k: int, top_p: float, min_p: float, repeat_penalty: float,
                  seed: int) -> None:
     """Chat with a model using its chat template (one line per user turn; Ctrl-D ends).
@@ -236,6 +282,7 @@ def chat_command(model: str | None, n_predict: int, system: str | None, template
     from kernelmap.runtime import default_model_path
     from kernelmap.tokenizer import Tokenizer, choose_template
 
+    system = arg_text(system, "--system", "system prompt")
     sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, seed)
     policy = cache_policy(policy, cache_k, cache_v)
     path = model or str(default_model_path())
@@ -246,18 +293,21 @@ def chat_command(model: str | None, n_predict: int, system: str | None, template
     m.chat_template = choice.template
     messages: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
     tty = sys.stdin.isatty()
+    number = 0
     with m:
         while True:
             if tty:
                 sys.stderr.write("> ")
                 sys.stderr.flush()
-            line = sys.stdin.readline()
-            if not line:
+            number += 1
+            line = stdin_line(number)
+            if line is None:
                 break
             if not line.strip():
                 continue
             messages.append({"role": "user", "content": line.rstrip("\n")})
             ids = m.chat_template.encode(m.tokenizer, messages)
+            _fits(m, ids, f"stdin line {number}", ctx, "the conversation", "use a larger --ctx, or start a new chat")
             stop = m.chat_template.stop_ids(m.tokenizer)
             text, stats = m.generate(ids, n_predict, sampler, stop=stop,
                                      on_text=lambda t: (sys.stdout.write(t), sys.stdout.flush()))
@@ -271,7 +321,8 @@ def chat_command(model: str | None, n_predict: int, system: str | None, template
 @click.command("compile")
 @_model_opt
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), required=True,
-              help="Directory for the standalone bundle (C sources, Makefile, weights, manifest).")
+              help="Directory for the standalone bundle (C sources, Makefile, weights, manifest): new, empty, or a "
+                   "previous bundle (replaced); anything else is refused.")
 @click.option("--policy", default=None, help="Numerics policy name or file (default: llama-cpu, or the one -ctk/-ctv "
               "pick).")
 @_apply(_cache_opts)
@@ -294,7 +345,7 @@ def compile_command(model: str | None, out_dir: str, policy: str | None, cache_k
     """
     import contextlib
 
-    from kernelmap.codegen.bundle import write_bundle
+    from kernelmap.codegen.bundle import check_out_dir, write_bundle
     from kernelmap.compiler import compile_model
     from kernelmap.runtime import default_model_path
     from kernelmap.target import parse_target
@@ -306,6 +357,7 @@ def compile_command(model: str | None, out_dir: str, policy: str | None, cache_k
     if target is not None:
         options = dataclasses.replace(options, isa=target.features)
     gguf = Path(model) if model else default_model_path()
+    check_out_dir(Path(out_dir), gguf)  # refuse a directory in the way before compiling (write_bundle checks again)
     progress = _Progress(quiet)
     try:
         with target.compiler_env() if target is not None else contextlib.nullcontext():

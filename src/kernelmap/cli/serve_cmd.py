@@ -7,16 +7,34 @@ and hands over to kernelmap.serve. It holds no serving logic itself.
 from __future__ import annotations
 
 import importlib.util
+import socket
 
 import click
 
-from kernelmap.cli.run_cmd import _apply, _cache_opts
+from kernelmap.cli.run_cmd import _apply, _cache_opts, _threads_opt
+from kernelmap.cli.text_input import arg_text
 from kernelmap.errors import ModelError
-from kernelmap.serve.server import SERVE_PREFILL_ROWS
+from kernelmap.serve.server import MAX_GRACE, SERVE_CTX, SERVE_PREFILL_ROWS
 
 __all__ = ["register"]
 
 _NEEDS = ("starlette", "uvicorn", "prometheus_client")
+
+
+def _grace(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if not 0 <= value <= MAX_GRACE:  # false for nan too
+        raise click.BadParameter(f"{value} is not in the range 0..{MAX_GRACE:g} (seconds)", ctx, param)
+    return value
+
+
+def _check_host(host: str, port: int) -> None:
+    """Refuse an address to listen on that does not resolve (before the model is compiled)."""
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, socket.gaierror) else "not a valid host name"
+        raise ModelError(f"cannot listen on this address: {reason}", pointer="--host", value=host,
+                         expected="an IP address or a resolvable host name", hint="--host 127.0.0.1 or 0.0.0.0") from None
 
 
 @click.command("serve", epilog="Example: kernelmap serve -m model.gguf --port 8080 --parallel 8 "
@@ -28,12 +46,13 @@ _NEEDS = ("starlette", "uvicorn", "prometheus_client")
 @click.option("--port", type=int, default=8080, show_default=True)
 @click.option("--parallel", type=int, default=4, show_default=True,
               help="Sequences decoded together (KV slots; one batched decode step advances all).")
-@click.option("-c", "--ctx", "ctx", type=int, default=2048, show_default=True, help="KV capacity per sequence.")
-@click.option("-t", "--threads", type=int, default=None, help="Threads (default: physical cores, at most 4).")
+@click.option("-c", "--ctx", "ctx", type=click.IntRange(min=1), default=None,
+              help=f"KV capacity per sequence (default: {SERVE_CTX}, or the model's trained context when shorter).")
+@_threads_opt
 @click.option("--queue", type=int, default=64, show_default=True,
               help="Requests that may wait for a slot; more get 503.")
-@click.option("--grace", type=float, default=30.0, show_default=True,
-              help="Seconds active requests may run after SIGTERM.")
+@click.option("--grace", type=float, default=30.0, show_default=True, callback=_grace,
+              help=f"Seconds active requests may run after SIGTERM (0..{MAX_GRACE:g}).")
 @click.option("--alias", default=None, help="Model id clients use (default: the GGUF file name).")
 @click.option("--policy", default=None, help="Numerics policy name or file (default: llama-cpu, or the one "
               "-ctk/-ctv pick).")
@@ -47,7 +66,7 @@ _NEEDS = ("starlette", "uvicorn", "prometheus_client")
 @click.option("--replica-cpus", type=float, default=None,
               help="With --replicas: CPUs each replica reserves in Ray (default: --threads, else 1).")
 @click.option("-q", "--quiet", is_flag=True, help="No compile progress on stderr.")
-def serve_command(model: str | None, host: str, port: int, parallel: int, ctx: int, threads: int | None, queue: int,
+def serve_command(model: str | None, host: str, port: int, parallel: int, ctx: int | None, threads: int | None, queue: int,
                   grace: float, alias: str | None, policy: str | None, cache_k: str | None, cache_v: str | None,
                   batch: int, replicas: int | None, ray_address: str | None, replica_cpus: float | None,
                   quiet: bool) -> None:
@@ -64,6 +83,9 @@ def serve_command(model: str | None, host: str, port: int, parallel: int, ctx: i
         raise ModelError("Ray Serve is not installed", pointer="--replicas", hint="pip install 'kernelmap[ray]'")
     if not 1 <= port <= 65535:
         raise ModelError("port out of range", pointer="--port", value=port, expected="1..65535")
+    host = arg_text(host, "--host", "address")
+    alias = arg_text(alias, "--alias", "model id")
+    _check_host(host, port)
     from kernelmap.cli.run_cmd import _options, _Progress, cache_policy
     from kernelmap.runtime import default_model_path
     from kernelmap.serve import ServeOptions, build_state, run

@@ -8,9 +8,10 @@ not load weights or run the model.
 from __future__ import annotations
 
 import json
-import sys
 
 import click
+
+from kernelmap.cli.text_input import arg_text, stdin_text
 
 __all__ = ["register"]
 
@@ -46,7 +47,7 @@ def tokenize_command(model: str | None, prompt: str | None, chat: bool, template
     path = model
     f = open_gguf(path)
     tok = Tokenizer.from_metadata(f.metadata, source=path)
-    text = prompt if prompt is not None else sys.stdin.read()
+    text = arg_text(prompt, "--prompt", "text") if prompt is not None else stdin_text()
     template = None
     if chat:
         choice = choose_template(tok, template_name)

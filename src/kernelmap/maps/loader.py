@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,8 @@ from kernelmap.maps.expr import Expr, ExprSyntaxError, ExprValueError, parse_exp
 from kernelmap.maps.provider import CallParam, Constraint, Param, Port, Provider, Scratch, Variant
 from kernelmap.target import KNOWN_FEATURES
 
-__all__ = ["SCHEMA_PATH", "binding_names", "check_schema", "load_map", "parse_json", "validate_map"]
+__all__ = ["MAX_JSON_DEPTH", "SCHEMA_PATH", "binding_names", "check_schema", "load_map", "parse_json", "too_deep",
+           "validate_map"]
 
 SCHEMA_PATH = Path(__file__).with_name("kernel_map.schema.json")
 MAX_MAP_BYTES = 1 << 20
@@ -115,12 +118,39 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# Deepest nesting of arrays and objects any of our JSON inputs has (a kernel map nests ~6 levels, an HTTP body
+# ~5): deeper input is refused before parsing, as Python's decoder recurses per level and would otherwise fail
+# with a RecursionError at a depth that depends on the caller's stack.
+MAX_JSON_DEPTH = 200
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON `text` (brackets inside strings do not count)."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    return max(itertools.accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
+
+
+def too_deep(text: str) -> int | None:
+    """The nesting depth of JSON `text` when it exceeds MAX_JSON_DEPTH, else None (cheap for ordinary text)."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return None
+    depth = json_depth(text)
+    return depth if depth > MAX_JSON_DEPTH else None
+
+
 def parse_json(data: bytes, path: Path | str, error: type = MapError) -> Any:
-    """Strict JSON: UTF-8, no duplicate keys, no NaN/Infinity; failures raise `error` naming the file."""
+    """Strict JSON: UTF-8, no duplicate keys, no NaN/Infinity, at most MAX_JSON_DEPTH levels; failures raise
+    `error` naming the file."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error("not UTF-8 text", path=path, pointer="", value=f"byte {exc.start}") from None
+    depth = too_deep(text)
+    if depth is not None:
+        raise error("not valid JSON: nested too deeply", path=path, pointer="", value=depth,
+                    expected=f"at most {MAX_JSON_DEPTH} levels")
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
@@ -128,6 +158,8 @@ def parse_json(data: bytes, path: Path | str, error: type = MapError) -> Any:
                     path=path, pointer="") from None
     except ValueError as exc:
         raise error(f"not valid JSON: {exc}", path=path, pointer="") from None
+    except RecursionError:  # the caller's stack was already deep
+        raise error("not valid JSON: nested too deeply", path=path, pointer="") from None
 
 
 def _pointer(parts: Any) -> str:

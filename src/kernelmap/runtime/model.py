@@ -28,12 +28,20 @@ from kernelmap.runtime.kernel_table import check_library
 from kernelmap.runtime.sampler import Sampler, SamplerConfig
 from kernelmap.runtime.topology import physical_cores
 
-__all__ = ["Model", "GenerationStats", "load", "default_model_path"]
+__all__ = ["DEFAULT_CTX", "MAX_THREADS", "Model", "GenerationStats", "load", "default_model_path"]
+
+# The context when none is asked for: 4096 tokens, or the model's trained context when that is shorter.
+DEFAULT_CTX = 4096
+# Most threads a model may run on: llama.cpp's cap (GGML_MAX_N_THREADS). The C thread pool has no limit of its own;
+# past a few hundred threads pthread_create fails (memory, RLIMIT_NPROC) and its workers only slow decoding down.
+MAX_THREADS = 512
 
 _ERRORS = {-1: "position past the end of the context", -2: "token id outside the vocabulary",
            -3: "KV slot out of range or used by two batch rows", -4: "batch rows out of range",
            -5: "out of memory allocating KV slots",
            -6: "rewind past what a sliding-window ring cache still holds (restart the sequence at position 0)"}
+# what each error code of the C API is about (the location of its message)
+_ERROR_WHERE = {-1: "--ctx", -2: "token id", -3: "KV slot", -4: "batch rows", -5: "--parallel", -6: "position"}
 DEFAULT_MODEL_FILE = Path(__file__).with_name("default_model.json")
 
 
@@ -147,21 +155,22 @@ class _Lib:
 class Model:
     """A compiled, loaded model: `logits`, `generate`, `stream`, with its tokenizer and chat template."""
 
-    def __init__(self, compiled: CompiledModel, *, n_ctx: int = 4096, threads: int | None = None) -> None:
+    def __init__(self, compiled: CompiledModel, *, n_ctx: int | None = None, threads: int | None = None) -> None:
         self.compiled = compiled
         self.info = compiled.info
         # the model file as given now (a cached build may have been made from a copy elsewhere)
         self.gguf_path = Path(compiled.gguf if compiled.gguf is not None else self.info["gguf"])
         cfg = self.info["config"]
-        self.n_ctx = int(n_ctx)
         ctx_train = int(cfg["ctx_train"])
+        self.n_ctx = min(DEFAULT_CTX, ctx_train) if n_ctx is None else int(n_ctx)
         if not 1 <= self.n_ctx <= ctx_train:
             raise ModelError("context length out of range", pointer="--ctx", value=self.n_ctx,
                              expected=f"1..{ctx_train} (the trained context)")
         self._check_memory()
         self.threads = int(threads) if threads is not None else physical_cores()
-        if self.threads < 1:
-            raise ModelError("thread count must be at least 1", pointer="--threads", value=self.threads)
+        if not 1 <= self.threads <= MAX_THREADS:
+            raise ModelError("thread count out of range", pointer="--threads", value=self.threads,
+                             expected=f"1..{MAX_THREADS}")
         # boot-time kernel table: every kernel the plan selects must be exported by the library
         self.kernel_table = check_library(compiled.kernel_library, [tuple(sel) for sel in self.info["selection"]])
         mode = os.environ.get("KERNELMAP_WEIGHTS", "")
@@ -192,7 +201,13 @@ class Model:
                 self._lib.km_model_free(ctypes.c_void_p(handle))
             raise failed
         if not handle:
-            raise ModelError(err.value.decode(errors="replace") or "model creation failed", path=compiled.library,
+            message = err.value.decode(errors="replace") or "model creation failed"
+            if message.startswith("out of memory allocating the threads"):
+                raise ModelError("cannot start the threads", pointer="--threads", value=self.threads,
+                                 hint="use fewer --threads (at most the cores this machine has is best)")
+            if message.startswith("out of memory"):
+                raise ModelError(message, path=compiled.library, hint="use a smaller --ctx, or free memory")
+            raise ModelError(message, path=compiled.library,
                              hint="recompile the model (the cached build does not match its files)")
         self._handle = ctypes.c_void_p(handle)
         self.n_vocab = int(self._lib.km_model_n_vocab())
@@ -254,10 +269,20 @@ class Model:
         """Forget the KV cache contents (positions restart at 0)."""
         self.pos = 0
 
-    def _check(self, rc: int) -> None:
-        if rc != 0:
-            raise ModelError(_ERRORS.get(rc, f"model call failed ({rc})"), pointer="--ctx", value=self.pos,
+    def _check(self, rc: int, tokens: Sequence[int] = ()) -> None:
+        """Raise the error of a C call's return code `rc`, located by what the code is about."""
+        if rc == 0:
+            return
+        message = _ERRORS.get(rc, f"model call failed ({rc})")
+        if rc == -1:
+            raise ModelError(message, pointer="--ctx", value=self.pos,
                              expected=f"at most {self.n_ctx} tokens in the context", hint="use a larger --ctx")
+        if rc == -2:
+            bad = next((t for t in tokens if not 0 <= t < self.n_vocab), None)
+            raise ModelError(message, pointer="token id", value=bad, expected=f"0..{self.n_vocab - 1}")
+        if rc == -6:
+            raise ModelError(message, pointer="position", value=self.pos)
+        raise ModelError(message, pointer=_ERROR_WHERE.get(rc, "model call"))
 
     def _logits_view(self) -> np.ndarray:
         ptr = self._lib.km_model_logits(self._handle)
@@ -272,13 +297,13 @@ class Model:
                              value=f"{len(tokens)} tokens at position {self.pos}",
                              expected=f"at most {self.n_ctx - self.pos}", hint="use a larger --ctx or a shorter prompt")
         arr = (ctypes.c_int32 * len(tokens))(*tokens)
-        self._check(self._lib.km_model_prefill(self._handle, arr, len(tokens), self.pos))
+        self._check(self._lib.km_model_prefill(self._handle, arr, len(tokens), self.pos), tokens)
         self.pos += len(tokens)
         return self._logits_view()
 
     def decode(self, token: int) -> np.ndarray:
         """Run one token at the current position; return its logits (a view)."""
-        self._check(self._lib.km_model_decode(self._handle, int(token), self.pos))
+        self._check(self._lib.km_model_decode(self._handle, int(token), self.pos), (int(token),))
         self.pos += 1
         return self._logits_view()
 
@@ -413,11 +438,12 @@ def kv_cells(state: dict[str, Any], n_ctx: int) -> int:
     return ring if 0 < ring < n_ctx else n_ctx
 
 
-def load(path: str | os.PathLike[str] | None = None, *, threads: int | None = None, n_ctx: int = 4096,
+def load(path: str | os.PathLike[str] | None = None, *, threads: int | None = None, n_ctx: int | None = None,
          options: CompileOptions = CompileOptions(), progress: Callable[[str], None] | None = None,
          counter: Callable[[str, int, int], None] | None = None) -> Model:
     """Compile (or reuse the cached build of) a GGUF model and load it; the default model when `path` is None.
-    `progress` and `counter` are compile_model's (step messages; counts of the long steps)."""
+    `progress` and `counter` are compile_model's (step messages; counts of the long steps); `n_ctx` None is
+    DEFAULT_CTX, or the model's trained context when that is shorter."""
     gguf = Path(path) if path is not None else default_model_path()
     compiled = compile_model(gguf, options, progress=progress, counter=counter)
     return Model(compiled, n_ctx=n_ctx, threads=threads)

@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from kernelmap.maps.loader import MAX_JSON_DEPTH, too_deep
 from kernelmap.serve.engine import Engine, Handle
 from kernelmap.serve.metrics import CONTENT_TYPE, Metrics
 from kernelmap.serve.protocol import (
@@ -75,10 +76,16 @@ async def _json_body(request: Request, state: ServeState) -> Any:
         if len(raw) > state.max_body:
             raise APIError(413, f"request body is larger than {state.max_body} bytes", code="request_too_large")
     try:
-        return json.loads(bytes(raw))
+        depth = too_deep(bytes(raw).decode("utf-8", errors="replace"))
+        if depth is None:
+            return json.loads(bytes(raw))
     except (ValueError, UnicodeDecodeError) as exc:
         raise APIError(400, f"We could not parse the JSON body of your request ({exc})",
                        code="invalid_json") from None
+    except RecursionError:
+        depth = None
+    raise APIError(400, "We could not parse the JSON body of your request (nested too deeply: "
+                   + (f"{depth} levels, at most {MAX_JSON_DEPTH})" if depth else "too many levels)"), code="invalid_json")
 
 
 async def _disconnected(request: Request) -> None:

@@ -159,9 +159,34 @@ def _budget(body: Mapping[str, Any], n_prompt: int, limits: Limits, default: int
     return min(int(value), limits.n_ctx - n_prompt + 1)
 
 
+def _utf8(text: str, param: str, what: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise bad(f"{what} is not valid UTF-8 text: lone surrogate U+{ord(text[exc.start]):04X} at character "
+                  f"{exc.start}", param, "invalid_text") from None
+
+
+def _text(body: Any) -> None:
+    """Refuse any string, key or value, that is not Unicode text: JSON's \\ud800 escapes decode to lone
+    surrogates, which no tokenizer and no UTF-8 response can carry. The first one in document order is named."""
+    stack: list[tuple[Any, str]] = [(body, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, str):
+            _utf8(value, where, f"'{where}'")
+        elif isinstance(value, dict):
+            for key in value:
+                _utf8(key, where or "body", f"a key of '{where}'" if where else "a key of the body")
+            stack.extend(reversed([(v, f"{where}.{k}" if where else k) for k, v in value.items()]))
+        elif isinstance(value, list):
+            stack.extend(reversed([(v, f"{where}[{i}]") for i, v in enumerate(value)]))
+
+
 def _common(body: Any, limits: Limits) -> None:
     if not isinstance(body, dict):
         raise bad("the request body must be a JSON object")
+    _text(body)
     _model(body, limits)
     _unsupported(body)
     if not isinstance(body.get("stream", False), bool):

@@ -145,7 +145,7 @@ def run_ray(gguf: str | Path, options: ServeOptions, ray_options: RayOptions, *,
         serve.run(deployment(gguf, options, ray_options), name="kernelmap", route_prefix="/")
         model_id = options.model_id or model_id_for(gguf)
         print(f"kernelmap serve: {model_id} on http://{host}:{port}/v1 ({ray_options.replicas} Ray Serve replicas x "
-              f"{options.parallel} parallel, ctx {options.ctx})", file=sys.stderr, flush=True)
+              f"{options.parallel} parallel, ctx {options.ctx or 'default'})", file=sys.stderr, flush=True)
         while not stop.wait(0.5):
             pass
         print("kernelmap serve: stopping the replicas", file=sys.stderr, flush=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from kernelmap.compiler import CompileOptions
 
-__all__ = ["SERVE_PREFILL_ROWS", "ServeOptions", "build_state", "check_options", "compile_options", "model_id_for", "run"]
+__all__ = ["MAX_GRACE", "SERVE_CTX", "SERVE_PREFILL_ROWS", "ServeOptions", "build_state", "check_options", "compile_options", "model_id_for", "run"]
 
 
 # Prefill rows per step when serving: 128, not the 512 of `kernelmap run` (compiler.DEFAULT_PREFILL_ROWS). Every KV
@@ -24,14 +24,20 @@ __all__ = ["SERVE_PREFILL_ROWS", "ServeOptions", "build_state", "check_options",
 # 270M, 8 slots at --ctx 8192: 267 MiB of KV at 128 rows, 312 at 512), and a prefill step holds up the other
 # requests' batched decode for its duration (a 512-row step is ~4x a 128-row one).
 SERVE_PREFILL_ROWS = 128
+# The context per sequence when none is asked for (the model's trained context when that is shorter).
+SERVE_CTX = 2048
+# Longest grace period after SIGTERM: a day. A finite bound, as uvicorn's timeout and the engine's deadline
+# need a finite number of seconds (nan or inf failed there, after the model was compiled).
+MAX_GRACE = 86400.0
 
 
 @dataclass(frozen=True)
 class ServeOptions:
-    """How to serve: sequences decoded together, KV context per sequence, threads, queue bound, grace."""
+    """How to serve: sequences decoded together, KV context per sequence (None: SERVE_CTX, or the model's trained
+    context when shorter), threads, queue bound, grace."""
 
     parallel: int = 4
-    ctx: int = 2048
+    ctx: int | None = SERVE_CTX
     threads: int | None = None
     queue: int = 64
     grace: float = 30.0
@@ -54,6 +60,11 @@ def check_options(options: ServeOptions) -> None:
                          expected="1..64")
     if options.queue < 0:
         raise ModelError("queue bound must be >= 0", pointer="--queue", value=options.queue)
+    if not 0 <= options.grace <= MAX_GRACE:  # false for nan too
+        raise ModelError("grace period out of range", pointer="--grace", value=options.grace,
+                         expected=f"0..{MAX_GRACE:g} seconds")
+    if options.ctx is not None and options.ctx < 1:
+        raise ModelError("context length out of range", pointer="--ctx", value=options.ctx, expected=">= 1")
 
 
 def compile_options(options: ServeOptions) -> CompileOptions:
@@ -74,14 +85,15 @@ def build_state(gguf: str | Path, options: ServeOptions, progress: Callable[[str
 
     check_options(options)
     compiled = compile_model(gguf, compile_options(options), progress=progress)
-    model = Model(compiled, n_ctx=options.ctx, threads=options.threads)
+    ctx = options.ctx if options.ctx is not None else min(SERVE_CTX, int(compiled.info["config"]["ctx_train"]))
+    model = Model(compiled, n_ctx=ctx, threads=options.threads)
     metrics = Metrics()
     try:
         engine = Engine(model, parallel=options.parallel, queue_size=options.queue, metrics=metrics)
     except BaseException:
         model.close()
         raise
-    limits = Limits(model_id=options.model_id or model_id_for(gguf), n_ctx=options.ctx)
+    limits = Limits(model_id=options.model_id or model_id_for(gguf), n_ctx=model.n_ctx)
     return ServeState(engine, limits, model.tokenizer, model.chat_template, metrics)
 
 

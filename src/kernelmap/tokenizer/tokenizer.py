@@ -73,6 +73,7 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TokenizerError("text to encode is not a str", path=self.vocab.source, pointer="encode",
                                  value=type(text).__name__, expected="str")
+        self._check_text(text)
         return self._encode_fragments(self._splitter.strip_around(self._splitter.split(text, parse_special)), add_bos)
 
     def encode_segments(self, segments: Iterable[tuple[str, bool]], *, add_bos: bool | None = None) -> list[int]:
@@ -84,12 +85,23 @@ class Tokenizer:
             if not isinstance(text, str):
                 raise TokenizerError("text to encode is not a str", path=self.vocab.source, pointer="encode",
                                      value=type(text).__name__, expected="str")
+            self._check_text(text)
             for frag in self._splitter.split(text, not plain):
                 if isinstance(frag, str) and frags and isinstance(frags[-1], str):
                     frags[-1] += frag
                 else:
                     frags.append(frag)
         return self._encode_fragments(self._splitter.strip_around(frags), add_bos)
+
+    def _check_text(self, text: str) -> None:
+        """Refuse a str that is not Unicode text (lone surrogates: undecodable bytes escaped by Python's
+        surrogateescape, or JSON's \\ud800): it has no UTF-8 bytes to tokenize."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise TokenizerError("text to encode is not valid UTF-8", path=self.vocab.source, pointer="encode",
+                                 value=f"lone surrogate U+{ord(text[exc.start]):04X} at character {exc.start}",
+                                 expected="Unicode text") from None
 
     def _encode_fragments(self, fragments: list[str | int], add_bos: bool | None) -> list[int]:
         v = self.vocab
