@@ -38,7 +38,8 @@ def test_sampler_repeat_penalty_changes_greedy_choice():
     assert logits[0] == 2.0  # the caller's buffer is not modified
 
 
-@pytest.mark.parametrize("field,value", [("temperature", -1.0), ("top_p", 0.0), ("min_p", 1.0), ("top_k", -1)])
+@pytest.mark.parametrize("field,value", [("temperature", -1.0), ("top_p", 0.0), ("min_p", 1.0), ("top_k", -1), ("seed", -1),
+                                         ("seed", 1 << 64)])
 def test_sampler_refuses_out_of_range_options(field, value):
     with pytest.raises(ModelError, match="out of range"):
         Sampler(SamplerConfig(**{field: value}))

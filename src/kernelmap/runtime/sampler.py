@@ -39,6 +39,7 @@ class SamplerConfig:
             ("--min-p", self.min_p, 0 <= self.min_p < 1, "in [0, 1)"),
             ("--repeat-penalty", self.repeat_penalty, self.repeat_penalty > 0, "> 0"),
             ("--repeat-last-n", self.repeat_last_n, self.repeat_last_n >= 0, ">= 0"),
+            ("--seed", self.seed, isinstance(self.seed, int) and 0 <= self.seed < 1 << 64, "an integer in 0..2^64-1"),
         ) if not ok]
         if bad:
             name, value, expected = bad[0]

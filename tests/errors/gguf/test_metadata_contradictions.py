@@ -123,6 +123,9 @@ KV_CASES = [
      "gemma3.context_length: value is out of range (found 0; expected >= 1)"),
     ("sliding_window_pattern_negative", {"gemma3.attention.sliding_window_pattern": (I32, -1)},
      "gemma3.attention.sliding_window_pattern: value is out of range (found -1; expected >= 1)"),
+    # a window of 0 keys: the kernels read window 0 as full causal attention, which this file does not mean
+    ("sliding_window_0", {"gemma3.attention.sliding_window": (U32, 0)},
+     "gemma3.attention.sliding_window: value is out of range (found 0; expected >= 1)"),
 ]
 
 
