@@ -298,16 +298,34 @@ def _sweep_temps(build_dir: Path, *, all_keys: bool) -> None:
                 shutil.rmtree(tmp, ignore_errors=True)
 
 
+# What a finished build directory holds (_build writes these and nothing else): a directory holding anything more
+# is not replaced, so an out_dir that is a previous build with a user's file added keeps that file.
+_BUILD_ENTRIES = frozenset({"build.json", "selection_trace.json", "weights.bin", "weights.json", "gen",
+                            ".weights.lock"})  # weights/pack.py's lock file
+_GEN_ENTRIES = frozenset({"model.c", "km_kernels.h", "km_model.h", "km_runtime.h"})
+
+
 def _check_replaceable(build_dir: Path) -> None:
-    """Refuse to replace a directory that is not a kernelmap build (an out_dir holding other files)."""
+    """Refuse to replace a directory that is not a kernelmap build: an out_dir must be new, empty, or a previous
+    build holding only the files a build writes (a build.json alone is not enough: a bundle has one too)."""
     if not build_dir.exists():
         return
     if not build_dir.is_dir():
         raise BuildError("the build directory path exists and is not a directory", path=build_dir)
-    if (build_dir / "build.json").is_file() or not any(build_dir.iterdir()):
+    entries = sorted(p.name for p in build_dir.iterdir())
+    if not entries:
         return
-    raise BuildError("the build directory exists and is not a kernelmap build (no build.json)", path=build_dir,
-                     hint="pass an empty or new directory, or a previous build's directory")
+    hint = "pass an empty or new directory, or a previous build's directory"
+    if "build.json" not in entries:
+        raise BuildError("the build directory exists and is not a kernelmap build (no build.json)", path=build_dir,
+                         hint=hint)
+    gen = build_dir / "gen"
+    extra = [e for e in entries if e not in _BUILD_ENTRIES]
+    if not extra and gen.is_dir() and not gen.is_symlink():
+        extra = [f"gen/{e}" for e in sorted(p.name for p in gen.iterdir()) if e not in _GEN_ENTRIES]
+    if extra:
+        raise BuildError("the build directory holds files a build does not write; not replaced", path=build_dir,
+                         value=extra[0], hint=hint)
 
 
 def _install(tmp: Path, build_dir: Path) -> None:

@@ -192,6 +192,22 @@ def test_compile_model_refuses_to_replace_an_out_dir_that_is_not_a_build(tmp_pat
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".mine.") and not p.name.endswith(".lock")] == []
 
 
+def test_compile_model_replaces_a_previous_build_only_when_it_holds_nothing_else(tmp_path, synth):
+    """A previous build is recompiled in place (changed options: a new build replaces it); the same build with a
+    user's file added, at the top or in gen/, is refused and keeps the file (a build.json alone is not enough:
+    a bundle has one too)."""
+    out = tmp_path / "build"
+    compile_model(synth, CompileOptions(max_rows=8, isa=frozenset()), out_dir=out)
+    compile_model(synth, CompileOptions(max_rows=4, isa=frozenset()), out_dir=out)  # replaced
+    assert json.loads((out / "build.json").read_text())["max_rows"] == 4
+    for extra in ("notes.txt", "gen/edited.c"):
+        (out / extra).write_text("keep me")
+        with pytest.raises(BuildError, match="files a build does not write") as info:
+            compile_model(synth, CompileOptions(max_rows=2, isa=frozenset()), out_dir=out)
+        assert info.value.value == extra and (out / extra).read_text() == "keep me"
+        (out / extra).unlink()
+
+
 def test_model_cache_two_processes_compiling_one_model_at_once_both_succeed_and_leave_a_used_cache(tmp_path, synth):
     cc = _gated_cc(tmp_path)
     mark, gate = tmp_path / "a_compiling", tmp_path / "gate"
