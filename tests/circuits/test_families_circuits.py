@@ -114,6 +114,8 @@ def test_row_slice_outside_the_tensor_is_refused():
         def __init__(self, t):
             self.type_name, self.shape = t.type_name, (t.shape[0], 700)
 
-    with pytest.raises(ModelError, match="outside the tensor"):
+    # a fused tensor of other rows than Q, K and V need is refused by the circuit's tensor_shapes (too few rows would
+    # put a slice outside the tensor; too many would leave rows no op reads)
+    with pytest.raises(ModelError, match="contradicts the tensor shapes: blk.0.attn_qkv.weight"):
         _graph("phi3-Q8_0", tensors=lambda t: {k: (Short(v) if k == "blk.0.attn_qkv.weight" else v) for k, v in t.items()})
     assert hyd.op_active({"if_tensor": "blk.{layer}.x"}, 3, {}, {"blk.3.x": None}, "w", "/p")
