@@ -159,6 +159,34 @@ def test_bundle_builds_with_make_and_matches_python_runtime(synth, model, tmp_pa
     assert bundle_tokens[: len(python_tokens)] == python_tokens
 
 
+@pytest.fixture(scope="module")
+def driver(model, tmp_path_factory):
+    """A bundle of the synthetic model with its driver built (`make model`)."""
+    from kernelmap.codegen.bundle import write_bundle
+
+    out = write_bundle(model.compiled, tmp_path_factory.mktemp("driver") / "bundle")
+    subprocess.run(["make", "-s", "-j2", "-C", str(out), "model"], check=True, capture_output=True, timeout=300)
+    return out
+
+
+@pytest.mark.parametrize("args,stdin,message", [
+    (["-t", "0"], "2 3", 'error: -t: not an integer in 1..512 (found "0")'),
+    (["-t", "100000"], "2 3", 'error: -t: not an integer in 1..512 (found "100000")'),
+    (["-c", "12abc"], "2 3", 'error: -c: not an integer in 1..2147483647 (found "12abc")'),
+    (["-n", "-1"], "2 3", 'error: -n: not an integer in 0..2147483647 (found "-1")'),
+    ([], "2 3 x 4", 'error: stdin: token id 3 is not an integer (found "x")'),
+    ([], "2 -3", "error: stdin: token id 2 out of range (found -3; expected 0..2147483647)"),
+    ([], "", "error: stdin: no token ids"),
+], ids=["threads-0", "threads-huge", "ctx-text", "n-negative", "stdin-text", "stdin-negative", "stdin-empty"])
+def test_bundle_driver_refuses_bad_options_and_input_in_one_line(driver, args, stdin, message):
+    """The standalone driver (templates/main.c) fails closed: an option that is not an integer in its range, and
+    stdin text that is not a token id, exit 1 with one line and print nothing (a stray word used to end the
+    prompt silently, the ids before it run as if they were all of it)."""
+    proc = subprocess.run([str(driver / "model"), "-c", "64", *args], input=stdin, text=True, capture_output=True,
+                          cwd=driver, timeout=60)
+    assert (proc.returncode, proc.stderr.strip(), proc.stdout) == (1, message, "")
+
+
 def test_profiled_bundle_keeps_its_per_op_timers(synth, tmp_path):
     """`kernelmap compile --profile -o DIR`: the bundle's Makefile builds model.c with KM_PROFILE as the compiler did
     (it had dropped it, so the bundle's km_model_profile read zeros); an unprofiled bundle's does not."""

@@ -4,8 +4,10 @@
  * Reads whitespace-separated token ids from stdin, prefills them, then greedily decodes -n tokens
  * (argmax, ties to the lowest id) and prints the generated ids on one line; with --logits it prints
  * the logits of the last prompt position instead, one per line (--logits-hex: their IEEE bits as 8 hex
- * digits, to compare two builds byte for byte). Exit 1 on bad input.
+ * digits, to compare two builds byte for byte). Exit 1 on bad input: an option value that is not an integer in its
+ * range, or stdin text that is not a token id (refused, not truncated to the ids before it).
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,19 @@ static void usage(const char *argv0) {
             argv0, argv0);
 }
 
+/* The integer in `text` (decimal, the whole string) if it lies in lo..hi; else a one-line error naming `what`. */
+static int parse_int(const char *what, const char *text, long long lo, long long hi, long long *out) {
+    char *end = NULL;
+    errno = 0;
+    const long long v = strtoll(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "error: %s: not an integer in %lld..%lld (found \"%s\")\n", what, lo, hi, text);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
 static int64_t argmax(const float *x, int64_t n) {
     int64_t best = 0;
     for (int64_t i = 1; i < n; i++)
@@ -30,16 +45,18 @@ static int64_t argmax(const float *x, int64_t n) {
 int main(int argc, char **argv) {
     const char *weights = "weights.bin";
     const char *gguf = "model.gguf";
-    int threads = 2;
-    long long ctx = 4096, n_predict = 32;
+    long long threads = 2, ctx = 4096, n_predict = 32;
     int want_logits = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-w") && i + 1 < argc) weights = argv[++i];
         else if (!strcmp(argv[i], "-g") && i + 1 < argc) gguf = argv[++i];
-        else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "-c") && i + 1 < argc) ctx = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "-n") && i + 1 < argc) n_predict = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--logits")) want_logits = 1;
+        else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
+            if (!parse_int("-t", argv[++i], 1, 512, &threads)) return 1; /* 512: the kernelmap CLI's cap */
+        } else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
+            if (!parse_int("-c", argv[++i], 1, INT32_MAX, &ctx)) return 1;
+        } else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+            if (!parse_int("-n", argv[++i], 0, INT32_MAX, &n_predict)) return 1;
+        } else if (!strcmp(argv[i], "--logits")) want_logits = 1;
         else if (!strcmp(argv[i], "--logits-hex")) want_logits = 2;
         else {
             usage(argv[0]);
@@ -49,21 +66,39 @@ int main(int argc, char **argv) {
     size_t cap = 1024, n = 0;
     int32_t *ids = malloc(cap * sizeof *ids);
     long long v;
-    while (ids && scanf("%lld", &v) == 1) {
+    int got = EOF;
+    while (ids && (got = scanf("%lld", &v)) == 1) {
+        if (v < 0 || v > INT32_MAX) {
+            fprintf(stderr, "error: stdin: token id %zu out of range (found %lld; expected 0..%d)\n", n + 1, v, INT32_MAX);
+            free(ids);
+            return 1;
+        }
         if (n == cap) {
             cap *= 2;
             int32_t *grown = realloc(ids, cap * sizeof *ids);
-            if (!grown) break;
+            if (!grown) {
+                fprintf(stderr, "error: stdin: out of memory reading token ids\n");
+                free(ids);
+                return 1;
+            }
             ids = grown;
         }
         ids[n++] = (int32_t)v;
     }
+    if (ids && got != EOF) { /* text that is not a token id: refused, not the ids before it run as the prompt */
+        char bad[32] = {0};
+        if (scanf("%31s", bad) != 1) bad[0] = '?';
+        fprintf(stderr, "error: stdin: token id %zu is not an integer (found \"%s\")\n", n + 1, bad);
+        free(ids);
+        return 1;
+    }
     if (!ids || n == 0) {
         fprintf(stderr, "error: stdin: no token ids\n");
+        free(ids);
         return 1;
     }
     char err[512] = {0};
-    km_model *m = km_model_create(weights, gguf, ctx, threads, err, sizeof err);
+    km_model *m = km_model_create(weights, gguf, ctx, (int)threads, err, sizeof err);
     if (!m) {
         fprintf(stderr, "error: %s: %s\n", weights, err);
         return 1;
