@@ -10,6 +10,7 @@ process runs on a tiny synthetic model (trained context 256).
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -155,6 +156,18 @@ def test_serve_unresolvable_host_is_named_before_compiling(synth):
     assert re.fullmatch(r'error: --host: cannot listen on this address: [^()\n]+ \(found "no such host!"; expected an '
                         r"IP address or a resolvable host name\)\nhint: --host 127.0.0.1 or 0.0.0.0\n", proc.stderr), \
         proc.stderr
+    assert proc.stdout == ""
+
+
+def test_serve_port_in_use_is_named_before_compiling(synth):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = _kernelmap("serve", "-m", str(synth), "--port", str(port), "-q")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == (f"error: --port: cannot listen on this port: Address already in use (found {port})\n"
+                           "hint: another server is using it: pick another --port\n")
     assert proc.stdout == ""
 
 

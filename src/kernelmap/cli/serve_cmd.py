@@ -28,13 +28,23 @@ def _grace(ctx: click.Context, param: click.Parameter, value: float) -> float:
 
 
 def _check_host(host: str, port: int) -> None:
-    """Refuse an address to listen on that does not resolve (before the model is compiled)."""
+    """Refuse an address to listen on that does not resolve, or a port someone already listens on (before the
+    model is compiled: uvicorn would find out only after the compile). A port taken between this check and the
+    server's start still fails there, as before."""
     try:
-        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        addrs = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError) as exc:
         reason = exc.strerror if isinstance(exc, socket.gaierror) else "not a valid host name"
         raise ModelError(f"cannot listen on this address: {reason}", pointer="--host", value=host,
                          expected="an IP address or a resolvable host name", hint="--host 127.0.0.1 or 0.0.0.0") from None
+    family, kind, proto, _, sockaddr = addrs[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
+        try:
+            probe.bind(sockaddr)
+        except OSError as exc:
+            raise ModelError(f"cannot listen on this port: {exc.strerror}", pointer="--port", value=port,
+                             hint="another server is using it: pick another --port") from None
 
 
 @click.command("serve", epilog="Example: kernelmap serve -m model.gguf --port 8080 --parallel 8 "
