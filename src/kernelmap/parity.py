@@ -44,6 +44,8 @@ def load_fixture(directory: Path, name: str) -> dict[str, Any]:
         raise ModelError("llama.cpp fixture not found", path=path, hint="run `make fixtures`") from None
     except json.JSONDecodeError as exc:
         raise ModelError(f"fixture is not valid JSON: {exc}", path=path) from None
+    except RecursionError:
+        raise ModelError("fixture is not valid JSON: nested too deeply", path=path) from None
 
 
 def tier1(model: Any, tokens: list[int], split: int | None = None) -> list[Check]:

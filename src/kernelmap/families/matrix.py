@@ -96,6 +96,8 @@ def load_fixtures(directory: Path = DEFAULT_FIXTURES) -> dict[str, Any]:
                          hint="run tests/fixtures/families/make_family_fixtures.py with the peer") from None
     except json.JSONDecodeError as exc:
         raise ModelError(f"fixture manifest is not valid JSON: {exc}", path=path) from None
+    except RecursionError:
+        raise ModelError("fixture manifest is not valid JSON: nested too deeply", path=path) from None
     doc["_dir"] = str(Path(directory))
     return doc
 

@@ -73,6 +73,8 @@ def read_json(path: Path | str, schema: dict[str, Any] | None = None) -> Any:
         raise LKBError(f"cannot read file: {exc}", path=path) from exc
     except ValueError as exc:
         raise LKBError(f"malformed JSON: {exc}", path=path) from exc
+    except RecursionError:
+        raise LKBError("malformed JSON: nested too deeply", path=path) from None
     if schema is not None:
         validate(data, schema, path)
     return data

@@ -209,6 +209,8 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
         raise ModelError(f"cannot read manifest: {exc.strerror}", path=path, pointer="") from None
     except ValueError as exc:
         raise ModelError(f"manifest is not valid JSON: {exc}", path=path, pointer="") from None
+    except RecursionError:
+        raise ModelError("manifest is not valid JSON: nested too deeply", path=path, pointer="") from None
     manifest = _manifest_from_doc(doc, path)
     data = manifest.data_path
     try:
