@@ -42,8 +42,14 @@ def test_explain_json_is_the_trace(synth):
     assert all(e["selected"] for e in doc["entries"])
 
 
+def test_run_option_value_out_of_its_range_is_a_usage_error(synth):
+    proc = _km("run", "-m", str(synth), "-p", "x", "-c", "0")
+    assert proc.returncode == 2, proc.stderr
+    assert "Invalid value for '-c' / '--ctx': 0 is not in the range x>=1." in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
 @pytest.mark.parametrize("args,fragment", [
-    (("run", "-p", "x", "-c", "0"), "context length out of range"),
     (("run", "-p", "x", "--temp", "-1"), "out of range"),
     (("run", "-p", "x", "--isa", "avx9"), "unknown ISA"),
 ])
