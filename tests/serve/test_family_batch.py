@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
+from batch_check import check_batch_equals_alone
 
 from kernelmap.compiler import CompileOptions, compile_model
 
@@ -19,17 +19,6 @@ MODELS = Path(__file__).resolve().parents[1] / "fixtures" / "families" / "models
 OPTIONS = CompileOptions(max_rows=8, batch_rows=3, isa=frozenset())
 PROMPTS = ["The capital of France is", "Once upon a time", "1 2 3"]
 STEPS = 6
-
-
-def _alone(model, ids: list[int], steps: int) -> tuple[list[int], list[np.ndarray]]:
-    """Greedy tokens and each decode step's logits of one sequence on its own (slot 0, the decode entry)."""
-    logits = model.prefill_slot(0, ids, 0)
-    toks, seen = [], []
-    for _ in range(steps):
-        toks.append(int(np.argmax(logits)))
-        logits = model.decode(toks[-1]).copy()
-        seen.append(logits)
-    return toks, seen
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "phi3", "qwen3moe"])
@@ -41,22 +30,7 @@ def test_family_batched_decode_rows_equal_the_sequence_decoded_alone(arch):
         model.set_slots(3)
         prompts = [model.tokenizer.encode(p) for p in PROMPTS]
         assert len({len(p) for p in prompts}) > 1  # the rows sit at different positions
-        alone = [_alone(model, ids, STEPS) for ids in prompts]
-        slots = [2, 0, 1]  # not in row order
-        last, pos = [], []
-        for ids, slot in zip(prompts, slots, strict=True):
-            last.append(int(np.argmax(model.prefill_slot(slot, ids, 0))))
-            pos.append(len(ids))
-        for step in range(STEPS):
-            rows = model.decode_batch(last, slots, pos).copy()
-            for r, (toks, seen) in enumerate(alone):
-                assert last[r] == toks[step], (arch, r, step)
-                if not np.array_equal(rows[r].view(np.uint32), seen[step].view(np.uint32)):
-                    bad = np.flatnonzero(rows[r] != seen[step])[:5]
-                    pytest.fail(f"{arch}: row {r} step {step} differs from the sequence alone at logits {bad.tolist()}: "
-                                f"{rows[r][bad].tolist()} vs {seen[step][bad].tolist()}")
-            last = [int(np.argmax(row)) for row in rows]
-            pos = [p + 1 for p in pos]
+        check_batch_equals_alone(model, prompts, [2, 0, 1], STEPS, arch)  # slots not in row order
     finally:
         model.close()
 

@@ -11,8 +11,8 @@ sequence decoded alone (the decode entry), and the greedy tokens follow.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+from batch_check import check_batch_equals_alone
 
 from kernelmap.compiler import CompileOptions, compile_model
 
@@ -25,17 +25,6 @@ N_CTX = 1024
 
 def _prompt(n: int, seed: int) -> list[int]:
     return [2] + [1000 + (seed * 101 + i * 37) % 5000 for i in range(n - 1)]
-
-
-def _alone(model, ids: list[int], steps: int) -> tuple[list[int], list[np.ndarray]]:
-    """Greedy tokens and each decode step's logits of one sequence on its own (slot 0, the decode entry)."""
-    logits = model.prefill_slot(0, ids, 0)
-    toks, seen = [], []
-    for _ in range(steps):
-        toks.append(int(np.argmax(logits)))
-        logits = model.decode(toks[-1]).copy()
-        seen.append(logits)
-    return toks, seen
 
 
 @pytest.fixture(scope="module")
@@ -56,22 +45,6 @@ def test_gemma_serve_build_rings_are_window_plus_rows(gemma_serve):
 
 
 def test_gemma_batched_rows_equal_each_sequence_decoded_alone(gemma_serve):
-    model = gemma_serve
-    model.set_slots(3)
+    gemma_serve.set_slots(3)
     prompts = [_prompt(n, i) for i, n in enumerate(LENGTHS)]
-    alone = [_alone(model, ids, STEPS) for ids in prompts]
-    slots = [1, 2, 0]  # not in row order
-    last, pos = [], []
-    for ids, slot in zip(prompts, slots, strict=True):
-        last.append(int(np.argmax(model.prefill_slot(slot, ids, 0))))
-        pos.append(len(ids))
-    for step in range(STEPS):
-        rows = model.decode_batch(last, slots, pos).copy()
-        for r, (toks, seen) in enumerate(alone):
-            assert last[r] == toks[step], (r, step)
-            if not np.array_equal(rows[r].view(np.uint32), seen[step].view(np.uint32)):
-                bad = np.flatnonzero(rows[r] != seen[step])[:5]
-                pytest.fail(f"row {r} (prompt of {LENGTHS[r]}) step {step} differs from the sequence alone at "
-                            f"logits {bad.tolist()}: {rows[r][bad].tolist()} vs {seen[step][bad].tolist()}")
-        last = [int(np.argmax(row)) for row in rows]
-        pos = [p + 1 for p in pos]
+    check_batch_equals_alone(gemma_serve, prompts, [1, 2, 0], STEPS, "gemma3")  # slots not in row order
