@@ -173,3 +173,28 @@ def test_write_bundle_refuses_a_directory_whose_marker_is_not_a_bundles(compiled
     (out / "thesis.txt").write_text("thesis\n")
     err = _refused(compiled, out)
     assert "not a kernelmap bundle" in err.message and err.value == MARKER
+
+
+@pytest.mark.parametrize("kind", ["empty", "bundle", "bundle-subdir"])
+def test_compile_cli_refuses_to_swap_out_the_current_directory(compiled, tmp_path, monkeypatch, capsys, kind):
+    """`-o .` (or `-o ..` from inside a bundle): the rename that installs the bundle would leave the shell in a
+    deleted directory; refused in one line naming where to run from, and nothing changes."""
+    out = tmp_path / "here"
+    if kind == "empty":
+        out.mkdir()
+    else:
+        write_bundle(compiled, out)
+    cwd = out / "kernels" if kind == "bundle-subdir" else out
+    before = _snapshot(out)
+    monkeypatch.chdir(cwd)
+    rc = main(["compile", "-m", str(compiled.gguf), "-o", ".." if kind == "bundle-subdir" else ".", "-q", "-ub", "8"])
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and lines[1].startswith(f"hint: run from outside it (cd {tmp_path.resolve()} "), err
+    value = "kernels" if kind == "bundle-subdir" else "."
+    assert lines[0] == (f"error: {out.resolve()}: --out: the output directory is the current directory or holds it; "
+                        f'the bundle replaces the whole directory (found "{value}")'), err
+    assert _snapshot(out) == before
+    monkeypatch.chdir(tmp_path)
+    assert write_bundle(compiled, out) == out.resolve()  # from outside, the same directory is fine

@@ -322,7 +322,8 @@ def chat_command(model: str | None, n_predict: int, system: str | None, template
 @_model_opt
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), required=True,
               help="Directory for the standalone bundle (C sources, Makefile, weights, manifest): new, empty, or a "
-                   "previous bundle (replaced); anything else is refused.")
+                   "previous bundle (replaced); anything else is refused, and so is the directory you run from (or one "
+                   "holding it).")
 @click.option("--policy", default=None, help="Numerics policy name or file (default: llama-cpu, or the one -ctk/-ctv "
               "pick).")
 @_apply(_cache_opts)

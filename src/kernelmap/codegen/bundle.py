@@ -144,7 +144,8 @@ def _first_foreign(out: Path, allowed: set[str]) -> str | None:
 
 def check_out_dir(out: Path, gguf: Path | None = None) -> None:
     """Refuse `out` unless it is absent, an empty directory, or a previous bundle holding nothing its marker
-    does not list; also refuse it when the input model `gguf` lies inside it. Writes nothing."""
+    does not list; also refuse it when the input model `gguf` lies inside it, or when it is (or holds) the current
+    directory: the swap would leave the caller's shell in a deleted directory. Writes nothing."""
     out = Path(out).resolve()
     if gguf is not None and Path(gguf).resolve().is_relative_to(out):
         raise ModelError("the output directory holds the input model; the bundle replaces the whole directory",
@@ -156,10 +157,9 @@ def check_out_dir(out: Path, gguf: Path | None = None) -> None:
         raise ModelError("the output path exists and is not a directory", path=out, pointer="--out",
                          hint="pass a new or empty directory, or a previous bundle's directory")
     try:
-        if not any(out.iterdir()):
-            return
-        allowed = _listed(out)
-        foreign = _first_foreign(out, allowed) if allowed is not None else None
+        empty = not any(out.iterdir())
+        allowed = set() if empty else _listed(out)
+        foreign = _first_foreign(out, allowed) if allowed is not None and not empty else None
     except OSError as exc:
         raise ModelError(f"cannot read the output directory: {exc.strerror}", path=out, pointer="--out") from None
     if allowed is None:
@@ -172,6 +172,18 @@ def check_out_dir(out: Path, gguf: Path | None = None) -> None:
         raise ModelError("the output directory holds a bundle and files that are not the bundle's", path=out,
                          pointer="--out", value=foreign,
                          hint="move those files out, or pass a new or empty directory; nothing was written or removed")
+    try:
+        here = Path.cwd().resolve()
+    except OSError:  # the current directory was removed: nothing of it to protect
+        here = None
+    if here is not None and here.is_relative_to(out):
+        # the bundle goes in by renaming a finished sibling directory over `out` (atomic); done to the directory a
+        # shell stands in, that shell would be left in a deleted directory showing nothing
+        raise ModelError("the output directory is the current directory or holds it; the bundle replaces the whole "
+                         "directory", path=out, pointer="--out",
+                         value="." if here == out else here.relative_to(out).as_posix(),
+                         hint=f"run from outside it (cd {out.parent} && kernelmap compile ... -o {out.name}); "
+                              "nothing was written or removed")
 
 
 def write_bundle(model: CompiledModel, out: Path) -> Path:
