@@ -127,6 +127,10 @@ parity: peer install-dev
 	$(KM) parity --tier 2 --tier 3 --policy llama-cpu-t2 --fixtures tests/fixtures/llama_fa_t2
 	$(KM) parity --tier 2 --tier 3 --policy llama-cpu-avx2 --fixtures tests/fixtures/llama_fa_avx2
 	$(KM) parity --tier 2 --tier 3 --policy llama-cpu-avx2-t2 --fixtures tests/fixtures/llama_fa_avx2_t2
+	@if grep -q 'AVX512 = 1' .venv-peer/peer-build.json; then rec=tests/fixtures/formats/preset_parity.json; \
+	else rec=tests/fixtures/formats_avx2/preset_parity.json; fi; \
+	echo "$(VPY) tests/fixtures/make_preset_parity.py --check $$rec --threads 2"; \
+	$(VPY) tests/fixtures/make_preset_parity.py --check $$rec --threads 2
 
 bench: install-dev
 	$(VPY) benchmarks/resolve.py

@@ -1,8 +1,9 @@
 """Preset parity record (issue 13): the committed run of tests/fixtures/make_preset_parity.py covers every standard
 preset, each with 5/5 greedy continuations identical to llama.cpp's, and docs/FORMATS.md is that record's table.
 
-The run itself (llama.cpp's quantizer and greedy decoding in the peer venv, minutes per preset) is not part of
-`make test`; these tests read its JSON output.
+The run itself (llama.cpp's quantizer and greedy decoding in the peer venv, about a minute per preset) is not part
+of `make test`; these tests read its JSON output. `make parity` re-derives the record (`make_preset_parity.py
+--check`, whose comparison the last test here checks).
 """
 
 from __future__ import annotations
@@ -52,3 +53,20 @@ def test_preset_parity_compare_reports_first_divergence():
     compare = _script().compare
     assert compare([[1, 2, 3], [4, 5]], [[1, 2, 3], [4, 5]]) == (2, "-")
     assert compare([[1, 2, 3], [4, 5], [6]], [[1, 2, 3], [4, 9], [7]]) == (1, "prompt 1 token 1")
+
+
+def test_preset_parity_check_names_every_row_that_differs_from_the_record():
+    check = _script().check
+    record = json.loads(RECORD.read_text(encoding="utf-8"))
+    same = [dict(r) for r in record["rows"]]
+    assert check(record, same) == []
+    assert check(record, same[:2]) == []  # a run of some presets only
+    moved = [dict(r) for r in record["rows"][:3]]
+    moved[0]["identical"], moved[0]["first_divergence"] = 4, "prompt 2 token 17"
+    moved[2]["types"] = "q8_0:1"
+    got = check(record, moved + [{"preset": "Q9_9", "types": "", "identical": 5, "first_divergence": "-"}])
+    p0, p2 = record["rows"][0]["preset"], record["rows"][2]["preset"]
+    assert got == [f"{p0}: identical 4, the record says 5",
+                   f"{p0}: first_divergence 'prompt 2 token 17', the record says '-'",
+                   f"{p2}: types 'q8_0:1', the record says {record['rows'][2]['types']!r}",
+                   "Q9_9: not in the record"]
