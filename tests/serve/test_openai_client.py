@@ -271,12 +271,18 @@ def test_serve_queue_bound_answers_503_when_full(live, monkeypatch):
         body = {"model": "synth", "prompt": "the cat", "max_tokens": 60, "temperature": 0, "stream": True}
         with httpx.Client(timeout=30) as h, h.stream("POST", f"{small.url}/v1/completions", json=body) as first:
             assert first.status_code == 200
-            next(line for line in first.iter_lines() if line.startswith("data: "))  # holds the only slot
+            # keep the line iterator: a discarded one closes the connection, and the server then cancels the
+            # request (its slot held only while the engine happened to wait in the gate: under load the engine
+            # saw the cancel first, freed the slot, and the third request queued and timed out)
+            lines = first.iter_lines()
+            next(line for line in lines if line.startswith("data: "))  # holds the only slot
             with h.stream("POST", f"{small.url}/v1/completions", json=body) as second:  # waits in the queue
+                assert second.status_code == 200
                 deadline = time.monotonic() + 10
                 while state.engine.stats()["waiting"] < 1 and time.monotonic() < deadline:
                     time.sleep(0.02)
                 assert state.engine.stats() == {"active": 1, "waiting": 1, "slots": 1}
+                assert [s.handle.cancelled for s in state.engine._active.values()] == [False]
                 third = h.post(f"{small.url}/v1/completions", json={**body, "stream": False})
                 assert third.status_code == 503
                 assert third.json()["error"]["code"] == "queue_full"
