@@ -106,6 +106,7 @@ fixtures-avx2: peer install-dev
 	$(PEER_PY) -P tests/fixtures/make_op_fixtures.py --out tests/fixtures/llama_ops_avx2 --model "$$($(MODEL_CMD))"
 	$(PEER_PY) -P tests/parity_fa/make_fa_fixtures.py --threads 1 --out tests/fixtures/llama_fa_avx2 --model "$$($(MODEL_CMD))"
 	$(PEER_PY) -P tests/parity_fa/make_fa_fixtures.py --threads 2 --out tests/fixtures/llama_fa_avx2_t2 --model "$$($(MODEL_CMD))"
+	$(PEER_PY) -P tests/fixtures/make_long_fixtures.py --out tests/fixtures/llama_long_avx2 --threads 1,2 --model "$$($(MODEL_CMD))"
 	PYTHONPATH=src $(PEER_PY) -P tests/fixtures/formats/make_format_fixtures.py --out tests/fixtures/formats_avx2 --model "$$($(MODEL_CMD))"
 	PYTHONPATH=src $(PEER_PY) -P tests/fixtures/kquant/make_kquant_fixtures.py --out tests/fixtures/kquant_avx2 --model "$$($(MODEL_CMD))"
 	$(VPY) tests/fixtures/families/record_build.py --peer-python $(PEER_PY) --out tests/fixtures/families_avx2

@@ -6,7 +6,8 @@ llama.cpp's attention rounds differently from position 256 on (it splits the key
 and policy llama-cpu-t<N> reproduces that, on any number of our own threads. Checked here on the parity
 fixtures (tests/fixtures/llama_fa, llama_fa_t2: 5 greedy prompts, 512 teacher-forced positions) and on
 1000 positions of long text (tests/fixtures/llama_long: the sha256 of every logits row), past llama.cpp's
-256-cell KV view step, the 512-token sliding window and up to ~1000 positions. The quick long-context
+256-cell KV view step, the 512-token sliding window and up to ~1000 positions (llama_long_avx2: the same text run
+by llama.cpp's AVX2 build on 1 and 2 threads, which llama-cpu-avx2 and -avx2-t2 reproduce). The quick long-context
 check prefills the text in segments and compares the logits at the segment ends; the every-position
 decode check is slow (KERNELMAP_SLOW=1). A sliding-window layer keeps its KV in a ring of window + max_rows - 1
 cells (codegen/ring.py): 1023 at the default 512 prefill rows, which the text never wraps, so both checks also
@@ -37,6 +38,7 @@ FIXTURES_KVQ8 = ROOT_FIXTURES / "llama_fa_kvq8"  # 1 thread, q8_0 K and V cache 
 FIXTURES_AVX2 = ROOT_FIXTURES / "llama_fa_avx2"  # llama.cpp built without AVX-512, 1 thread (llama-cpu-avx2)
 FIXTURES_AVX2_T2 = ROOT_FIXTURES / "llama_fa_avx2_t2"  # the same build on 2 threads (llama-cpu-avx2-t2)
 LONG = ROOT_FIXTURES / "llama_long"
+LONG_AVX2 = ROOT_FIXTURES / "llama_long_avx2"  # the same text, llama.cpp's AVX2 build on 1 and 2 threads
 N_CTX = 1024
 # segment ends: both sides of llama.cpp's KV view steps (256, 512, 768 cells) and of the 512-token window
 CHECKPOINTS = (100, 255, 256, 257, 300, 511, 512, 513, 640, 767, 768, 769, 900, 999)
@@ -98,8 +100,8 @@ def gemma_kvq8():
     m.close()
 
 
-def _long(threads: int | str) -> dict:
-    return json.loads((LONG / f"t{threads}.json").read_text(encoding="utf-8"))
+def _long(threads: int | str, folder: Path = LONG) -> dict:
+    return json.loads((folder / f"t{threads}.json").read_text(encoding="utf-8"))
 
 
 def _sha(logits: np.ndarray) -> str:
@@ -152,13 +154,29 @@ def _check_every_position(model, fixture: dict) -> list[str]:
     return bad
 
 
+def _assert_every_position(policy: str, folder: Path, peer_threads: int | str, threads: int, max_rows: int) -> None:
+    from kernelmap.compiler import CompileOptions
+    from kernelmap.runtime import default_model_path, load
+
+    fixture = _long(peer_threads, folder)
+    options = CompileOptions(policy=policy, max_rows=max_rows)
+    with load(default_model_path(), threads=threads, n_ctx=N_CTX, options=options) as model:
+        if max_rows == RING_ROWS:
+            _assert_ring_wraps(model, fixture)
+        bad = _check_every_position(model, fixture)
+    assert not bad, f"{policy} max_rows {max_rows} on {threads} thread(s) vs {folder.name}/t{peer_threads}.json: " + \
+        f"{len(bad)} positions differ; " + "; ".join(bad[:4])
+
+
 def test_fixtures_were_made_with_the_default_model_and_a_build_without_amx(gemma):
     from kernelmap.gguf import open_gguf
 
     sha = open_gguf(gemma.info["gguf"]).sha256()
-    avx2_builds = (FIXTURES_AVX2, FIXTURES_AVX2_T2)
-    for path in [*(folder / name for folder in (FIXTURES, FIXTURES_T2, FIXTURES_KVQ8, *avx2_builds)
-                   for name in ("greedy.json", "teacher.json")), *sorted(LONG.glob("t*.json"))]:
+    avx2_builds = (FIXTURES_AVX2, FIXTURES_AVX2_T2, LONG_AVX2)
+    long_files = [*sorted(LONG.glob("t*.json")), *sorted(LONG_AVX2.glob("t*.json"))]
+    assert {p.name for p in LONG_AVX2.glob("t*.json")} == {"t1.json", "t2.json"}, sorted(LONG_AVX2.iterdir())
+    for path in [*(folder / name for folder in (FIXTURES, FIXTURES_T2, FIXTURES_KVQ8, FIXTURES_AVX2, FIXTURES_AVX2_T2)
+                   for name in ("greedy.json", "teacher.json")), *long_files]:
         doc = json.loads(path.read_text(encoding="utf-8"))
         assert doc["model"]["sha256"] == sha, f"{path}: made with another model file ({doc['model']})"
         peer = doc["peer"]
@@ -166,9 +184,14 @@ def test_fixtures_were_made_with_the_default_model_and_a_build_without_amx(gemma
         assert peer["flash_attn"] and peer["n_batch"] == 1, (path, peer)
         # the build each folder stands for (its policy reproduces that build and no other)
         avx512 = "AVX512 = 1" in peer["system_info"]
+        assert "AVX2 = 1" in peer["system_info"], (path, peer["system_info"])
         assert avx512 != (path.parent in avx2_builds), (path, peer["system_info"])
+        if path.parent in avx2_builds:  # the AVX2 path only: no AVX-512 extension at all
+            assert "AVX512" not in peer["system_info"], (path, peer["system_info"])
         if path.parent in (FIXTURES_T2, FIXTURES_AVX2_T2):
             assert peer["n_threads"] == 2, (path, peer)
+        if path.parent in (LONG, LONG_AVX2):  # t<N>[_kvq8].json: llama.cpp on N threads
+            assert peer["n_threads"] == int(path.stem[1:].split("_")[0]), (path, peer)
 
 
 def test_real_model_tier1_self_consistency(gemma):
@@ -202,6 +225,20 @@ def test_long_context_matches_llama_cpp(request, model_fixture, peer_threads, th
     assert not bad, f"{model.info['policy']} on {threads} thread(s) vs llama.cpp -t {peer_threads}: " + "; ".join(bad[:4])
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("model_fixture", "peer_threads"), [("gemma_avx2", 1), ("gemma_avx2_t2", 2)])
+def test_long_context_matches_llama_cpp_avx2_build(request, model_fixture, peer_threads, threads):
+    """llama-cpu-avx2 == llama.cpp's AVX2 build -t 1 and llama-cpu-avx2-t2 == that build -t 2
+    (tests/fixtures/llama_long_avx2), each on our 1 and 2 threads."""
+    model = _with_threads(request.getfixturevalue(model_fixture), threads)
+    try:
+        bad = _check_segments(model, _long(peer_threads, LONG_AVX2))
+    finally:
+        model.close()
+    assert not bad, (f"{model.info['policy']} on {threads} thread(s) vs llama.cpp's AVX2 build -t {peer_threads}: "
+                     + "; ".join(bad[:4]))
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3, 4])
 def test_long_context_matches_llama_cpp_when_the_sliding_window_ring_wraps(gemma_ring, threads):
     """llama-cpu built for 128 prefill rows (a 639-cell ring) == llama.cpp -t 1 at the segment ends, 6 of them past
@@ -218,11 +255,21 @@ def test_long_context_matches_llama_cpp_when_the_sliding_window_ring_wraps(gemma
     assert not bad, f"max_rows {RING_ROWS} on {threads} thread(s) vs llama.cpp -t 1: " + "; ".join(bad[:4])
 
 
-def test_long_context_fixtures_of_one_and_two_llama_cpp_threads_differ_from_position_256():
-    t1, t2 = _long(1), _long(2)
+@pytest.mark.parametrize("folder", [LONG, LONG_AVX2], ids=lambda f: f.name)
+def test_long_context_fixtures_of_one_and_two_llama_cpp_threads_differ_from_position_256(folder):
+    t1, t2 = _long(1, folder), _long(2, folder)
+    assert t1["tokens"] == t2["tokens"] == _long(1)["tokens"]  # one text (llama_long/long_text.txt) for both builds
     assert t1["logits_sha256"][:256] == t2["logits_sha256"][:256]
     differ = [p for p in range(256, len(t1["tokens"])) if t1["logits_sha256"][p] != t2["logits_sha256"][p]]
     assert differ and differ[0] == 256, differ[:3]
+
+
+def test_long_context_fixtures_of_the_avx2_and_avx512_builds_differ():
+    """llama.cpp's AVX2 build (8-lane dots) rounds differently from its AVX-512 build from position 3 on, so
+    llama_long_avx2 checks bits that llama_long does not."""
+    avx512, avx2 = _long(1), _long(1, LONG_AVX2)
+    differ = [p for p, (a, b) in enumerate(zip(avx512["logits_sha256"], avx2["logits_sha256"], strict=True)) if a != b]
+    assert len(differ) > len(avx2["tokens"]) // 2, differ[:3]
 
 
 def test_long_context_q8_0_cache_fixtures_of_one_and_two_llama_cpp_threads_are_identical():
@@ -243,17 +290,17 @@ def test_long_context_q8_0_cache_fixtures_of_one_and_two_llama_cpp_threads_are_i
 def test_long_context_every_position_matches_llama_cpp(policy, peer_threads, threads, max_rows):
     """Every position decoded one token at a time; at max_rows RING_ROWS (a 639-cell ring) the decode of position
     p >= 639 writes over the cell of position p - 639."""
-    from kernelmap.compiler import CompileOptions
-    from kernelmap.runtime import default_model_path, load
+    _assert_every_position(policy, LONG, peer_threads, threads, max_rows)
 
-    fixture = _long(peer_threads)
-    options = CompileOptions(policy=policy, max_rows=max_rows)
-    with load(default_model_path(), threads=threads, n_ctx=N_CTX, options=options) as model:
-        if max_rows == RING_ROWS:
-            _assert_ring_wraps(model, fixture)
-        bad = _check_every_position(model, fixture)
-    assert not bad, f"{policy} max_rows {max_rows} on {threads} thread(s) vs llama.cpp -t {peer_threads}: " + \
-        f"{len(bad)} positions differ; " + "; ".join(bad[:4])
+
+@pytest.mark.slow
+@SLOW
+@pytest.mark.parametrize("max_rows", [DEFAULT_PREFILL_ROWS, RING_ROWS])
+@pytest.mark.parametrize(("policy", "peer_threads"), [("llama-cpu-avx2", 1), ("llama-cpu-avx2-t2", 2)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_long_context_every_position_matches_llama_cpp_avx2_build(policy, peer_threads, threads, max_rows):
+    """The same against llama.cpp's AVX2 build (tests/fixtures/llama_long_avx2) -t 1 and -t 2."""
+    _assert_every_position(policy, LONG_AVX2, peer_threads, threads, max_rows)
 
 
 def test_run_cli_generates_text_and_reports_speed():
