@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 import pytest
+from expf_sample import EXPF_SAMPLE  # the float bit ranges of the sampled check (tests/support)
 from ggmlfa_cases import emulation as _emulation
 from ggmlfa_cases import inputs as _inputs
 from ggmlfa_cases import run as _run
@@ -120,15 +121,6 @@ def _expf_mismatches(fn, lo, n):
     first = ctypes.c_uint32(0)
     bad = fn(lo, n, ctypes.byref(first))
     return bad, f"{first.value:#010x}"
-
-
-# float bit ranges: around +-0, the edges of glibc's main range (|x| < 0x1.6p6), the underflow
-# region, +-inf and NaNs, the scores' usual [-30, 0], and 64 slices spread over all 2^32 patterns
-EXPF_SAMPLE = [
-    (0x00000000, 1 << 20), (0x80000000, 1 << 20), (0x42B00000 - (1 << 19), 1 << 20),
-    (0xC2B00000 - (1 << 19), 1 << 20), (0xC2CE0000, 1 << 19), (0x7F800000 - 16, 1 << 16),
-    (0xFF800000 - 16, 1 << 16), (0xFFFF0000, 1 << 16), (0xBF800000, 1 << 21), (0xC1F00000, 1 << 20),
-] + [(k << 26, 1 << 16) for k in range(64)]
 
 
 @pytest.mark.parametrize("variant", ["avx2", "avx512"])

@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "km_common.h"
+#include "km_expf.h"
 #include "attention_ggmlfa_part.h"
 #include "ggmlfa_dot_ref.h"
 
@@ -42,11 +43,11 @@ static void km_fa_kq_ref(float *y, const float *q, const void *k_cache, const vo
             const float s = KM_FA_DOT(kc + (kvh * C + j % C) * D, q16, D) * scale;
             float ms = 1.0f, vs = 1.0f;
             if (s > big_m) {
-                ms = expf(big_m - s);
+                ms = km_expf(big_m - s);
                 big_m = s;
                 for (int64_t d = 0; d < D; d++) vkq[d] = km_fp16_to_fp32(km_fp32_to_fp16(vkq[d] * ms));
             } else {
-                vs = expf(s - big_m);
+                vs = km_expf(s - big_m);
             }
             const km_half *vr = vc + (kvh * C + j % C) * D;
             for (int64_t d = 0; d < D; d++) {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "km_common.h"
+#include "km_expf.h"
 #include "ggmlfa_dot_ref.h"
 
 #define KM_FA_DMAX 512
@@ -35,11 +36,11 @@ static inline void km_fa_ref_keys(const km_half *q16, const km_half *kh, const k
         const float s = KM_FA_DOT(kh + (j % C) * D, q16, D) * kqs;
         float ms = 1.0f, vs = 1.0f;
         if (s > mm) {
-            ms = expf(mm - s);
+            ms = km_expf(mm - s);
             mm = s;
             for (int64_t d = 0; d < D; d++) vkq[d] = km_fp32_to_fp16(km_fp16_to_fp32(vkq[d]) * ms);
         } else {
-            vs = expf(s - mm);
+            vs = km_expf(s - mm);
         }
         const km_half *vr = vh + (j % C) * D;
         for (int64_t d = 0; d < D; d++) {

@@ -21,6 +21,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "km_expf.h"
+
 #define KM_FA_SPLIT_MIN_KV 512 /* llama.cpp splits the keys from this view length on */
 
 /* llama.cpp's KV view length when it decodes position p (cells 0 .. p used, in order) */
@@ -54,7 +56,7 @@ static inline void km_fa_split_merge(float *big_m, float *big_s, float *acc, flo
         int64_t D) {
     if (sc == 0.0f) return;
     const float m_new = fmaxf(*big_m, mc);
-    const float so = expf(*big_m - m_new), sn = expf(mc - m_new);
+    const float so = km_expf(*big_m - m_new), sn = km_expf(mc - m_new);
     for (int64_t d = 0; d < D; d++) acc[d] = fmaf(acc[d], so, vc[d] * sn);
     *big_s = fmaf(*big_s, so, sc * sn);
     *big_m = m_new;

@@ -49,13 +49,13 @@ static void km_attention_run(float *y, const float *q, const void *k_cache, cons
                 run_max = cm;
                 first = 0;
             } else if (cm > run_max) {
-                const float f = expf(run_max - cm);
+                const float f = km_expf(run_max - cm);
                 run_sum *= f;
                 for (int64_t d = 0; d < D; d++) acc[d] *= f;
                 run_max = cm;
             }
             for (int64_t t = 0; t < n; t++) {
-                const float w = expf(s[t] - run_max);
+                const float w = km_expf(s[t] - run_max);
                 run_sum += w;
                 const km_kv_t *vr = vc + (kvh * C + jc + t) * D;
                 for (int64_t d = 0; d < D; d++) acc[d] = fmaf(w, kv_to_f32(vr[d]), acc[d]);

@@ -25,6 +25,7 @@ typedef km_half km_kv_t;
 
 static inline float kv_to_f32(km_kv_t x) { return km_fp16_to_fp32(x); }
 
+#include "km_expf.h"
 #include "attention_ref_body.h"
 
 void km_attention_f16kv__ref(float *y, const float *q, const void *k_cache, const void *v_cache,

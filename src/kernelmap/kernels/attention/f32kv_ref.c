@@ -25,6 +25,7 @@ typedef float km_kv_t;
 
 static inline float kv_to_f32(km_kv_t x) { return x; }
 
+#include "km_expf.h"
 #include "attention_ref_body.h"
 
 void km_attention_f32kv__ref(float *y, const float *q, const void *k_cache, const void *v_cache,

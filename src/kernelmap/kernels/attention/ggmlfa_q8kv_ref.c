@@ -35,6 +35,7 @@
 #include <math.h>
 
 #include "km_common.h"
+#include "km_expf.h"
 #include "attention_ggmlfa_part.h"
 #include "km_q8_0_ref.h"
 
@@ -72,11 +73,11 @@ static void q8kv_ref(float *y, const float *q, const void *k_cache, const void *
             if (per_score) s = s * scale;
             float ms = 1.0f, vs = 1.0f;
             if (s > big_m) {
-                ms = expf(big_m - s);
+                ms = km_expf(big_m - s);
                 big_m = s;
                 for (int64_t d = 0; d < D; d++) vkq[d] = vkq[d] * ms;
             } else {
-                vs = expf(s - big_m);
+                vs = km_expf(s - big_m);
             }
             for (int64_t b = 0; b < nb; b++) {
                 const km_block_q8_0 *vb = vc + cell + b;

@@ -1,8 +1,8 @@
 /* attention/ggmlfa_softmax.h — the online-softmax step of llama.cpp's CPU flash attention, shared by the family
  * bodies attention/ggmlfa_body.h (f16 K/V) and attention/ggmlfa_q8kv_body.h (q8_0 K/V): per key in order, if
- * s > M then ms = expf(M - s), M = s, vs = 1, else ms = 1, vs = expf(s - M); S = fma(S, ms, vs). The expf
- * values come from kl_fv_expf over a block of keys when it equals the C library's expf on a sample (checked
- * once per process), else from expf itself, so the bits are libm's either way.
+ * s > M then ms = expf(M - s), M = s, vs = 1, else ms = 1, vs = expf(s - M); S = fma(S, ms, vs). expf is
+ * km_expf.h's (x86-64 glibc's bits on every ISA): the values come from kl_fv_expf over a block of keys when it equals
+ * the scalar km_expf on a sample (checked once per process), else from km_expf itself, the same bits either way.
  */
 #ifndef KM_GGMLFA_SOFTMAX_H
 #define KM_GGMLFA_SOFTMAX_H
@@ -13,8 +13,8 @@
 
 #include "km_lanes.h"
 
-/* ---- expf: kl_fv_expf, checked against the C library at first use ---- */
-static int kfa_vexp_state; /* 0 not checked yet, 1 kl_fv_expf == expf on the sample, 2 use expf */
+/* ---- expf: kl_fv_expf, checked against km_expf at first use ---- */
+static int kfa_vexp_state; /* 0 not checked yet, 1 kl_fv_expf == km_expf on the sample, 2 use km_expf */
 
 static int kfa_vexp_usable(void) {
     int st = __atomic_load_n(&kfa_vexp_state, __ATOMIC_RELAXED);
@@ -31,7 +31,7 @@ static int kfa_vexp_usable(void) {
             }
             kl_fv_storeu(ys, kl_fv_expf(kl_fv_loadu(xs)));
             for (int l = 0; l < KL_FV_LANES; l++) {
-                const float e = expf(xs[l]);
+                const float e = km_expf(xs[l]);
                 if (memcmp(&e, &ys[l], 4) != 0) st = 2;
             }
         }
@@ -66,7 +66,7 @@ static inline void kfa_softmax(float *sc, float *ms, float *vs, uint8_t *nmask, 
         } else {
             float t[KL_FV_LANES];
             kl_fv_storeu(t, arg);
-            for (int l = 0; l < KL_FV_LANES; l++) t[l] = expf(t[l]);
+            for (int l = 0; l < KL_FV_LANES; l++) t[l] = km_expf(t[l]);
             e = kl_fv_loadu(t);
         }
         kl_fv_storeu(ms + k0, kl_fv_blend(one, e, nm));

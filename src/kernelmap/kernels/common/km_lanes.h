@@ -168,6 +168,7 @@
 #define KM_LANES_H
 
 #include "km_common.h"
+#include "km_expf.h"
 
 #define KL_INLINE static inline __attribute__((always_inline))
 
@@ -219,23 +220,7 @@ KL_INLINE float kl_f32_fma(float a, float b, float c) { return __builtin_fmaf(a,
 #define KL_MAGIC_I 0x4B400000
 #define KL_MAGIC_F 12582912.0f
 
-/* 2^(i/32) correctly rounded, minus i << 47 (glibc's expf table, as kl_fv_expf uses it). */
-static const uint64_t kl_expf_tab[32] __attribute__((aligned(64))) = {
-    0x3ff0000000000000ULL, 0x3fefd9b0d3158574ULL, 0x3fefb5586cf9890fULL, 0x3fef9301d0125b51ULL,
-    0x3fef72b83c7d517bULL, 0x3fef54873168b9aaULL, 0x3fef387a6e756238ULL, 0x3fef1e9df51fdee1ULL,
-    0x3fef06fe0a31b715ULL, 0x3feef1a7373aa9cbULL, 0x3feedea64c123422ULL, 0x3feece086061892dULL,
-    0x3feebfdad5362a27ULL, 0x3feeb42b569d4f82ULL, 0x3feeab07dd485429ULL, 0x3feea47eb03a5585ULL,
-    0x3feea09e667f3bcdULL, 0x3fee9f75e8ec5f74ULL, 0x3feea11473eb0187ULL, 0x3feea589994cce13ULL,
-    0x3feeace5422aa0dbULL, 0x3feeb737b0cdc5e5ULL, 0x3feec49182a3f090ULL, 0x3feed503b23e255dULL,
-    0x3feee89f995ad3adULL, 0x3feeff76f2fb5e47ULL, 0x3fef199bdd85529cULL, 0x3fef3720dcef9069ULL,
-    0x3fef5818dcfba487ULL, 0x3fef7c97337b9b5fULL, 0x3fefa4afa2a490daULL, 0x3fefd0765b6e4540ULL,
-};
-#define KL_EXPF_N 0x1.71547652b82fep+5 /* 32 / ln 2 */
-#define KL_EXPF_SHIFT 0x1.8p+52
-#define KL_EXPF_C0 0x1.c6af84b912394p-20
-#define KL_EXPF_C1 0x1.ebfce50fac4f3p-13
-#define KL_EXPF_C2 0x1.62e42ff0c52d6p-6
-#define KL_EXPF_BIG 0x42afffffu /* |x| bits above this: glibc's special path (expf itself) */
+/* kl_expf_tab and the KL_EXPF_* constants: km_expf.h (shared with the scalar km_expf) */
 
 /* w5-forks-lin additions (interface; implemented in km_lanes_avx2.h, km_lanes_avx512.h, km_lanes_neon.h):
  * 16-lane contract vectors (the 16 partials of the kernelmap-order float linears, p[k mod 16]):

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "km_common.h"
+#include "km_expf.h"
 #include "km_ggml_expf.h"
 #include "router_sort.h"
 
@@ -62,7 +63,7 @@ static inline void km_router_select(int32_t *ir, float *wr, float *p, int64_t E,
         sum += (double)KRS_VSUM(p + e0);
     }
     for (int64_t e = vec_end; e < E; e++) {
-        p[e] = expf(p[e] - mx);
+        p[e] = km_expf(p[e] - mx);
         sum += (double)p[e];
     }
     const float inv = (float)(1.0 / sum);

@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "km_common.h"
+#include "km_expf.h"
 
 /* Elementwise: the flat range [0, M*F) in 16-element chunks, km_part over chunks. */
 static void flat_slice(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
@@ -28,6 +29,6 @@ void km_swiglu_f32__ref(float *y, const float *gate, const float *up, int64_t M,
     flat_slice(M * F, ith, nth, &lo, &hi);
     for (int64_t i = lo; i < hi; i++) {
         const float x = gate[i];
-        y[i] = (x / (1.0f + expf(-x))) * up[i];
+        y[i] = (x / (1.0f + km_expf(-x))) * up[i];
     }
 }

@@ -19,6 +19,7 @@
 #include <math.h>
 
 #include "km_common.h"
+#include "km_expf.h"
 #include "km_ggml_expf.h"
 
 #ifndef KSG_VW
@@ -41,7 +42,7 @@ static inline void ksg_rows(float *y, const float *gate, const float *up, int64_
         for (; i < lane_end; i++) y[i] = KSG_SILU(gate[i]) * up[i];
         for (; i < seg_end; i++) {
             const float x = gate[i];
-            y[i] = x / (1.0f + expf(-x)) * up[i];
+            y[i] = x / (1.0f + km_expf(-x)) * up[i];
         }
     }
 }

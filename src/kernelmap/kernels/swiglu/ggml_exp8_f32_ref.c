@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "km_common.h"
+#include "km_expf.h"
 #include "km_ggml_expf.h"
 
 void km_swiglu_f32_ggml_exp8__ref(float *y, const float *gate, const float *up, int64_t M, int64_t F, int ith,
@@ -22,7 +23,7 @@ void km_swiglu_f32_ggml_exp8__ref(float *y, const float *gate, const float *up, 
     const int64_t vec_end = F - F % 8; /* columns below this take the vector lane */
     for (int64_t i = c0 * 16; i < hi; i++) {
         const float x = gate[i];
-        const float s = i % F < vec_end ? km_ggml_v_silu8(x) : x / (1.0f + expf(-x));
+        const float s = i % F < vec_end ? km_ggml_v_silu8(x) : x / (1.0f + km_expf(-x));
         y[i] = s * up[i];
     }
 }

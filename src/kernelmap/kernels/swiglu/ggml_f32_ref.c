@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "km_common.h"
+#include "km_expf.h"
 #include "km_ggml_expf.h"
 
 void km_swiglu_f32_ggml__ref(float *y, const float *gate, const float *up, int64_t M, int64_t F, int ith, int nth) {
@@ -21,7 +22,7 @@ void km_swiglu_f32_ggml__ref(float *y, const float *gate, const float *up, int64
     const int64_t vec_end = F - F % 16; /* columns below this take the vector lane */
     for (int64_t i = c0 * 16; i < hi; i++) {
         const float x = gate[i];
-        const float s = i % F < vec_end ? km_ggml_v_silu(x) : x / (1.0f + expf(-x));
+        const float s = i % F < vec_end ? km_ggml_v_silu(x) : x / (1.0f + km_expf(-x));
         y[i] = s * up[i];
     }
 }
