@@ -10,7 +10,7 @@ THREADS   ?= 2
 # model build is made once; the build cache is shared and its installs are locked and atomic)
 TEST_WORKERS ?= 2
 
-.PHONY: run test test-slow cross-tools install install-dev lint audit peer parity fixtures fixtures-avx2 family-fixtures bench sanitize clean
+.PHONY: run test test-slow cross-tools install install-dev lint audit peer peer-avx2 parity fixtures fixtures-avx2 family-fixtures bench sanitize clean
 
 $(VENV)/.stamp-base: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -87,9 +87,23 @@ MODEL_CMD  = $(VPY) -P -c 'from kernelmap.runtime import default_model_path; pri
 
 peer: .venv-peer/.stamp .venv-peer/.stamp-server
 
+# llama.cpp's AVX2 build (its AVX-512 options OFF even on a CPU that has them) in .venv-peer-avx2: the build the
+# *_avx2 fixtures are, so `make fixtures-avx2` can rewrite them on any host with AVX2 (~10+ minutes).
+PEER_AVX2_PY := .venv-peer-avx2/bin/python
+.venv-peer-avx2/.stamp: $(PEER_INFO)
+	$(PY) -m venv .venv-peer-avx2
+	$(PEER_AVX2_PY) -m pip install -q --upgrade pip
+	CMAKE_ARGS="$$($(PY) $(PEER_INFO) --cmake-args --isa avx2)" FORCE_CMAKE=1 $(PEER_AVX2_PY) -m pip install -q \
+		--no-cache-dir --force-reinstall --no-binary llama-cpp-python \
+		"llama-cpp-python==$$($(PY) $(PEER_INFO) --version)" numpy
+	$(PY) $(PEER_INFO) --record .venv-peer-avx2/peer-build.json --python $(PEER_AVX2_PY) --isa avx2
+	touch $@
+
+peer-avx2: .venv-peer-avx2/.stamp
+
 # Rewrites every committed peer fixture (each script records the llama.cpp build and CPU path it ran). They are
-# the AVX-512 build's (policy llama-cpu): refused when this host's peer is another build. On an AVX2-only host,
-# `make fixtures-avx2` rewrites the AVX2 build's (policies llama-cpu-avx2 and llama-cpu-avx2-t2) instead.
+# the AVX-512 build's (policy llama-cpu): refused when this host's peer is another build. `make fixtures-avx2`
+# rewrites the AVX2 build's (policies llama-cpu-avx2 and llama-cpu-avx2-t2) with the peer `make peer-avx2` builds.
 fixtures: peer install-dev
 	@grep -q 'AVX512 = 1' .venv-peer/peer-build.json \
 	    || { echo "error: .venv-peer is not llama.cpp's AVX-512 build (see .venv-peer/peer-build.json): the committed fixtures are that build's; on this host use make fixtures-avx2"; exit 1; }
@@ -102,15 +116,15 @@ fixtures: peer install-dev
 	$(PEER_PY) -P tests/kernels/nonlinear_fixtures.py --write
 	PYTHONPATH=src $(PEER_PY) -P tests/fixtures/kquant/make_kquant_fixtures.py --model "$$($(MODEL_CMD))"
 
-fixtures-avx2: peer install-dev
-	$(PEER_PY) -P tests/fixtures/make_op_fixtures.py --out tests/fixtures/llama_ops_avx2 --model "$$($(MODEL_CMD))"
-	$(PEER_PY) -P tests/parity_fa/make_fa_fixtures.py --threads 1 --out tests/fixtures/llama_fa_avx2 --model "$$($(MODEL_CMD))"
-	$(PEER_PY) -P tests/parity_fa/make_fa_fixtures.py --threads 2 --out tests/fixtures/llama_fa_avx2_t2 --model "$$($(MODEL_CMD))"
-	$(PEER_PY) -P tests/fixtures/make_long_fixtures.py --out tests/fixtures/llama_long_avx2 --threads 1,2 --model "$$($(MODEL_CMD))"
-	PYTHONPATH=src $(PEER_PY) -P tests/fixtures/formats/make_format_fixtures.py --out tests/fixtures/formats_avx2 --model "$$($(MODEL_CMD))"
-	PYTHONPATH=src $(PEER_PY) -P tests/fixtures/kquant/make_kquant_fixtures.py --out tests/fixtures/kquant_avx2 --model "$$($(MODEL_CMD))"
-	$(VPY) tests/fixtures/families/record_build.py --peer-python $(PEER_PY) --out tests/fixtures/families_avx2
-	$(VPY) tests/fixtures/families/record_build.py --peer-python $(PEER_PY) --out tests/fixtures/families_avx2_t2 \
+fixtures-avx2: peer-avx2 install-dev
+	$(PEER_AVX2_PY) -P tests/fixtures/make_op_fixtures.py --out tests/fixtures/llama_ops_avx2 --model "$$($(MODEL_CMD))"
+	$(PEER_AVX2_PY) -P tests/parity_fa/make_fa_fixtures.py --threads 1 --out tests/fixtures/llama_fa_avx2 --model "$$($(MODEL_CMD))"
+	$(PEER_AVX2_PY) -P tests/parity_fa/make_fa_fixtures.py --threads 2 --out tests/fixtures/llama_fa_avx2_t2 --model "$$($(MODEL_CMD))"
+	$(PEER_AVX2_PY) -P tests/fixtures/make_long_fixtures.py --out tests/fixtures/llama_long_avx2 --threads 1,2 --model "$$($(MODEL_CMD))"
+	PYTHONPATH=src $(PEER_AVX2_PY) -P tests/fixtures/formats/make_format_fixtures.py --out tests/fixtures/formats_avx2 --model "$$($(MODEL_CMD))"
+	PYTHONPATH=src $(PEER_AVX2_PY) -P tests/fixtures/kquant/make_kquant_fixtures.py --out tests/fixtures/kquant_avx2 --model "$$($(MODEL_CMD))"
+	$(VPY) tests/fixtures/families/record_build.py --peer-python $(PEER_AVX2_PY) --out tests/fixtures/families_avx2
+	$(VPY) tests/fixtures/families/record_build.py --peer-python $(PEER_AVX2_PY) --out tests/fixtures/families_avx2_t2 \
 		--threads 2 --ctx 512 --long-prompt 300 --steps 8 --rows llama,qwen3 --presets Q8_0
 
 # Tiny synthetic models of every family, quantized and run by llama.cpp (VOCAB_DIR: llama.cpp's models/ folder).

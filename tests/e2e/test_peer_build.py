@@ -63,3 +63,23 @@ def test_peer_info_refuses_an_amx_build(monkeypatch):
     monkeypatch.setitem(sys.modules, "llama_cpp", fake)
     with pytest.raises(SystemExit, match="built with AMX"):
         _peer_build().peer_info()
+
+
+def test_avx2_peer_is_the_avx512_hosts_flags_with_every_avx512_option_off():
+    """`make peer-avx2` (--isa avx2) builds llama.cpp's AVX2 path on any AVX2 CPU: on an AVX-512 one its flags are
+    exactly those the committed llama_long_avx2 fixture records for its peer, the build policy llama-cpu-avx2 matches."""
+    import json
+
+    pb = _peer_build()
+    args = dict(a.removeprefix("-D").split("=") for a in pb.cmake_args(SAPPHIRE_RAPIDS, "avx2"))
+    assert {k for k, v in args.items() if k.startswith("GGML_AVX512") and v != "OFF"} == set(), args
+    assert args["GGML_AVX2"] == "ON" and args["GGML_AMX_INT8"] == "OFF" and args["GGML_NATIVE"] == "OFF", args
+    assert pb.cmake_args({"avx", "avx2", "fma", "f16c", "bmi2"}, "avx2") == pb.cmake_args({"avx", "avx2", "fma", "f16c", "bmi2"})
+    recorded = json.loads((ROOT / "tests" / "fixtures" / "llama_long_avx2" / "t1.json").read_text(encoding="utf-8"))
+    assert pb.cmake_args(SAPPHIRE_RAPIDS, "avx2") == recorded["peer"]["build"]["cmake_args"]
+    with pytest.raises(ValueError, match="isa"):
+        pb.cmake_args(SAPPHIRE_RAPIDS, "avx512")
+    proc = subprocess.run(["make", "-n", "-B", "-C", str(ROOT), ".venv-peer-avx2/.stamp", f"PY={sys.executable}"],
+                          capture_output=True, text=True, check=True)
+    assert "--cmake-args --isa avx2" in proc.stdout and "--record .venv-peer-avx2/peer-build.json" in proc.stdout, proc.stdout
+    assert "--isa avx2" in proc.stdout.split("--record", 1)[1], proc.stdout
