@@ -141,6 +141,43 @@ def test_serve_unsupported_parameters_and_bad_values_are_400s(live):
     _healthy(live)
 
 
+@pytest.mark.parametrize("kind, extra, param", [
+    ("completion", {"min_p": 0.1}, "min_p"),                      # llama.cpp's server samples with it; we would not
+    ("completion", {"repeat_penalty": 1.1}, "repeat_penalty"),
+    ("completion", {"max_token": 3}, "max_token"),                # a typo would silently use the default budget
+    ("chat", {"response_format": {"type": "json_object"}}, "response_format"),
+    ("chat", {"tool_choice": "required"}, "tool_choice"),
+    ("chat", {"echo": True}, "echo"),                             # a completions parameter, not a chat one
+    ("completion", {"stream_options": {"include_usage": True}}, "stream_options"),  # without stream
+])
+def test_serve_parameters_it_would_ignore_are_400s_naming_them(live, kind, extra, param):
+    """No request key is silently ignored: unknown ones, and known ones whose requested behaviour this server does
+    not implement, are refused by name (the official client passes unknown keys through extra_body)."""
+    c = live.client()
+    with pytest.raises(openai.BadRequestError) as info:
+        if kind == "completion":
+            c.completions.create(model="synth", prompt="x", max_tokens=2, extra_body=extra)
+        else:
+            c.chat.completions.create(model="synth", messages=[{"role": "user", "content": "x"}], max_tokens=2,
+                                      extra_body=extra)
+    assert info.value.body["param"] == param, info.value.body
+    assert param in info.value.body["message"]
+    _healthy(live)
+
+
+def test_serve_parameters_without_effect_or_at_their_neutral_value_are_accepted(live):
+    c = live.client()
+    msgs = [{"role": "user", "content": "the cat"}]
+    base = c.chat.completions.create(model="synth", messages=msgs, max_tokens=4, temperature=0)
+    same = c.chat.completions.create(model="synth", messages=msgs, max_tokens=4, temperature=0, user="u1",
+                                     metadata={"k": "v"}, store=False, response_format={"type": "text"},
+                                     tool_choice="none", presence_penalty=0, n=1)
+    assert same.choices[0].message.content == base.choices[0].message.content
+    streamed = c.completions.create(model="synth", prompt="the cat", max_tokens=3, temperature=0, stream=True,
+                                    stream_options={"include_usage": True})
+    assert [ch.usage.completion_tokens for ch in streamed if ch.usage is not None] == [3]
+
+
 def test_serve_unknown_route_and_oversized_body_are_openai_errors(live):
     r = httpx.get(f"{live.url}/v1/nothing", timeout=10)
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"

@@ -18,7 +18,7 @@ from typing import Any
 from kernelmap.errors import KernelmapError
 from kernelmap.runtime.sampler import SamplerConfig
 
-__all__ = ["APIError", "GenRequest", "Limits", "parse_completion", "parse_chat", "completion_response",
+__all__ = ["APIError", "GenRequest", "KNOWN_KEYS", "Limits", "parse_completion", "parse_chat", "completion_response",
            "chat_response", "completion_chunk", "chat_chunk", "usage"]
 
 MAX_STOPS = 4
@@ -90,6 +90,30 @@ def _int(body: Mapping[str, Any], key: str, lo: int, hi: int | None = None) -> i
     return value
 
 
+# Every request key each endpoint knows. A key outside its set is refused by name: a parameter this server
+# silently ignored (a `response_format` asking for JSON, llama.cpp's `min_p` or `repeat_penalty`, a typo of
+# `max_tokens`) would return output the client did not ask for. The official clients send only the keys their
+# caller set, so they never trip this. The keys in _NO_EFFECT are accepted because they cannot change the output
+# (an end-user id, request metadata, asking to store the completion — this server stores nothing —, parallel
+# tool calls without tools); the others below are either implemented or refused by value in _unsupported.
+_COMMON_KEYS = frozenset({"model", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature",
+                          "top_p", "top_k", "seed", "stop", "n", "logprobs", "logit_bias", "presence_penalty",
+                          "frequency_penalty"})
+_NO_EFFECT = frozenset({"user", "metadata", "store", "parallel_tool_calls"})
+KNOWN_KEYS = {
+    "completion": _COMMON_KEYS | _NO_EFFECT | {"prompt", "echo", "suffix", "best_of"},
+    "chat": _COMMON_KEYS | _NO_EFFECT | {"messages", "top_logprobs", "tools", "functions", "tool_choice",
+                                         "function_call", "response_format"},
+}
+
+
+def _known(body: Mapping[str, Any], kind: str) -> None:
+    for key in body:
+        if key not in KNOWN_KEYS[kind]:
+            raise bad(f"unrecognized request parameter '{key}' (this server implements: "
+                      f"{', '.join(sorted(KNOWN_KEYS[kind] - _NO_EFFECT))})", key, "unknown_parameter")
+
+
 def _unsupported(body: Mapping[str, Any]) -> None:
     """Refuse parameters whose meaning this server does not implement (never silently ignored)."""
     n = body.get("n", 1)
@@ -106,6 +130,14 @@ def _unsupported(body: Mapping[str, Any]) -> None:
         value = body.get(key)
         if value not in (None, 0, 0.0):
             raise bad(f"'{key}' is not supported by this server (only 0)", key)
+    for key in ("tool_choice", "function_call"):  # without tools there is nothing to call: only "none" means that
+        value = body.get(key)
+        if value not in (None, "none"):
+            raise bad(f"'{key}' is not supported by this server (only \"none\": it has no tools)", key)
+    fmt = body.get("response_format")
+    if fmt is not None and fmt != {"type": "text"}:
+        raise bad("'response_format' is not supported by this server (only {\"type\": \"text\"}: output is not "
+                  "constrained to JSON)", "response_format")
 
 
 def _model(body: Mapping[str, Any], limits: Limits) -> None:
@@ -183,14 +215,17 @@ def _text(body: Any) -> None:
             stack.extend(reversed([(v, f"{where}[{i}]") for i, v in enumerate(value)]))
 
 
-def _common(body: Any, limits: Limits) -> None:
+def _common(body: Any, limits: Limits, kind: str) -> None:
     if not isinstance(body, dict):
         raise bad("the request body must be a JSON object")
     _text(body)
+    _known(body, kind)
     _model(body, limits)
     _unsupported(body)
     if not isinstance(body.get("stream", False), bool):
         raise bad("'stream' must be a boolean", "stream")
+    if body.get("stream_options") is not None and not body.get("stream", False):
+        raise bad("'stream_options' is only allowed when 'stream' is true", "stream_options")
 
 
 def _include_usage(body: Mapping[str, Any]) -> bool:
@@ -204,7 +239,7 @@ def _include_usage(body: Mapping[str, Any]) -> bool:
 
 def parse_completion(body: Any, tokenizer: Any, limits: Limits) -> GenRequest:
     """POST /v1/completions: prompt (a string, or token ids, or a list holding one of them)."""
-    _common(body, limits)
+    _common(body, limits, "completion")
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
         prompt = prompt[0]
@@ -243,7 +278,7 @@ def _content(value: Any, i: int) -> str:
 
 def parse_chat(body: Any, tokenizer: Any, template: Any, limits: Limits) -> GenRequest:
     """POST /v1/chat/completions: messages rendered with the model's chat template."""
-    _common(body, limits)
+    _common(body, limits, "chat")
     if template is None:
         raise bad("this model has no chat template; use /v1/completions", "messages")
     messages = body.get("messages")
