@@ -165,6 +165,23 @@ def test_serve_parameters_it_would_ignore_are_400s_naming_them(live, kind, extra
     _healthy(live)
 
 
+def test_serve_message_fields_other_than_role_and_content_are_400s_unless_null(live):
+    c = live.client()
+    for field, value in (("name", "alice"), ("tool_calls", [{"id": "t", "type": "function",
+                                                            "function": {"name": "f", "arguments": "{}"}}])):
+        msgs = [{"role": "user", "content": "the cat"}, {"role": "assistant", "content": "x", field: value},
+                {"role": "user", "content": "a dog"}]
+        with pytest.raises(openai.BadRequestError) as info:
+            c.chat.completions.create(model="synth", messages=msgs, max_tokens=2)
+        assert info.value.body["param"] == f"messages[1].{field}", info.value.body
+    # a reply appended back as the client returned it (model_dump: refusal, tool_calls, audio ... null) is fine
+    first = c.chat.completions.create(model="synth", messages=[{"role": "user", "content": "the cat"}],
+                                      max_tokens=2, temperature=0)
+    msgs = [{"role": "user", "content": "the cat"}, first.choices[0].message.model_dump(),
+            {"role": "user", "content": "a dog"}]
+    assert c.chat.completions.create(model="synth", messages=msgs, max_tokens=2).usage.completion_tokens == 2
+
+
 def test_serve_parameters_without_effect_or_at_their_neutral_value_are_accepted(live):
     c = live.client()
     msgs = [{"role": "user", "content": "the cat"}]

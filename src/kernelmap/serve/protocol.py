@@ -288,6 +288,11 @@ def parse_chat(body: Any, tokenizer: Any, template: Any, limits: Limits) -> GenR
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             raise bad("each message must be an object with role and content", f"messages[{i}]")
+        for key, value in m.items():  # an assistant message sent back as the client returned it carries
+            # refusal / tool_calls / audio as null; a value there (a participant name, tool calls) would be lost
+            if key not in ("role", "content") and value not in (None, [], {}, ""):
+                raise bad(f"message field '{key}' is not supported by this server (only role and content)",
+                          f"messages[{i}].{key}")
         role = m.get("role")
         role = "system" if role == "developer" else role
         msgs.append({"role": role, "content": _content(m.get("content"), i)})
