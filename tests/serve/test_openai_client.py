@@ -142,8 +142,10 @@ def test_serve_unsupported_parameters_and_bad_values_are_400s(live):
 
 
 @pytest.mark.parametrize("kind, extra, param", [
-    ("completion", {"min_p": 0.1}, "min_p"),                      # llama.cpp's server samples with it; we would not
-    ("completion", {"repeat_penalty": 1.1}, "repeat_penalty"),
+    ("completion", {"mirostat": 2}, "mirostat"),                  # llama.cpp's server samples with it; we would not
+    ("completion", {"grammar": "root ::= [0-9]+"}, "grammar"),
+    ("completion", {"min_p": 1.0}, "min_p"),                      # out of range
+    ("completion", {"repeat_penalty": 0}, "repeat_penalty"),
     ("completion", {"max_token": 3}, "max_token"),                # a typo would silently use the default budget
     ("chat", {"response_format": {"type": "json_object"}}, "response_format"),
     ("chat", {"tool_choice": "required"}, "tool_choice"),
@@ -163,6 +165,29 @@ def test_serve_parameters_it_would_ignore_are_400s_naming_them(live, kind, extra
     assert info.value.body["param"] == param, info.value.body
     assert param in info.value.body["message"]
     _healthy(live)
+
+
+def test_serve_min_p_and_repeat_penalty_sample_as_kernelmap_run_does(live):
+    """llama.cpp's server extensions min_p, repeat_penalty and repeat_last_n reach the request's sampler."""
+    from kernelmap.serve.protocol import parse_completion
+
+    state = live.state
+    body = {"prompt": "the cat", "min_p": 0.25, "repeat_penalty": 1.5, "repeat_last_n": -1, "temperature": 0.5}
+    cfg = parse_completion(body, state.tokenizer, state.limits).sampler
+    assert (cfg.min_p, cfg.repeat_penalty, cfg.repeat_last_n) == (0.25, 1.5, state.limits.n_ctx)
+    assert parse_completion({"prompt": "x"}, state.tokenizer, state.limits).sampler.repeat_last_n == 64
+    c = live.client()
+    greedy = c.completions.create(model="synth", prompt="the cat sat", max_tokens=12, temperature=0).choices[0].text
+    # min_p 0.99 keeps only tokens within 1% of the most likely one: a seeded draw at temperature 1 is greedy here
+    kept = c.completions.create(model="synth", prompt="the cat sat", max_tokens=12, temperature=1, seed=7,
+                                extra_body={"min_p": 0.99}).choices[0].text
+    assert kept == greedy
+    loose = [c.completions.create(model="synth", prompt="the cat sat", max_tokens=12, temperature=1, seed=s)
+             .choices[0].text for s in range(4)]
+    assert any(t != greedy for t in loose)  # without min_p the same draws leave the greedy path
+    penalized = c.completions.create(model="synth", prompt="the cat sat", max_tokens=12, temperature=0,
+                                     extra_body={"repeat_penalty": 100.0, "repeat_last_n": -1}).choices[0].text
+    assert penalized != greedy
 
 
 def test_serve_message_fields_other_than_role_and_content_are_400s_unless_null(live):

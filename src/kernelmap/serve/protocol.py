@@ -22,6 +22,7 @@ __all__ = ["APIError", "GenRequest", "KNOWN_KEYS", "Limits", "parse_completion",
            "chat_response", "completion_chunk", "chat_chunk", "usage"]
 
 MAX_STOPS = 4
+MAX_REPEAT_PENALTY = 100.0  # a penalty of 100 already rules out every recent token
 
 
 class APIError(Exception):
@@ -91,14 +92,14 @@ def _int(body: Mapping[str, Any], key: str, lo: int, hi: int | None = None) -> i
 
 
 # Every request key each endpoint knows. A key outside its set is refused by name: a parameter this server
-# silently ignored (a `response_format` asking for JSON, llama.cpp's `min_p` or `repeat_penalty`, a typo of
+# silently ignored (a `response_format` asking for JSON, llama.cpp's `mirostat` or `grammar`, a typo of
 # `max_tokens`) would return output the client did not ask for. The official clients send only the keys their
 # caller set, so they never trip this. The keys in _NO_EFFECT are accepted because they cannot change the output
 # (an end-user id, request metadata, asking to store the completion — this server stores nothing —, parallel
 # tool calls without tools); the others below are either implemented or refused by value in _unsupported.
 _COMMON_KEYS = frozenset({"model", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature",
-                          "top_p", "top_k", "seed", "stop", "n", "logprobs", "logit_bias", "presence_penalty",
-                          "frequency_penalty"})
+                          "top_p", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "seed", "stop", "n",
+                          "logprobs", "logit_bias", "presence_penalty", "frequency_penalty"})
 _NO_EFFECT = frozenset({"user", "metadata", "store", "parallel_tool_calls"})
 KNOWN_KEYS = {
     "completion": _COMMON_KEYS | _NO_EFFECT | {"prompt", "echo", "suffix", "best_of"},
@@ -172,7 +173,17 @@ def _sampling(body: Mapping[str, Any], limits: Limits) -> SamplerConfig:
     seed = _int(body, "seed", -(2**63), 2**64 - 1)
     if seed is None:
         seed = int.from_bytes(os.urandom(8), "little")
+    # llama.cpp's server extensions, the same sampler steps as `kernelmap run --min-p --repeat-penalty`
+    min_p = _number(body, "min_p", 0.0, 0.0, 1.0)
+    if min_p == 1.0:
+        raise bad("'min_p' must be a number in [0, 1) (found 1)", "min_p")
+    repeat_penalty = _number(body, "repeat_penalty", 1.0, 0.0, MAX_REPEAT_PENALTY)
+    if repeat_penalty == 0.0:
+        raise bad(f"'repeat_penalty' must be a number in (0, {MAX_REPEAT_PENALTY:g}] (found 0)", "repeat_penalty")
+    last_n = _int(body, "repeat_last_n", -1)  # -1: the whole context, as llama.cpp reads it
+    last_n = 64 if last_n is None else limits.n_ctx if last_n == -1 else last_n
     return SamplerConfig(temperature=temperature, top_k=limits.top_k if top_k is None else top_k, top_p=top_p,
+                         min_p=min_p, repeat_penalty=repeat_penalty, repeat_last_n=last_n,
                          seed=seed % 2**64).check()
 
 
