@@ -4,7 +4,7 @@
   from every test directory.
 - The kernel and model build caches go to a per-session temporary directory unless KERNELMAP_CACHE
   is already set, so the suite never depends on (or pollutes) the user's cache (it only copies the
-  user cache's content-addressed audit entries, see below).
+  user cache's content-addressed audit entries, see below); the directory is removed when the run ends.
 - Tests marked `slow` run only with KERNELMAP_SLOW=1 (`make test-slow`); `make test` skips them with
   that reason.
 - `model_path` is the default model's GGUF (kernelmap.runtime.default_model_path()); a missing model
@@ -31,6 +31,14 @@ for _sub in ("kernels", "support"):  # support first on sys.path
 
 if "KERNELMAP_CACHE" not in os.environ:
     os.environ["KERNELMAP_CACHE"] = tempfile.mkdtemp(prefix="km-test-cache-")
+    # Removed when this process exits (the xdist workers inherit the variable and share this directory; only the
+    # process that made it removes it). Left behind, every run kept its 1-3 GB of compiled models and bundles in
+    # /tmp: 269 of them had filled this machine's disk. KERNELMAP_KEEP_TEST_CACHE=1 keeps it to inspect a build.
+    if not os.environ.get("KERNELMAP_KEEP_TEST_CACHE"):
+        import atexit
+        import shutil
+
+        atexit.register(shutil.rmtree, os.environ["KERNELMAP_CACHE"], True)
     # One exception: the audit's C-definition entries (gcc -aux-info of every kernel source, ~45 s on two cores)
     # that `make audit` has just written to the user cache are copied in. They are content-addressed (compiler
     # version, source, headers, flags), so an entry either describes the very file it is looked up for or is

@@ -98,3 +98,18 @@ def test_run_on_a_host_with_every_feature_prints_no_isa_line():
     proc = _pytest(["tests/kernels/test_residual.py", "-k", "save"], env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert ("NOT CHECKED on this CPU" in proc.stdout) == (not needed <= host_features()), proc.stdout
+
+
+def test_run_removes_its_build_cache_when_it_ends(tmp_path):
+    """The per-run KERNELMAP_CACHE (compiled kernels, models, bundles: 1-3 GB for `make test`) is removed when the
+    run ends, also under xdist, whose workers share the controller's directory; every run used to leave it in
+    /tmp until the disk was full. KERNELMAP_KEEP_TEST_CACHE=1 keeps it (which shows the run made one here)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KERNELMAP_CACHE", "KERNELMAP_KEEP_TEST_CACHE")}
+    for args, keep in (([], False), (["-n", "2"], False), ([], True)):
+        tmp = tmp_path / f"tmp{len(args)}{int(keep)}"
+        tmp.mkdir()
+        run_env = {**env, "TMPDIR": str(tmp), **({"KERNELMAP_KEEP_TEST_CACHE": "1"} if keep else {})}
+        proc = _pytest([*args, "tests/kernels/test_residual.py", "-k", "save"], run_env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        left = sorted(d.name for d in tmp.glob("km-test-cache-*"))
+        assert len(left) == (1 if keep else 0), (args, keep, left)
