@@ -103,6 +103,65 @@ def test_cross_bundle_synth_model_aarch64_dotprod_equals_x86_logits_bits_and_tok
         _assert_same_as_x86(toolchain, synth_dotprod, x86, PROMPT)
 
 
+# Every position, every layer type, several thread counts: a 6-layer model of Gemma 3's architecture (layers 0-4
+# sliding-window with window 8, layer 5 global), a projection type per matrix (K-quants, legacy quants, q8_0), a
+# 40-token prompt run as a 32-row GEMM chunk and an 8-row one, then 200 greedy steps to position 239: the
+# sliding layers' 39-cell ring (window + 32 rows - 1) wraps six times.
+LONG_TYPES = {"attn_q": "q4_k", "attn_k": "q8_0", "attn_v": "q6_k", "attn_output": "q5_0", "ffn_gate": "q4_0",
+              "ffn_up": "q5_1", "ffn_down": "q4_1", "blk.5.ffn_down": "q6_k", "blk.5.attn_q": "q8_0"}
+LONG_PROMPT = [2] + [6 + (i * 37) % 314 for i in range(39)]
+LONG_STEPS = 200
+LONG_CTX = 256  # the synthetic model's trained context
+
+
+def _steps(lines: str) -> tuple[list[int], np.ndarray]:
+    """--steps-hex output: per position the greedy id and the logits' IEEE bits."""
+    rows = [line.split() for line in lines.splitlines()]
+    return [int(r[0]) for r in rows], np.array([[int(h, 16) for h in r[1:]] for r in rows], dtype=np.uint32)
+
+
+@pytest.fixture(scope="module")
+def long_x86(tmp_path_factory):
+    """The x86 build's greedy ids and logits bits at every position (prompt's last, then each decode step)."""
+    gguf = write_synth_model(tmp_path_factory.mktemp("long") / "mixed.gguf", n_layers=6, d=256, n_heads=4, n_kv=1,
+                             head_dim=64, ffn=512, weight_types=LONG_TYPES, seed=3)
+    with Model(compile_model(gguf, CompileOptions(max_rows=32)), n_ctx=LONG_CTX, threads=2) as x86:
+        # K and V caches per layer: five sliding layers with 39-cell rings, one global layer's full context
+        assert [(s["ring"], s["window"]) for s in x86.info["state"]] == [(39, 8)] * 10 + [(0, 0)] * 2
+        ids, bits = [], []
+        logits = x86.prefill(LONG_PROMPT)
+        for step in range(LONG_STEPS):
+            bits.append(np.asarray(logits, dtype=np.float32).view(np.uint32).copy())
+            ids.append(int(np.argmax(logits)))
+            if step + 1 < LONG_STEPS:
+                logits = x86.decode(ids[-1])
+    return gguf, ids, np.stack(bits)
+
+
+@pytest.mark.parametrize("target, cpu", [("aarch64,dotprod", "max"), ("aarch64", "cortex-a53")])
+def test_cross_bundle_every_position_and_layer_type_equals_x86_bits_on_1_2_3_threads(toolchain, long_x86, target,
+                                                                                     cpu, tmp_path):
+    """The claim "same bits on every CPU" at the scale the parity claims are tested: every decode position of a
+    240-position run through wrapping sliding-window rings and a global layer, prefill through the GEMM and the
+    row loops, seven weight types, the NEON and the SDOT instantiations, 1, 2 and 3 threads."""
+    gguf, want_ids, want = long_x86
+    bundle = _cross_bundle(gguf, tmp_path / "arm", target, 32)
+    selected = _selected(bundle)
+    assert sum(sym.endswith(("__neon", "__dotprod")) for sym in selected.values()) >= 10, selected
+    for threads in (1, 2, 3):
+        proc = subprocess.run([toolchain.qemu, "-L", str(toolchain.sysroot), "-cpu", cpu, "./model", "-t",
+                               str(threads), "-c", str(LONG_CTX), "-n", str(LONG_STEPS), "--steps-hex"],
+                              input=" ".join(map(str, LONG_PROMPT)), capture_output=True, text=True, cwd=bundle,
+                              timeout=1800)
+        assert proc.returncode == 0, proc.stderr
+        ids, got = _steps(proc.stdout)
+        assert got.shape == want.shape, (threads, got.shape)
+        bad = np.argwhere(got != want)
+        assert bad.size == 0, (f"{target}, {threads} threads: {len(bad)} logits differ from x86; first at "
+                               f"(step, id) {bad[:4].tolist()}")
+        assert ids == want_ids
+
+
 def test_cross_bundle_dotprod_build_refuses_a_cpu_without_dotprod_in_one_line(toolchain, synth_dotprod):
     proc = _qemu(toolchain, synth_dotprod, "cortex-a53", ["-n", "2"], PROMPT, timeout=300)
     assert proc.returncode == 1, (proc.returncode, proc.stderr)

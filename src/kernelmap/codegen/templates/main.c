@@ -4,7 +4,9 @@
  * Reads whitespace-separated token ids from stdin, prefills them, then greedily decodes -n tokens
  * (argmax, ties to the lowest id) and prints the generated ids on one line; with --logits it prints
  * the logits of the last prompt position instead, one per line (--logits-hex: their IEEE bits as 8 hex
- * digits, to compare two builds byte for byte). Exit 1 on bad input: an option value that is not an integer in its
+ * digits, to compare two builds byte for byte); --steps-hex decodes greedily like the default and prints, per
+ * position, the generated id and the IEEE bits of the logits it was chosen from, one line each ("id hex hex ..."):
+ * the prompt's last position, then every decode step (two builds compared at every position). Exit 1 on bad input: an option value that is not an integer in its
  * range, or stdin text that is not a token id (refused, not truncated to the ids before it).
  */
 #include <errno.h>
@@ -17,7 +19,7 @@
 
 static void usage(const char *argv0) {
     fprintf(stderr,
-            "usage: %s [-w weights.bin] [-g model.gguf] [-t threads] [-c ctx] [-n n_predict] [--logits | --logits-hex] < token_ids.txt\n"
+            "usage: %s [-w weights.bin] [-g model.gguf] [-t threads] [-c ctx] [-n n_predict] [--logits | --logits-hex | --steps-hex] < token_ids.txt\n"
             "example: echo 2 818 5279 | %s -n 16\n",
             argv0, argv0);
 }
@@ -58,6 +60,7 @@ int main(int argc, char **argv) {
             if (!parse_int("-n", argv[++i], 0, INT32_MAX, &n_predict)) return 1;
         } else if (!strcmp(argv[i], "--logits")) want_logits = 1;
         else if (!strcmp(argv[i], "--logits-hex")) want_logits = 2;
+        else if (!strcmp(argv[i], "--steps-hex")) want_logits = 3;
         else {
             usage(argv[0]);
             return strcmp(argv[i], "-h") && strcmp(argv[i], "--help") ? 1 : 0;
@@ -110,7 +113,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     int64_t vocab = km_model_n_vocab();
-    if (want_logits) {
+    if (want_logits == 1 || want_logits == 2) {
         const float *lg = km_model_logits(m);
         for (int64_t i = 0; i < vocab; i++) {
             if (want_logits == 2) {
@@ -124,12 +127,23 @@ int main(int argc, char **argv) {
     } else {
         int64_t pos = (int64_t)n;
         for (long long i = 0; i < n_predict; i++) {
-            int32_t tok = (int32_t)argmax(km_model_logits(m), vocab);
-            printf(i ? " %d" : "%d", tok);
+            const float *lg = km_model_logits(m);
+            int32_t tok = (int32_t)argmax(lg, vocab);
+            if (want_logits == 3) {
+                printf("%d", tok);
+                for (int64_t j = 0; j < vocab; j++) {
+                    uint32_t bits;
+                    memcpy(&bits, &lg[j], sizeof bits);
+                    printf(" %08x", (unsigned)bits);
+                }
+                printf("\n");
+            } else {
+                printf(i ? " %d" : "%d", tok);
+            }
             if (i + 1 == n_predict || pos >= km_model_n_ctx(m)) break;
             if (km_model_decode(m, tok, pos++) != 0) break;
         }
-        printf("\n");
+        if (want_logits != 3) printf("\n");
     }
     km_model_free(m);
     free(ids);
