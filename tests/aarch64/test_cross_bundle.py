@@ -34,12 +34,12 @@ N_TOKENS = 8
 _EM_AARCH64 = 183
 
 
-def _cross_bundle(gguf: Path, out: Path, target: str, batch: int) -> Path:
+def _cross_bundle(gguf: Path, out: Path, target: str, batch: int, extra: list[str] | None = None) -> Path:
     """`kernelmap compile --target` (the CLI, as a user runs it), then `make model` with the Makefile's
     default compiler (no $CC: the bundle names the cross gcc itself)."""
     env = {k: v for k, v in os.environ.items() if k != "CC"}
     proc = subprocess.run([sys.executable, "-m", "kernelmap", "compile", "-m", str(gguf), "--target", target,
-                           "--batch", str(batch), "-o", str(out)], capture_output=True, text=True, env=env,
+                           "--batch", str(batch), "-o", str(out), *(extra or [])], capture_output=True, text=True, env=env,
                           timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"target {target}:" in proc.stderr
@@ -122,32 +122,46 @@ def _steps(lines: str) -> tuple[list[int], np.ndarray]:
 
 @pytest.fixture(scope="module")
 def long_x86(tmp_path_factory):
-    """The x86 build's greedy ids and logits bits at every position (prompt's last, then each decode step)."""
+    """Per policy, the x86 build's greedy ids and logits bits at every position (the prompt's last, then each
+    decode step), computed once."""
     gguf = write_synth_model(tmp_path_factory.mktemp("long") / "mixed.gguf", n_layers=6, d=256, n_heads=4, n_kv=1,
                              head_dim=64, ffn=512, weight_types=LONG_TYPES, seed=3)
-    with Model(compile_model(gguf, CompileOptions(max_rows=32)), n_ctx=LONG_CTX, threads=2) as x86:
-        # K and V caches per layer: five sliding layers with 39-cell rings, one global layer's full context
-        assert [(s["ring"], s["window"]) for s in x86.info["state"]] == [(39, 8)] * 10 + [(0, 0)] * 2
-        ids, bits = [], []
-        logits = x86.prefill(LONG_PROMPT)
-        for step in range(LONG_STEPS):
-            bits.append(np.asarray(logits, dtype=np.float32).view(np.uint32).copy())
-            ids.append(int(np.argmax(logits)))
-            if step + 1 < LONG_STEPS:
-                logits = x86.decode(ids[-1])
-    return gguf, ids, np.stack(bits)
+    runs: dict[str, tuple[list[int], np.ndarray]] = {}
+
+    def run(policy: str) -> tuple[Path, list[int], np.ndarray]:
+        if policy not in runs:
+            with Model(compile_model(gguf, CompileOptions(policy=policy, max_rows=32)), n_ctx=LONG_CTX,
+                       threads=2) as x86:
+                # K and V caches per layer: five sliding layers with 39-cell rings, one global layer's full context
+                assert [(s["ring"], s["window"]) for s in x86.info["state"]] == [(39, 8)] * 10 + [(0, 0)] * 2
+                ids, bits = [], []
+                logits = x86.prefill(LONG_PROMPT)
+                for step in range(LONG_STEPS):
+                    bits.append(np.asarray(logits, dtype=np.float32).view(np.uint32).copy())
+                    ids.append(int(np.argmax(logits)))
+                    if step + 1 < LONG_STEPS:
+                        logits = x86.decode(ids[-1])
+            runs[policy] = ids, np.stack(bits)
+        return gguf, *runs[policy]
+
+    return run
 
 
-@pytest.mark.parametrize("target, cpu", [("aarch64,dotprod", "max"), ("aarch64", "cortex-a53")])
+@pytest.mark.parametrize("target, cpu, policy", [("aarch64,dotprod", "max", "llama-cpu"),
+                                                 ("aarch64", "cortex-a53", "llama-cpu"),
+                                                 ("aarch64,dotprod", "max", "llama-cpu-kvq8")])
 def test_cross_bundle_every_position_and_layer_type_equals_x86_bits_on_1_2_3_threads(toolchain, long_x86, target,
-                                                                                     cpu, tmp_path):
+                                                                                     cpu, policy, tmp_path):
     """The claim "same bits on every CPU" at the scale the parity claims are tested: every decode position of a
     240-position run through wrapping sliding-window rings and a global layer, prefill through the GEMM and the
-    row loops, seven weight types, the NEON and the SDOT instantiations, 1, 2 and 3 threads."""
-    gguf, want_ids, want = long_x86
-    bundle = _cross_bundle(gguf, tmp_path / "arm", target, 32)
+    row loops, seven weight types, the NEON and the SDOT instantiations, f16 and (-ctk/-ctv q8_0's policy) q8_0
+    KV caches, 1, 2 and 3 threads."""
+    gguf, want_ids, want = long_x86(policy)
+    bundle = _cross_bundle(gguf, tmp_path / "arm", target, 32, ["--policy", policy])
     selected = _selected(bundle)
     assert sum(sym.endswith(("__neon", "__dotprod")) for sym in selected.values()) >= 10, selected
+    if policy == "llama-cpu-kvq8":
+        assert any(k.startswith("attention_q8_0kv") and k.endswith(":dotprod") for k in selected), sorted(selected)
     for threads in (1, 2, 3):
         proc = subprocess.run([toolchain.qemu, "-L", str(toolchain.sysroot), "-cpu", cpu, "./model", "-t",
                                str(threads), "-c", str(LONG_CTX), "-n", str(LONG_STEPS), "--steps-hex"],
@@ -157,7 +171,7 @@ def test_cross_bundle_every_position_and_layer_type_equals_x86_bits_on_1_2_3_thr
         ids, got = _steps(proc.stdout)
         assert got.shape == want.shape, (threads, got.shape)
         bad = np.argwhere(got != want)
-        assert bad.size == 0, (f"{target}, {threads} threads: {len(bad)} logits differ from x86; first at "
+        assert bad.size == 0, (f"{target} {policy}, {threads} threads: {len(bad)} logits differ from x86; first at "
                                f"(step, id) {bad[:4].tolist()}")
         assert ids == want_ids
 
