@@ -230,9 +230,12 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
     inputs = _load_inputs(gguf_path, options, say)
     key = inputs.key
     build_dir = Path(out_dir) if out_dir is not None else cache_dir() / "models" / key
+    limit = model_cache_limit() if out_dir is None else None  # a bad value fails before any work
     found = _cached(build_dir, key, inputs.path)
     if found is not None:
         say("using cached build")
+        if out_dir is None:
+            _touch(build_dir)
         return found
     try:
         build_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -253,7 +256,89 @@ def compile_model(gguf_path: str | os.PathLike[str], options: CompileOptions = C
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+    if limit is not None:
+        evicted = evict_models(build_dir.parent, limit, keep=build_dir)
+        if evicted:
+            say(f"model cache: removed {len(evicted)} least recently used build(s), "
+                f"{sum(size for _, size in evicted) / 2**20:.0f} MiB, to stay under "
+                f"{limit / 2**30:g} GiB ({MODEL_CACHE_ENV})")
     return CompiledModel(build_dir, Path(info["library"]), build_dir / "weights.bin", info, inputs.path)
+
+
+# The models dir of the cache keeps one build per (model, options): each holds the packed weights (about the
+# model's size), so without a bound it grew by a model's size for every file or option set ever compiled (16 GiB
+# on the development machine). After each new build the least recently used ones (a cache hit touches its
+# directory) are removed until the rest fit the limit; the new build stays even when it alone exceeds it, and a
+# build whose lock another process holds (being built or rebuilt) is skipped. A process still running an evicted
+# build keeps working (its mapped files live until unmapped); the next compile of it rebuilds.
+MODEL_CACHE_ENV = "KERNELMAP_MODEL_CACHE_GB"
+DEFAULT_MODEL_CACHE_GB = 10.0
+
+
+def model_cache_limit() -> int | None:
+    """Bytes the cache's model builds may use ($KERNELMAP_MODEL_CACHE_GB GiB, default 10; "unlimited": None)."""
+    raw = os.environ.get(MODEL_CACHE_ENV, "").strip()
+    if not raw:
+        return int(DEFAULT_MODEL_CACHE_GB * 2**30)
+    if raw.lower() == "unlimited":
+        return None
+    try:
+        gib = float(raw)
+    except ValueError:
+        gib = float("nan")
+    if not (0 < gib < float("inf")):
+        raise BuildError("model cache limit out of range", pointer=MODEL_CACHE_ENV, value=raw,
+                         expected="a number of GiB > 0, or unlimited")
+    return int(gib * 2**30)
+
+
+def _touch(build_dir: Path) -> None:
+    try:
+        os.utime(build_dir)
+    except OSError:
+        pass  # a read-only cache still serves builds; only its eviction order is affected
+
+
+def _tree_bytes(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def evict_models(models: Path, limit: int, *, keep: Path) -> list[tuple[Path, int]]:
+    """Remove the least recently used builds in `models` (not `keep`, not locked) until the builds' bytes fit
+    `limit`; returns the removed (build dir, bytes)."""
+    builds = []
+    for d in models.iterdir() if models.is_dir() else ():
+        if d.name.startswith(".") or not d.is_dir():
+            continue
+        try:
+            builds.append((d.stat().st_mtime, d, _tree_bytes(d)))
+        except OSError:
+            continue
+    total = sum(size for _, _, size in builds)
+    removed = []
+    for _, d, size in sorted(builds, key=lambda b: b[0]):
+        if total <= limit:
+            break
+        if d == keep or is_locked(_lock_path(d)):
+            continue
+        # renamed first (one atomic step: a concurrent lookup sees the whole build or none), then deleted; a
+        # rename that fails (another process evicting it) skips the build
+        gone = d.with_name(f".{d.name}{_OLD_MARK}evict-{os.getpid()}")
+        try:
+            d.rename(gone)
+        except OSError:
+            continue
+        shutil.rmtree(gone, ignore_errors=True)
+        total -= size
+        removed.append((d, size))
+    return removed
 
 
 _TEMP_MARK = ".tmp-"

@@ -376,3 +376,66 @@ def test_compiles_of_two_models_at_once_into_one_cache_share_objects_and_both_ru
     alone = _env(tmp_path / "alone")
     assert _run(synth, alone, tmp_path)["logits"] == a["logits"]
     assert _run(other, alone, tmp_path)["logits"] == b["logits"]
+
+
+def _fake_build(models: Path, name: str, size: int, age: float) -> Path:
+    d = models / name
+    d.mkdir(parents=True)
+    (d / "weights.bin").write_bytes(b"\0" * size)
+    t = time.time() - age
+    os.utime(d, (t, t))
+    return d
+
+
+def test_evict_models_removes_least_recently_used_builds_until_the_rest_fit(tmp_path):
+    from kernelmap.build.driver import file_lock
+    from kernelmap.compiler import evict_models
+
+    models = tmp_path / "models"
+    old, locked, mid, new = (_fake_build(models, n, 1000, age) for n, age in
+                             (("old", 400), ("locked", 300), ("mid", 200), ("new", 100)))
+    (models / ".x.tmp-1").mkdir()  # a build in progress is not counted nor touched
+    with file_lock(models / ".locked.lock"):  # another process building or rebuilding it
+        gone = evict_models(models, 2500, keep=new)
+    assert [(d.name, size) for d, size in gone] == [("old", 1000), ("mid", 1000)]
+    assert sorted(p.name for p in models.iterdir() if not p.name.endswith(".lock")) == [".x.tmp-1", "locked", "new"]
+    # the kept build stays even when it alone exceeds the limit
+    assert [d.name for d, _ in evict_models(models, 10, keep=new)] == ["locked"]
+    assert _final_entries(models) == ["new"]
+
+
+def test_model_cache_limit_from_the_environment(monkeypatch):
+    from kernelmap.compiler import DEFAULT_MODEL_CACHE_GB, model_cache_limit
+
+    monkeypatch.delenv("KERNELMAP_MODEL_CACHE_GB", raising=False)
+    assert model_cache_limit() == DEFAULT_MODEL_CACHE_GB * 2**30
+    monkeypatch.setenv("KERNELMAP_MODEL_CACHE_GB", "0.5")
+    assert model_cache_limit() == 2**29
+    monkeypatch.setenv("KERNELMAP_MODEL_CACHE_GB", "unlimited")
+    assert model_cache_limit() is None
+    for bad in ("0", "-1", "nan", "inf", "ten"):
+        monkeypatch.setenv("KERNELMAP_MODEL_CACHE_GB", bad)
+        with pytest.raises(BuildError) as info:
+            model_cache_limit()
+        assert info.value.line().startswith("KERNELMAP_MODEL_CACHE_GB: model cache limit out of range"), info.value.line()
+
+
+def test_compile_model_evicts_the_least_recently_used_model_beyond_the_cache_limit(tmp_path, synth, monkeypatch):
+    """Three option sets of one model, a limit of about two builds: a cache hit makes the first build the most
+    recently used, so the third build evicts the second."""
+    monkeypatch.setenv("KERNELMAP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KERNELMAP_MODEL_CACHE_GB", "unlimited")
+    said: list[str] = []
+    a = compile_model(synth, CompileOptions(max_rows=8, isa=frozenset()))
+    b = compile_model(synth, CompileOptions(max_rows=4, isa=frozenset()))
+    size = max(sum(f.stat().st_size for f in d.rglob("*") if f.is_file()) for d in (a.build_dir, b.build_dir))
+    monkeypatch.setenv("KERNELMAP_MODEL_CACHE_GB", str(2.5 * size / 2**30))
+    time.sleep(0.05)
+    assert compile_model(synth, CompileOptions(max_rows=8, isa=frozenset()), progress=said.append).build_dir == \
+        a.build_dir
+    assert said[-1] == "using cached build"
+    c = compile_model(synth, CompileOptions(max_rows=2, isa=frozenset()), progress=said.append)
+    assert any(m.startswith("model cache: removed 1 least recently used build(s)") for m in said), said
+    models = a.build_dir.parent
+    assert _final_entries(models) == sorted([a.build_dir.name, c.build_dir.name])
+    assert compile_model(synth, CompileOptions(max_rows=4, isa=frozenset())).build_dir == b.build_dir  # rebuilt
