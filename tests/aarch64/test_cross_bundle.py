@@ -176,6 +176,36 @@ def test_cross_bundle_every_position_and_layer_type_equals_x86_bits_on_1_2_3_thr
         assert ids == want_ids
 
 
+FAMILIES = Path(__file__).resolve().parents[1] / "fixtures" / "families"
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "phi3", "qwen3moe", "llama-d192"])
+def test_cross_bundle_family_aarch64_gives_llama_cpp_x86_logits_bits(toolchain, arch, tmp_path):
+    """Every family's Q4_K_M fixture (q4_K / q6_K / q5_0 / q8_0 linears, each family's own ops) built for
+    aarch64,dotprod gives, under qemu on 2 threads, llama.cpp's x86 logits bit for bit after the prompt and after
+    each of the 32 greedy steps: the product-space matrix's bits on another architecture."""
+    from kernelmap.families.matrix import load_fixtures, model_path
+
+    fixtures = load_fixtures(FAMILIES)
+    gguf = model_path(fixtures, arch, "Q4_K_M", tmp_path)
+    peer = np.load(FAMILIES / "peer" / f"{arch}-Q4_K_M.npz")
+    prompt = [int(t) for t in fixtures["models"][arch]["prompt"]]
+    tokens = [int(t) for t in peer["tokens"]]
+    want = np.asarray(peer["logits"], np.float32).view(np.uint32)[len(prompt) - 1:]  # after the prompt, each step
+    bundle = _cross_bundle(gguf, tmp_path / "arm", "aarch64,dotprod", 16)
+    simd = sorted(k for k, sym in _selected(bundle).items() if sym.endswith(("__neon", "__dotprod")))
+    assert any(k.endswith(":dotprod") for k in simd) and len(simd) >= 6, simd
+    proc = subprocess.run([toolchain.qemu, "-L", str(toolchain.sysroot), "-cpu", "max", "./model", "-t", "2", "-c",
+                           "64", "-n", str(len(want)), "--steps-hex"], input=" ".join(map(str, prompt)),
+                          capture_output=True, text=True, cwd=bundle, timeout=1800)
+    assert proc.returncode == 0, proc.stderr
+    ids, got = _steps(proc.stdout)
+    assert got.shape == want.shape, got.shape
+    bad = np.argwhere(got != want)
+    assert bad.size == 0, f"{arch}: {len(bad)} logits differ from llama.cpp's; first at (step, id) {bad[:4].tolist()}"
+    assert ids[:-1] == tokens[len(prompt):]
+
+
 def test_cross_bundle_dotprod_build_refuses_a_cpu_without_dotprod_in_one_line(toolchain, synth_dotprod):
     proc = _qemu(toolchain, synth_dotprod, "cortex-a53", ["-n", "2"], PROMPT, timeout=300)
     assert proc.returncode == 1, (proc.returncode, proc.stderr)
