@@ -177,7 +177,10 @@ def driver(model, tmp_path_factory):
     ([], "2 3 x 4", 'error: stdin: token id 3 is not an integer (found "x")'),
     ([], "2 -3", "error: stdin: token id 2 out of range (found -3; expected 0..2147483647)"),
     ([], "", "error: stdin: no token ids"),
-], ids=["threads-0", "threads-huge", "ctx-text", "n-negative", "stdin-text", "stdin-negative", "stdin-empty"])
+    (["-c", "257"], "2 3", "error: weights.bin: context length out of range (found 257; expected 1..256, the trained "
+                           "context)"),
+], ids=["threads-0", "threads-huge", "ctx-text", "n-negative", "stdin-text", "stdin-negative", "stdin-empty",
+        "ctx-over-trained"])
 def test_bundle_driver_refuses_bad_options_and_input_in_one_line(driver, args, stdin, message):
     """The standalone driver (templates/main.c) fails closed: an option that is not an integer in its range, and
     stdin text that is not a token id, exit 1 with one line and print nothing (a stray word used to end the
@@ -185,6 +188,18 @@ def test_bundle_driver_refuses_bad_options_and_input_in_one_line(driver, args, s
     proc = subprocess.run([str(driver / "model"), "-c", "64", *args], input=stdin, text=True, capture_output=True,
                           cwd=driver, timeout=60)
     assert (proc.returncode, proc.stderr.strip(), proc.stdout) == (1, message, "")
+
+
+def test_bundle_driver_default_context_fits_a_model_trained_for_less_than_4096(driver):
+    """Without -c the driver takes 4096 or the model's trained context when that is shorter (the synthetic model's
+    256): it used to ask for 4096 and refuse every such model unless -c was given."""
+    ids = " ".join(map(str, PROMPT))
+    plain = subprocess.run([str(driver / "model"), "-n", "4"], input=ids, text=True, capture_output=True, cwd=driver,
+                           timeout=60)
+    assert plain.returncode == 0, plain.stderr
+    full = subprocess.run([str(driver / "model"), "-n", "4", "-c", "256"], input=ids, text=True, capture_output=True,
+                          cwd=driver, timeout=60)
+    assert plain.stdout == full.stdout and len(plain.stdout.split()) == 4
 
 
 def test_profiled_bundle_keeps_its_per_op_timers(synth, tmp_path):

@@ -1460,7 +1460,9 @@ km_model *km_model_create(const char *weights_path, const char *gguf_path, int64
                           char *err, size_t errlen) {
     if (km_check_cpu(err, errlen) != 0) return NULL;
     if (n_ctx < 1 || n_ctx > KM_CTX_TRAIN) {
-        km_set_err(err, errlen, "context length out of range (1 .. trained context)", NULL);
+        if (err && errlen)
+            snprintf(err, errlen, "context length out of range (found %lld; expected 1..%lld, the trained context)",
+                     (long long)n_ctx, (long long)KM_CTX_TRAIN);
         return NULL;
     }
     if (n_threads < 1) n_threads = 1;
@@ -1600,6 +1602,7 @@ const float *km_model_logits(const km_model *m) { return m->logits; }
 
 int km_model_weights_copied(const km_model *m) { return m->weights_copied | m->gguf_copied << 1; }
 int64_t km_model_n_vocab(void) { return KM_N_VOCAB; }
+int64_t km_model_n_ctx_train(void) { return KM_CTX_TRAIN; }
 int64_t km_model_max_rows(void) { return KM_MAX_ROWS; }
 int64_t km_model_n_ctx(const km_model *m) { return m->n_ctx; }
 

@@ -19,7 +19,7 @@
 
 static void usage(const char *argv0) {
     fprintf(stderr,
-            "usage: %s [-w weights.bin] [-g model.gguf] [-t threads] [-c ctx] [-n n_predict] [--logits | --logits-hex | --steps-hex] < token_ids.txt\n"
+            "usage: %s [-w weights.bin] [-g model.gguf] [-t threads] [-c ctx (default: 4096 or the trained context)] [-n n_predict] [--logits | --logits-hex | --steps-hex] < token_ids.txt\n"
             "example: echo 2 818 5279 | %s -n 16\n",
             argv0, argv0);
 }
@@ -47,7 +47,7 @@ static int64_t argmax(const float *x, int64_t n) {
 int main(int argc, char **argv) {
     const char *weights = "weights.bin";
     const char *gguf = "model.gguf";
-    long long threads = 2, ctx = 4096, n_predict = 32;
+    long long threads = 2, ctx = 0, n_predict = 32; /* ctx 0: the smaller of 4096 and the trained context */
     int want_logits = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-w") && i + 1 < argc) weights = argv[++i];
@@ -100,6 +100,7 @@ int main(int argc, char **argv) {
         free(ids);
         return 1;
     }
+    if (ctx == 0) ctx = km_model_n_ctx_train() < 4096 ? km_model_n_ctx_train() : 4096;
     char err[512] = {0};
     km_model *m = km_model_create(weights, gguf, ctx, (int)threads, err, sizeof err);
     if (!m) {

@@ -40,6 +40,7 @@ const float *km_model_logits(const km_model *m);
 /* Bit 0: weights.bin is a huge-page copy; bit 1: the model file is (else a file mapping, or not used). */
 int km_model_weights_copied(const km_model *m);
 int64_t km_model_n_vocab(void);
+int64_t km_model_n_ctx_train(void); /* the largest n_ctx km_model_create accepts */
 int64_t km_model_max_rows(void);
 int64_t km_model_n_ctx(const km_model *m);
 int km_model_set_slots(km_model *m, int64_t n_slots);
