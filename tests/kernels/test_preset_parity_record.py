@@ -24,7 +24,7 @@ DOC = ROOT / "docs" / "FORMATS.md"
 MUST_SHOW = ["Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q4_0", "Q3_K_M", "Q2_K", "F16", "BF16"]
 # every type issue 13 names: the legacy and K quants, the float types
 TYPES = {"q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "f16", "bf16", "f32"}
-RECORDS = pytest.mark.parametrize("path", [RECORD, RECORD_AVX2], ids=["avx512", "avx2"])
+RECORDS = pytest.mark.parametrize("path", [RECORD, RECORD_AVX2], ids=["llama-cpu", "llama-cpu-avx2"])  # the policies
 
 
 def _script():
