@@ -6,8 +6,9 @@
  * the logits of the last prompt position instead, one per line (--logits-hex: their IEEE bits as 8 hex
  * digits, to compare two builds byte for byte); --steps-hex decodes greedily like the default and prints, per
  * position, the generated id and the IEEE bits of the logits it was chosen from, one line each ("id hex hex ..."):
- * the prompt's last position, then every decode step (two builds compared at every position). Exit 1 on bad input: an option value that is not an integer in its
- * range, or stdin text that is not a token id (refused, not truncated to the ids before it).
+ * the prompt's last position, then every decode step (two builds compared at every position). Without -c the
+ * context is 4096 or the model's trained context when that is shorter. Exit 1 on bad input: an option value that
+ * is not an integer in its range, or stdin text that is not a token id (refused, not truncated to the ids before it).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -19,7 +20,9 @@
 
 static void usage(const char *argv0) {
     fprintf(stderr,
-            "usage: %s [-w weights.bin] [-g model.gguf] [-t threads] [-c ctx (default: 4096 or the trained context)] [-n n_predict] [--logits | --logits-hex | --steps-hex] < token_ids.txt\n"
+            "usage: %s [-w weights.bin] [-g model.gguf] [-t threads] [-c ctx] [-n n_predict]\n"
+            "       [--logits | --logits-hex | --steps-hex] < token_ids.txt\n"
+            "  -c: context length (default: 4096, or the model's trained context when shorter)\n"
             "example: echo 2 818 5279 | %s -n 16\n",
             argv0, argv0);
 }
