@@ -310,9 +310,8 @@ def _tree_bytes(path: Path) -> int:
     return total
 
 
-def evict_models(models: Path, limit: int, *, keep: Path) -> list[tuple[Path, int]]:
-    """Remove the least recently used builds in `models` (not `keep`, not locked) until the builds' bytes fit
-    `limit`; returns the removed (build dir, bytes)."""
+def model_builds(models: Path) -> list[tuple[float, Path, int]]:
+    """The finished builds in a cache's models dir: (last use, build dir, bytes), least recently used first."""
     builds = []
     for d in models.iterdir() if models.is_dir() else ():
         if d.name.startswith(".") or not d.is_dir():
@@ -321,9 +320,16 @@ def evict_models(models: Path, limit: int, *, keep: Path) -> list[tuple[Path, in
             builds.append((d.stat().st_mtime, d, _tree_bytes(d)))
         except OSError:
             continue
+    return sorted(builds, key=lambda b: b[0])
+
+
+def evict_models(models: Path, limit: int, *, keep: Path | None) -> list[tuple[Path, int]]:
+    """Remove the least recently used builds in `models` (not `keep`, not locked) until the builds' bytes fit
+    `limit`; returns the removed (build dir, bytes)."""
+    builds = model_builds(models)
     total = sum(size for _, _, size in builds)
     removed = []
-    for _, d, size in sorted(builds, key=lambda b: b[0]):
+    for _, d, size in builds:
         if total <= limit:
             break
         if d == keep or is_locked(_lock_path(d)):

@@ -439,3 +439,29 @@ def test_compile_model_evicts_the_least_recently_used_model_beyond_the_cache_lim
     models = a.build_dir.parent
     assert _final_entries(models) == sorted([a.build_dir.name, c.build_dir.name])
     assert compile_model(synth, CompileOptions(max_rows=4, isa=frozenset())).build_dir == b.build_dir  # rebuilt
+
+
+def test_cache_command_lists_prunes_and_clears_model_builds(tmp_path, monkeypatch, capsys):
+    from kernelmap.build.driver import file_lock
+    from kernelmap.cli import main
+
+    monkeypatch.setenv("KERNELMAP_CACHE", str(tmp_path))
+    models = tmp_path / "models"
+    for name, age in (("aaa", 300), ("bbb", 200), ("ccc", 100)):
+        _fake_build(models, name, 1 << 20, age)
+    assert main(["cache", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [b["key"] for b in doc["builds"]] == ["aaa", "bbb", "ccc"] and doc["parts"]["models"] == 3 << 20
+    monkeypatch.setenv("KERNELMAP_MODEL_CACHE_GB", str(2.5 / 1024))  # 2.5 MiB: the oldest goes
+    assert main(["cache", "--prune", "--json"]) == 0
+    assert [r["key"] for r in json.loads(capsys.readouterr().out)["removed"]] == ["aaa"]
+    with file_lock(models / ".ccc.lock"):  # being rebuilt by another process: stays
+        assert main(["cache", "--clear"]) == 0
+    out = capsys.readouterr()
+    assert "removed bbb (1.0 MiB)" in out.err and "ccc" not in out.err
+    assert _final_entries(models) == ["ccc"] and "model builds: 1," in out.out
+    assert main(["cache", "--prune", "--clear"]) == 2  # exclusive
+    assert "--prune and --clear are exclusive" in capsys.readouterr().err
+    monkeypatch.setenv("KERNELMAP_MODEL_CACHE_GB", "-3")
+    assert main(["cache"]) == 1
+    assert capsys.readouterr().err.strip().startswith("error: KERNELMAP_MODEL_CACHE_GB: model cache limit out of range")

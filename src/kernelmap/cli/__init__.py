@@ -35,6 +35,7 @@ _COMMAND_MODULES: list[str] = [
     "kernelmap.cli.tokenize_cmd",
     "kernelmap.cli.lkb_cmd",
     "kernelmap.cli.synth_cmd",
+    "kernelmap.cli.cache_cmd",
 ]
 
 
