@@ -190,7 +190,7 @@ def test_model_refuses_threads_above_the_cap(compiled):
 
 def test_negative_n_predict_is_a_usage_error(synth):
     _usage_error(_run(synth, "-p", "the cat", "-n", "-5"),
-                 "Error: Invalid value for '-n' / '--n-predict': -5 is not in the range x>=0.")
+                 "Error: Invalid value for '-n' / '--n-predict': -5 is not in the range x>=-1.")
 
 
 def test_prompt_longer_than_the_context_is_refused_before_the_echo(synth, tmp_path):

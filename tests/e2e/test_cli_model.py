@@ -26,6 +26,22 @@ def test_run_json_reports_tokens_and_speed(synth):
     assert out["prompt_tokens"] >= 2 and out["generated_tokens"] >= 1 and out["threads"] == 2
 
 
+def test_run_n_minus_one_generates_until_a_stop_token_or_a_full_context(synth):
+    """-n -1 is llama.cpp's "infinity": the run ends at a stop token or when the context is full, never by
+    length; greedy, so the same run twice gives the same tokens."""
+    runs = []
+    for _ in range(2):
+        proc = _km("run", "-m", str(synth), "-p", "the cat", "-n", "-1", "-t", "1", "-c", "24", "--json")
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout))
+    out = runs[0]
+    assert out["stop_reason"] in ("context full", "stop token"), out
+    assert 1 <= out["generated_tokens"] <= 24 - out["prompt_tokens"] + 1
+    if out["stop_reason"] == "context full":
+        assert out["prompt_tokens"] + out["generated_tokens"] == 24 + 1  # the last token is sampled, not decoded
+    assert runs[1]["tokens"] == out["tokens"]
+
+
 def test_explain_model_lists_fusions_and_answers_why_not(synth):
     proc = _km("explain", "-m", str(synth))
     assert proc.returncode == 0, proc.stderr

@@ -173,7 +173,7 @@ def driver(model, tmp_path_factory):
     (["-t", "0"], "2 3", 'error: -t: not an integer in 1..512 (found "0")'),
     (["-t", "100000"], "2 3", 'error: -t: not an integer in 1..512 (found "100000")'),
     (["-c", "12abc"], "2 3", 'error: -c: not an integer in 1..2147483647 (found "12abc")'),
-    (["-n", "-1"], "2 3", 'error: -n: not an integer in 0..2147483647 (found "-1")'),
+    (["-n", "-2"], "2 3", 'error: -n: not an integer in -1..2147483647 (found "-2")'),
     ([], "2 3 x 4", 'error: stdin: token id 3 is not an integer (found "x")'),
     ([], "2 -3", "error: stdin: token id 2 out of range (found -3; expected 0..2147483647)"),
     ([], "", "error: stdin: no token ids"),
@@ -200,6 +200,20 @@ def test_bundle_driver_default_context_fits_a_model_trained_for_less_than_4096(d
     full = subprocess.run([str(driver / "model"), "-n", "4", "-c", "256"], input=ids, text=True, capture_output=True,
                           cwd=driver, timeout=60)
     assert plain.stdout == full.stdout and len(plain.stdout.split()) == 4
+
+
+def test_bundle_driver_n_minus_one_decodes_until_the_context_is_full(driver):
+    """-n -1 (llama.cpp's "infinity"): greedy ids until the context is full: with -c 16 and a 4-token prompt,
+    13 ids (the last sampled from position 15's logits), the first of them those of a plain -n run."""
+    ids = " ".join(map(str, PROMPT[:4]))
+    proc = subprocess.run([str(driver / "model"), "-n", "-1", "-c", "16"], input=ids, text=True, capture_output=True,
+                          cwd=driver, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    got = proc.stdout.split()
+    assert len(got) == 16 - 4 + 1
+    few = subprocess.run([str(driver / "model"), "-n", "5", "-c", "16"], input=ids, text=True, capture_output=True,
+                         cwd=driver, timeout=60)
+    assert few.stdout.split() == got[:5]
 
 
 def test_profiled_bundle_keeps_its_per_op_timers(synth, tmp_path):

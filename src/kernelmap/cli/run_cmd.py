@@ -211,6 +211,12 @@ def _fits(m: Any, ids: list[int], where: str, ctx: int | None, what: str, hint: 
                          expected=f"at most {m.n_ctx}, set by {size}", hint=hint)
 
 
+def _limit(m: Any, n_predict: int) -> int:
+    """-n as a token count: -1 (llama.cpp's "infinity") is the context's length, more than a generation can
+    reach (it stops at a stop token or when the context is full)."""
+    return m.n_ctx if n_predict == -1 else n_predict
+
+
 def _prompt_ids(m: Any, prompt: str, where: str, ctx: int | None) -> list[int]:
     """The prompt's token ids, refused when they do not fit the context."""
     ids = m.tokenizer.encode(prompt)
@@ -223,8 +229,8 @@ def _prompt_ids(m: Any, prompt: str, where: str, ctx: int | None) -> list[int]:
 @click.option("-p", "--prompt", default=None, help="Prompt text.")
 @click.option("-f", "--file", "prompt_file", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Read the prompt from a file.")
-@click.option("-n", "--n-predict", type=click.IntRange(min=0), default=128, show_default=True,
-              help="Tokens to generate.")
+@click.option("-n", "--n-predict", type=click.IntRange(min=-1), default=128, show_default=True,
+              help="Tokens to generate (-1: until a stop token or a full context, as llama.cpp's -1).")
 @_apply(_common)
 @_apply(_sampling)
 @click.option("--json", "json_out", is_flag=True, help="Print one JSON object (text, tokens, stats) on stdout.")
@@ -247,7 +253,7 @@ def run_command(model: str | None, prompt: str | None, prompt_file: str | None, 
         out = (lambda _t: None) if json_out else (lambda t: (sys.stdout.write(t), sys.stdout.flush()))
         if not json_out:
             sys.stdout.write(prompt)
-        text, stats = m.generate(ids, n_predict, sampler, on_text=out)
+        text, stats = m.generate(ids, _limit(m, n_predict), sampler, on_text=out)
         if json_out:
             print(json.dumps({"prompt": prompt, "text": text, "tokens": stats.tokens,
                               "prompt_tokens": stats.prompt_tokens, "generated_tokens": stats.generated_tokens,
@@ -263,8 +269,8 @@ def run_command(model: str | None, prompt: str | None, prompt_file: str | None, 
 
 @click.command("chat")
 @_model_opt
-@click.option("-n", "--n-predict", type=click.IntRange(min=0), default=256, show_default=True,
-              help="Max tokens per reply.")
+@click.option("-n", "--n-predict", type=click.IntRange(min=-1), default=256, show_default=True,
+              help="Max tokens per reply (-1: until a stop token or a full context).")
 @click.option("--system", default=None, help="System prompt (if the template supports one).")
 @click.option("--template", "template_name", default=None,
               help="Chat template name (default: the family of the GGUF's own template).")
@@ -309,7 +315,7 @@ def chat_command(model: str | None, n_predict: int, system: str | None, template
             ids = m.chat_template.encode(m.tokenizer, messages)
             _fits(m, ids, f"stdin line {number}", ctx, "the conversation", "use a larger --ctx, or start a new chat")
             stop = m.chat_template.stop_ids(m.tokenizer)
-            text, stats = m.generate(ids, n_predict, sampler, stop=stop,
+            text, stats = m.generate(ids, _limit(m, n_predict), sampler, stop=stop,
                                      on_text=lambda t: (sys.stdout.write(t), sys.stdout.flush()))
             sys.stdout.write("\n")
             sys.stdout.flush()

@@ -2,7 +2,7 @@
  *
  * Maps the packed weights (-w) and the model file (-g: tensors in the GGUF layout are read from it).
  * Reads whitespace-separated token ids from stdin, prefills them, then greedily decodes -n tokens
- * (argmax, ties to the lowest id) and prints the generated ids on one line; with --logits it prints
+ * (argmax, ties to the lowest id; -n -1: until the context is full) and prints the generated ids on one line; with --logits it prints
  * the logits of the last prompt position instead, one per line (--logits-hex: their IEEE bits as 8 hex
  * digits, to compare two builds byte for byte); --steps-hex decodes greedily like the default and prints, per
  * position, the generated id and the IEEE bits of the logits it was chosen from, one line each ("id hex hex ..."):
@@ -11,6 +11,7 @@
  * is not an integer in its range, or stdin text that is not a token id (refused, not truncated to the ids before it).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@ static void usage(const char *argv0) {
             "usage: %s [-w weights.bin] [-g model.gguf] [-t threads] [-c ctx] [-n n_predict]\n"
             "       [--logits | --logits-hex | --steps-hex] < token_ids.txt\n"
             "  -c: context length (default: 4096, or the model's trained context when shorter)\n"
+            "  -n: tokens to generate (default 32; -1: until the context is full)\n"
             "example: echo 2 818 5279 | %s -n 16\n",
             argv0, argv0);
 }
@@ -60,7 +62,8 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
             if (!parse_int("-c", argv[++i], 1, INT32_MAX, &ctx)) return 1;
         } else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
-            if (!parse_int("-n", argv[++i], 0, INT32_MAX, &n_predict)) return 1;
+            if (!parse_int("-n", argv[++i], -1, INT32_MAX, &n_predict)) return 1;
+            if (n_predict == -1) n_predict = LLONG_MAX; /* llama.cpp's -1: the loop ends when the context is full */
         } else if (!strcmp(argv[i], "--logits")) want_logits = 1;
         else if (!strcmp(argv[i], "--logits-hex")) want_logits = 2;
         else if (!strcmp(argv[i], "--steps-hex")) want_logits = 3;
