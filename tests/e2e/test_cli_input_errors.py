@@ -9,6 +9,7 @@ process runs on a tiny synthetic model (trained context 256).
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -131,11 +132,24 @@ def test_parse_json_depth_limit_counts_brackets_outside_strings_only():
 # ---- 3. option values that crashed ----
 
 def test_seed_out_of_range_is_a_usage_error(synth):
-    _usage_error(_run(synth, "-p", "the cat", "-n", "2", "--seed", "-1"),
-                 f"Error: Invalid value for '--seed': -1 is not in the range 0..{SEED_MAX} (llama.cpp's -1 for a "
-                 "random seed is not supported: pass a number)")
+    _usage_error(_run(synth, "-p", "the cat", "-n", "2", "--seed", "-2"),
+                 f"Error: Invalid value for '--seed': -2 is not in the range 0..{SEED_MAX} (or -1: a random seed)")
     _usage_error(_kernelmap("chat", "-m", str(synth), "--seed", str(SEED_MAX + 1), "--temp", "0.5"),
-                 f"Error: Invalid value for '--seed': {SEED_MAX + 1} is not in the range 0..{SEED_MAX}")
+                 f"Error: Invalid value for '--seed': {SEED_MAX + 1} is not in the range 0..{SEED_MAX} (or -1: a "
+                 "random seed)")
+
+
+def test_seed_minus_one_is_a_random_seed_printed_for_a_repeat(synth):
+    """llama.cpp's --seed -1: a random seed, printed on stderr; the same run with that seed gives the same text."""
+    first = _kernelmap("run", "-m", str(synth), "-ub", "8", "-t", "1", "-p", "the cat", "-n", "8", "-c", "64",
+                       "--temp", "0.9", "--seed", "-1", "--json")  # not -q: the seed line is on stderr
+    assert first.returncode == 0, first.stderr
+    seed = int(re.search(r"^seed: (\d+) \(--seed -1\)$", first.stderr, re.M).group(1))
+    assert 0 <= seed <= SEED_MAX
+    again = _run(synth, "-p", "the cat", "-n", "8", "-c", "64", "--temp", "0.9", "--seed", str(seed), "--json")
+    assert json.loads(again.stdout)["tokens"] == json.loads(first.stdout)["tokens"]
+    quiet = _run(synth, "-p", "the cat", "-n", "1", "-c", "64", "--seed", "-1")  # _run passes -q
+    assert quiet.returncode == 0 and "seed:" not in quiet.stderr
 
 
 def test_largest_seed_samples(synth):

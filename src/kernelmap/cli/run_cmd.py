@@ -149,10 +149,21 @@ MAX_SEED = 2**64 - 1
 
 
 def _seed(ctx: click.Context, param: click.Parameter, value: int) -> int:
-    if not 0 <= value <= MAX_SEED:
-        hint = " (llama.cpp's -1 for a random seed is not supported: pass a number)" if value == -1 else ""
-        raise click.BadParameter(f"{value} is not in the range 0..{MAX_SEED}{hint}", ctx, param)
+    if value != -1 and not 0 <= value <= MAX_SEED:
+        raise click.BadParameter(f"{value} is not in the range 0..{MAX_SEED} (or -1: a random seed)", ctx, param)
     return value
+
+
+def _resolve_seed(seed: int, quiet: bool) -> int:
+    """llama.cpp's --seed -1: a random seed, printed on stderr (unless -q) so the run can be repeated with it."""
+    if seed != -1:
+        return seed
+    import secrets
+
+    seed = secrets.randbelow(MAX_SEED + 1)
+    if not quiet:
+        print(f"seed: {seed} (--seed -1)", file=sys.stderr)
+    return seed
 
 
 _threads_opt = click.option("-t", "--threads", type=click.IntRange(1, MAX_THREADS), default=None,
@@ -181,7 +192,7 @@ _sampling = [
     click.option("--min-p", type=float, default=0.0, show_default=True),
     click.option("--repeat-penalty", type=float, default=1.0, show_default=True),
     click.option("--seed", type=int, default=0, show_default=True, callback=_seed,
-                 help=f"Random seed of sampling, 0..{MAX_SEED}."),
+                 help=f"Random seed of sampling, 0..{MAX_SEED} (-1: a random one, printed on stderr)."),
 ]
 
 
@@ -245,7 +256,7 @@ def run_command(model: str | None, prompt: str | None, prompt_file: str | None, 
     prompt = file_text(prompt_file) if prompt_file else arg_text(prompt, "--prompt")
     if prompt is None:
         raise ModelError("no prompt given", pointer="--prompt", hint='pass -p "text" or -f FILE')
-    sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, seed)
+    sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, _resolve_seed(seed, quiet))
     m = _load(model, threads, ctx, _options(cache_policy(policy, cache_k, cache_v), maps, isa, batch), quiet)
     with m:
         # tokenized and checked against the context before anything reaches stdout
@@ -289,7 +300,7 @@ def chat_command(model: str | None, n_predict: int, system: str | None, template
     from kernelmap.tokenizer import Tokenizer, choose_template
 
     system = arg_text(system, "--system", "system prompt")
-    sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, seed)
+    sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, _resolve_seed(seed, quiet))
     policy = cache_policy(policy, cache_k, cache_v)
     path = model or str(default_model_path())
     choice = choose_template(Tokenizer.from_metadata(open_gguf(path).metadata, source=path), template_name)
