@@ -42,6 +42,22 @@ def test_run_n_minus_one_generates_until_a_stop_token_or_a_full_context(synth):
     assert runs[1]["tokens"] == out["tokens"]
 
 
+def test_run_repeat_last_n_window_and_ctx_size_alias(synth):
+    """--repeat-last-n as llama.cpp reads it: 0 turns the repeat penalty off (the tokens of no penalty), -1 is the
+    whole context (with a 64-token context, the tokens of 64); --ctx-size is -c's llama.cpp spelling."""
+    def tokens(*args: str) -> list[int]:
+        proc = _km("run", "-m", str(synth), "-p", "the cat", "-n", "12", "-t", "1", "--json", *args)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["tokens"]
+
+    plain = tokens("-c", "64")
+    assert tokens("-c", "64", "--repeat-penalty", "3", "--repeat-last-n", "0") == plain
+    assert tokens("--ctx-size", "64", "--repeat-penalty", "3", "--repeat-last-n", "-1") == \
+        tokens("-c", "64", "--repeat-penalty", "3", "--repeat-last-n", "64")
+    bad = _km("run", "-m", str(synth), "-p", "x", "--repeat-last-n", "-2")
+    assert bad.returncode == 2 and "-2 is not in the range x>=-1" in bad.stderr
+
+
 def test_explain_model_lists_fusions_and_answers_why_not(synth):
     proc = _km("explain", "-m", str(synth))
     assert proc.returncode == 0, proc.stderr
@@ -61,7 +77,7 @@ def test_explain_json_is_the_trace(synth):
 def test_run_option_value_out_of_its_range_is_a_usage_error(synth):
     proc = _km("run", "-m", str(synth), "-p", "x", "-c", "0")
     assert proc.returncode == 2, proc.stderr
-    assert "Invalid value for '-c' / '--ctx': 0 is not in the range x>=1." in proc.stderr
+    assert "Invalid value for '-c' / '--ctx' / '--ctx-size': 0 is not in the range x>=1." in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 

@@ -173,7 +173,7 @@ _model_opt = click.option("-m", "--model", type=click.Path(dir_okay=False), defa
                           help="GGUF model file (default: the default model package).")
 _common = [
     _threads_opt,
-    click.option("-c", "--ctx", "ctx", type=click.IntRange(min=1), default=None,
+    click.option("-c", "--ctx", "--ctx-size", "ctx", type=click.IntRange(min=1), default=None,
                  help=f"KV cache capacity in tokens (default: {DEFAULT_CTX}, or the model's trained context when "
                       "shorter)."),
     click.option("--policy", default=None, help="Numerics policy name or file (default: llama-cpu, or the one "
@@ -191,6 +191,8 @@ _sampling = [
     click.option("--top-p", type=float, default=1.0, show_default=True),
     click.option("--min-p", type=float, default=0.0, show_default=True),
     click.option("--repeat-penalty", type=float, default=1.0, show_default=True),
+    click.option("--repeat-last-n", type=click.IntRange(min=-1), default=64, show_default=True,
+                 help="Tokens the repeat penalty looks back over (0: none, -1: the whole context, as llama.cpp)."),
     click.option("--seed", type=int, default=0, show_default=True, callback=_seed,
                  help=f"Random seed of sampling, 0..{MAX_SEED} (-1: a random one, printed on stderr)."),
 ]
@@ -204,11 +206,21 @@ def _apply(opts: list[Any]) -> Callable[[Any], Any]:
     return deco
 
 
-def _sampler(temp: float, top_k: int, top_p: float, min_p: float, repeat_penalty: float, seed: int) -> Any:
+def _sampler(temp: float, top_k: int, top_p: float, min_p: float, repeat_penalty: float, repeat_last_n: int,
+             seed: int) -> Any:
+    """The sampler, checked before anything is compiled; --repeat-last-n -1 (the whole context) is set by _window
+    once the context is known."""
     from kernelmap.runtime import SamplerConfig
 
-    return SamplerConfig(temperature=temp, top_k=top_k, top_p=top_p, min_p=min_p,
-                         repeat_penalty=repeat_penalty, seed=seed).check()
+    return SamplerConfig(temperature=temp, top_k=top_k, top_p=top_p, min_p=min_p, repeat_penalty=repeat_penalty,
+                         repeat_last_n=max(repeat_last_n, 0), seed=seed).check()
+
+
+def _window(sampler: Any, m: Any, repeat_last_n: int) -> Any:
+    """--repeat-last-n -1: the model's context length (llama.cpp's reading of -1)."""
+    from dataclasses import replace
+
+    return replace(sampler, repeat_last_n=m.n_ctx) if repeat_last_n == -1 else sampler
 
 
 def _fits(m: Any, ids: list[int], where: str, ctx: int | None, what: str, hint: str) -> None:
@@ -248,7 +260,8 @@ def _prompt_ids(m: Any, prompt: str, where: str, ctx: int | None) -> list[int]:
 def run_command(model: str | None, prompt: str | None, prompt_file: str | None, n_predict: int, threads: int | None,
                 ctx: int | None, policy: str | None, cache_k: str | None, cache_v: str | None, maps: tuple[str, ...],
                 isa: str | None, batch: int, quiet: bool, temp: float,
-                top_k: int, top_p: float, min_p: float, repeat_penalty: float, seed: int, json_out: bool) -> None:
+                top_k: int, top_p: float, min_p: float, repeat_penalty: float, repeat_last_n: int, seed: int,
+                json_out: bool) -> None:
     """Compile a GGUF model (cached) and generate text from a prompt.
 
     Example: kernelmap run -m gemma-3-270m-q4_k_m.gguf -p "The capital of France is" -n 32 -t 2
@@ -256,7 +269,7 @@ def run_command(model: str | None, prompt: str | None, prompt_file: str | None, 
     prompt = file_text(prompt_file) if prompt_file else arg_text(prompt, "--prompt")
     if prompt is None:
         raise ModelError("no prompt given", pointer="--prompt", hint='pass -p "text" or -f FILE')
-    sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, _resolve_seed(seed, quiet))
+    sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, repeat_last_n, _resolve_seed(seed, quiet))
     m = _load(model, threads, ctx, _options(cache_policy(policy, cache_k, cache_v), maps, isa, batch), quiet)
     with m:
         # tokenized and checked against the context before anything reaches stdout
@@ -264,7 +277,7 @@ def run_command(model: str | None, prompt: str | None, prompt_file: str | None, 
         out = (lambda _t: None) if json_out else (lambda t: (sys.stdout.write(t), sys.stdout.flush()))
         if not json_out:
             sys.stdout.write(prompt)
-        text, stats = m.generate(ids, _limit(m, n_predict), sampler, on_text=out)
+        text, stats = m.generate(ids, _limit(m, n_predict), _window(sampler, m, repeat_last_n), on_text=out)
         if json_out:
             print(json.dumps({"prompt": prompt, "text": text, "tokens": stats.tokens,
                               "prompt_tokens": stats.prompt_tokens, "generated_tokens": stats.generated_tokens,
@@ -290,7 +303,7 @@ def run_command(model: str | None, prompt: str | None, prompt_file: str | None, 
 def chat_command(model: str | None, n_predict: int, system: str | None, template_name: str | None,
                  threads: int | None, ctx: int | None, policy: str | None, cache_k: str | None, cache_v: str | None,
                  maps: tuple[str, ...], isa: str | None, batch: int, quiet: bool, temp: float, top_k: int, top_p: float, min_p: float, repeat_penalty: float,
-                 seed: int) -> None:
+                 repeat_last_n: int, seed: int) -> None:
     """Chat with a model using its chat template (one line per user turn; Ctrl-D ends).
 
     Example: kernelmap chat -m gemma-3-270m-q4_k_m.gguf --temp 0.7 --seed 1
@@ -300,7 +313,7 @@ def chat_command(model: str | None, n_predict: int, system: str | None, template
     from kernelmap.tokenizer import Tokenizer, choose_template
 
     system = arg_text(system, "--system", "system prompt")
-    sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, _resolve_seed(seed, quiet))
+    sampler = _sampler(temp, top_k, top_p, min_p, repeat_penalty, repeat_last_n, _resolve_seed(seed, quiet))
     policy = cache_policy(policy, cache_k, cache_v)
     path = model or str(default_model_path())
     choice = choose_template(Tokenizer.from_metadata(open_gguf(path).metadata, source=path), template_name)
@@ -326,7 +339,7 @@ def chat_command(model: str | None, n_predict: int, system: str | None, template
             ids = m.chat_template.encode(m.tokenizer, messages)
             _fits(m, ids, f"stdin line {number}", ctx, "the conversation", "use a larger --ctx, or start a new chat")
             stop = m.chat_template.stop_ids(m.tokenizer)
-            text, stats = m.generate(ids, _limit(m, n_predict), sampler, stop=stop,
+            text, stats = m.generate(ids, _limit(m, n_predict), _window(sampler, m, repeat_last_n), stop=stop,
                                      on_text=lambda t: (sys.stdout.write(t), sys.stdout.flush()))
             sys.stdout.write("\n")
             sys.stdout.flush()

@@ -56,7 +56,7 @@ def _check_host(host: str, port: int) -> None:
 @click.option("--port", type=int, default=8080, show_default=True)
 @click.option("--parallel", type=int, default=4, show_default=True,
               help="Sequences decoded together (KV slots; one batched decode step advances all).")
-@click.option("-c", "--ctx", "ctx", type=click.IntRange(min=1), default=None,
+@click.option("-c", "--ctx", "--ctx-size", "ctx", type=click.IntRange(min=1), default=None,
               help=f"KV capacity per sequence (default: {SERVE_CTX}, or the model's trained context when shorter).")
 @_threads_opt
 @click.option("--queue", type=int, default=64, show_default=True,
