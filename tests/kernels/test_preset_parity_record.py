@@ -22,8 +22,8 @@ RECORD = ROOT / "tests" / "fixtures" / "formats" / "preset_parity.json"
 RECORD_AVX2 = ROOT / "tests" / "fixtures" / "formats_avx2" / "preset_parity.json"
 DOC = ROOT / "docs" / "FORMATS.md"
 MUST_SHOW = ["Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q4_0", "Q3_K_M", "Q2_K", "F16", "BF16"]
-# every type issue 13 names: the legacy and K quants, the float types
-TYPES = {"q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "f16", "bf16", "f32"}
+# every type issue 13 names: the legacy and K quants, the float types; and iq4_nl (the IQ4_NL preset)
+TYPES = {"q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "f16", "bf16", "f32", "iq4_nl"}
 RECORDS = pytest.mark.parametrize("path", [RECORD, RECORD_AVX2], ids=["llama-cpu", "llama-cpu-avx2"])  # the policies
 
 
@@ -40,7 +40,7 @@ def _refusal(row: dict) -> bool:
     text = row["first_divergence"]
     return (row["identical"] is None and "/" not in row["file"]
             and text.startswith(f"refused: {row['file']}: tensors/blk.") and "/type: " in text
-            and ("unsupported weight type" in text and "expected bf16, f16, f32, q2_k" in text
+            and ("unsupported weight type" in text and "expected bf16, f16, f32, iq4_nl, q2_k" in text
                  or "unsupported ggml type id" in text and "expected one of f32, f16" in text))
 
 

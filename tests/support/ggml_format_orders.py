@@ -10,6 +10,11 @@ ggml-cpu's sources and the peer's disassembly:
   chain summs = fma(m_w, s_x, summs) after the fold: y = fold(acc) + summs.
 - linear_q4_0_x8: ggml_gemv_q4_0_8x8_q8_0 (weights repacked, N % 8 == 0): one chain per column,
   acc = fma(float(sum of the block's 32 products), f32(dw * dx), acc); y = acc.
+- linear_iq4_nl: iq4_nl weights (each nibble indexes the 16-entry value table) against q8_0 activations, two
+  orders chosen by N as llama.cpp chooses them: N % 8 == 0, ggml_gemv_iq4_nl_8x8_q8_0 on the repacked weight (one
+  chain per column, as linear_q4_0_x8); otherwise ggml_vec_dot_iq4_nl_q8_0: 8 lanes of 4 consecutive products,
+  blocks alternating between two accumulators (even blocks acc1, odd acc2), y = fold(acc1 + acc2), then an odd
+  last block as y = fma(f32(dw * dx), float(its 32-product sum), y).
 - linear_float: ggml_vec_dot_f16 / _f32 (64 lanes: 4 x 16, fma; sums (s0+s2)+(s1+s3) then halves, quarters,
   pairs; the K % 64 tail as the peer's binary does it) and ggml_vec_dot_bf16 (vdpbf16ps with DAZ/FTZ, two
   16-lane accumulators reduced separately and added in double).
@@ -20,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fma32", "unpack_q32", "quantize_q8_0", "quantize_q8_1", "linear_q32", "linear_q4_0_x8",
+__all__ = ["fma32", "unpack_q32", "quantize_q8_0", "quantize_q8_1", "linear_q32", "linear_q4_0_x8", "IQ4_NL_VALUES",
+           "unpack_iq4_nl", "linear_iq4_nl",
            "to_f16", "to_bf16", "bf16_to_f32", "linear_float", "reduce16", "dequantize_q32", "BLOCK"]
 
 BLOCK = {"q4_0": 18, "q4_1": 20, "q5_0": 22, "q5_1": 24, "q8_0": 34, "q8_1": 36}
@@ -148,6 +154,44 @@ def linear_q4_0_x8(xq: np.ndarray, raw: np.ndarray) -> np.ndarray:
         for b in range(nb):
             acc = fma32(isum[:, b], t[:, b], acc)
         out[r] = acc
+    return out
+
+
+IQ4_NL_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.int32)
+
+
+def unpack_iq4_nl(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """iq4_nl bytes [N, nb * 18] -> (d f32 [N, nb], values int32 [N, nb, 32]): value i the table entry of byte i's
+    low nibble, value 16 + i of its high nibble."""
+    b = np.asarray(raw, np.uint8).reshape(raw.shape[0], -1, 18)
+    qs = b[..., 2:18].astype(np.int32)
+    return _half(b[..., 0:2]), np.concatenate([IQ4_NL_VALUES[qs & 15], IQ4_NL_VALUES[qs >> 4]], axis=-1)
+
+
+def linear_iq4_nl(xq: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """y [M, N]: llama.cpp's iq4_nl matmul of q8_0 activation rows xq against iq4_nl weight rows raw."""
+    wd, wq = unpack_iq4_nl(raw)
+    xd, xqs, _ = _act(xq, "q8_0")
+    n, nb = wd.shape
+    out = np.zeros((xd.shape[0], n), F32)
+    for r in range(xd.shape[0]):
+        prod = wq * xqs[r][None]
+        t = (wd * xd[r][None]).astype(F32)
+        if n % 8 == 0:
+            isum = prod.sum(-1).astype(F32)
+            acc = np.zeros(n, F32)
+            for b in range(nb):
+                acc = fma32(isum[:, b], t[:, b], acc)
+            out[r] = acc
+            continue
+        lanes = prod.reshape(n, nb, 8, 4).sum(-1).astype(F32)
+        acc = np.zeros((2, n, 8), F32)
+        for b in range(nb - nb % 2):
+            acc[b % 2] = fma32(t[:, b, None], lanes[:, b], acc[b % 2])
+        y = _fold8((acc[0] + acc[1]).astype(F32))
+        if nb % 2:
+            y = fma32(t[:, nb - 1], prod[:, nb - 1].sum(-1).astype(F32), y)
+        out[r] = y
     return out
 
 

@@ -20,7 +20,7 @@ from kernelmap.errors import RequestError
 __all__ = ["PEER_SCRIPT", "peer_linear_times"]
 
 PEER_SCRIPT = Path(__file__).resolve().parent / "peer_ops.py"
-_PEER_TYPES = {"f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"}
+_PEER_TYPES = {"f32", "f16", "bf16", "q4_0", "iq4_nl", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"}
 
 
 def peer_linear_times(providers: list[Any], report: Any, python: Path, min_time: float,

@@ -5,8 +5,8 @@ Runs in the peer's interpreter (llama-cpp-python; no kernelmap import): reads a 
 "reps": n, "copies": c}. Each point is a one-node ggml graph y = mul_mat(W, x) computed by the CPU backend with
 `threads` threads: W
 [N, K] of the GGML type (valid blocks from ggml_quantize_chunk on random values), x [M, K] f32, the weight in
-llama.cpp's repack buffer when llama.cpp would repack it (q4_0 / q4_K with N % 8 == 0 on AVX2, q2_K on
-AVX-512) so the timed path is the one a model load takes. The time includes what the node does in a model:
+llama.cpp's repack buffer when llama.cpp would repack it (q4_0 / q4_K / iq4_nl with N % 8 == 0 on AVX2,
+q2_K on AVX-512) so the timed path is the one a model load takes. The time includes what the node does in a model:
 the activation conversion (quantize_row_* / quantize_mat) and the matmul, but not graph scheduling; the
 threads come from one persistent ggml threadpool (default polling), as in a llama.cpp context.
 With cold_bytes > 0 there are c = ceil(cold_bytes / bytes of W) copies of W (at most 4096), one graph each,
@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 
 TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "q2_k": 10, "q3_k": 11,
-         "q4_k": 12, "q5_k": 13, "q6_k": 14, "bf16": 30}
-REPACK = {"q4_0", "q4_k", "q2_k"}  # llama.cpp's x86 repack types on this build (ggml_repack_get_optimal_repack_type)
+         "q4_k": 12, "q5_k": 13, "q6_k": 14, "iq4_nl": 20, "bf16": 30}
+# llama.cpp's x86 repack types on this build (ggml_repack_get_optimal_repack_type)
+REPACK = {"q4_0", "q4_k", "q2_k", "iq4_nl"}
 
 
 class _Params(ctypes.Structure):

@@ -350,7 +350,7 @@ def measure_int8_peak(instructions: Sequence[str], threads: Sequence[int] = (1, 
 def _int8_linear(provider: BenchProvider) -> bool:
     """A linear provider whose integer dots run on int8 (quantized weights, not f16/bf16/f32)."""
     weight = str(provider.raw.get("quant", {}).get("weight", ""))
-    return provider.interface == GEMV_INTERFACE and weight.startswith("q")
+    return provider.interface == GEMV_INTERFACE and weight.startswith(("q", "iq"))
 
 
 def _build_provider(provider: BenchProvider, variants: Sequence[BenchVariant],

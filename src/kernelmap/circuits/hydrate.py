@@ -26,7 +26,7 @@ __all__ = ["read_config", "check_keys", "tensors_read", "op_active", "hydrate", 
            "row_bytes", "weight_layout"]
 
 C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-QUANTIZED = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q8_k"}
+QUANTIZED = {"q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q8_k"}
 
 
 class TensorInfoLike(Protocol):

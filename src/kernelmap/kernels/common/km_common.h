@@ -36,6 +36,11 @@ typedef struct {
     uint8_t qs[KM_QK4_0 / 2];
 } km_block_q4_0;
 
+/* iq4_nl: 32 values, each a nibble indexing the 16-entry table km_iq4_nl_values (low nibbles = elements 0..15,
+ * high = 16..31), times d. The layout of q4_0. 18 bytes. */
+typedef km_block_q4_0 km_block_iq4_nl;
+static const int8_t km_iq4_nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
 /* q5_0: like q4_0 plus a 5th bit per element in qh (bit j = element j). 22 bytes. */
 typedef struct {
     km_half d;

@@ -312,6 +312,8 @@ KL_INLINE float kl_f32_fma(float a, float b, float c) { return __builtin_fmaf(a,
  *                                  4l + 2h + 1) * s8(x[2h + 1]), x 4 int8 (the same 4 for every lane); wrapping
  *                                  int16 adds: exact while every partial stays in int16 (the body's bound)
  *   kl_iv_madd16(acc, a, b)        lane l + i16(a.lo) * i16(b.lo) + i16(a.hi) * i16(b.hi) (the halves of lane l)
+ *   kl_iv_lut16(v, t)              (optional; km_lanes_avx512.h) every byte b of v (each < 16) replaced by t[b], t 16
+ *                                  bytes (a 4-bit code's value table: linear/iq4_nl_body.h)
  *   KL_IV_ROWS4                    defined when the lanes header also provides (optional; km_lanes_avx2.h, where
  *                                  gathers are slow):
  *   kl_iv_rows4(out, p, stride, n) out[t] (t < 4) lane c = the 4 bytes at p + c * stride + 4t; lanes c >= n read

@@ -730,6 +730,9 @@ KL_INLINE kl_iv kl_iv_gather32(const uint8_t *p, int64_t stride, int n) {
                                            _mm512_set1_epi32((int32_t)stride));
     return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), kl_avx512_first(n), idx, (const void *)p, 1);
 }
+KL_INLINE kl_iv kl_iv_lut16(kl_iv v, const uint8_t *t) {
+    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t)), v);
+}
 KL_INLINE kl_iv kl_iv_nib_lo(kl_iv v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0F)); }
 KL_INLINE kl_iv kl_iv_nib_hi(kl_iv v) { return _mm512_and_si512(_mm512_srli_epi32(v, 4), _mm512_set1_epi8(0x0F)); }
 KL_INLINE kl_iv kl_iv_dp4s(kl_iv acc, kl_iv w, const int8_t *x, kl_iv s) {
