@@ -16,7 +16,7 @@ from pathlib import Path
 import ggml_format_orders as fo
 import numpy as np
 import pytest
-from kernel_harness import load_map_library, map_variants, skip_unless_runnable
+from kernel_harness import bind, load_map_library, map_variants, skip_unless_runnable
 from linear_ggml_harness import (
     assert_partition_invariant,
     assert_ref_matches,
@@ -28,15 +28,18 @@ from linear_ggml_harness import (
 )
 
 MAP_ID = "linear_iq4_nl_q8_0_ggml"
+MAP_C16 = "linear_iq4_nl_q8_0_ggml_c16"  # the same contract on weights repacked into "iq4_nl_c16"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "iq4_nl_ops.npz"
 BLOCKS = (1, 2, 3, 7, 20, 64, 67)
 SIMD = map_variants(MAP_ID, ref=False)
+SIMD_C16 = map_variants(MAP_C16, ref=False)
 # (M, N, blocks): both orders (N % 8 == 0 or not), 16-column groups with 8-column and odd tails, 1-row decode and
 # prefill tiles with tails, odd block counts (the vec_dot order's tail), K up to 130 blocks
 SHAPES = [(1, 1, 1), (1, 7, 3), (1, 8, 1), (1, 16, 20), (1, 24, 67), (2, 5, 9), (3, 40, 11), (4, 13, 4), (5, 32, 16),
           (7, 8, 15), (9, 48, 10), (16, 16, 20), (17, 24, 5), (19, 37, 33), (21, 40, 64), (33, 56, 2), (70, 24, 40),
           (130, 8, 3), (3, 16, 130), (16, 264, 20), (1, 262, 20)]
 _run = runner(w_offset=2, x_offset=38)
+_run16 = runner(w_offset=4, x_offset=38)  # "iq4_nl_c16": the ABI promises weights 4-byte alignment (KERNEL_ABI.md)
 
 
 def weights(n: int, nb: int, rng: np.random.Generator, scale: float = 1e-2) -> np.ndarray:
@@ -51,6 +54,17 @@ def activations(m: int, k: int, rng: np.random.Generator, scale: float = 1.0) ->
 @pytest.fixture(scope="module")
 def lib():
     return load_map_library(MAP_ID)
+
+
+@pytest.fixture(scope="module")
+def lib16():
+    return load_map_library(MAP_C16)
+
+
+def c16(w: np.ndarray, n: int, k: int) -> np.ndarray:
+    from kernelmap.weights.repack import repack
+
+    return repack("iq4_nl_c16", "iq4_nl", np.ascontiguousarray(w).reshape(-1), (k, n))
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +149,36 @@ def test_linear_iq4_nl_variants_match_ref(lib, variant):
               activations(m, nb * 32, rng)[1]) for m, n, nb in SHAPES]
     cases += list(_edge_cases(rng))
     assert_variants_match_ref(lib_, spec, _run, cases, [variant])
+
+
+def test_linear_iq4_nl_c16_ref_equals_the_gguf_ref(lib, lib16, fixtures):
+    """The "iq4_nl_c16" ref on repacked weights gives the GGUF-layout ref's bits (both orders, odd block counts, pad
+    rows of the last 16-row group) and llama.cpp's own outputs (the fixtures, repacked); split over threads too."""
+    (glib, gspec), (clib, cspec) = lib, lib16
+    rng = np.random.default_rng(34)
+    for m, n, nb in ((1, 1, 1), (3, 7, 3), (2, 24, 20), (5, 40, 67), (17, 37, 9), (4, 16, 64)):
+        w, x = weights(n, nb, rng), activations(m, nb * 32, rng)[1]
+        want = _run(bind(glib, gspec, "ref"), w, x, m, n, nb * 32, 1)
+        assert_ref_matches(clib, cspec, _run16, want, c16(w, n, nb * 32), x, m, n, nb * 32, nth=3,
+                           context=f"c16 ref M={m} N={n} blocks={nb}")
+    for kind in ("vec_dot", "gemv_8x8"):
+        for nb in BLOCKS:
+            key = f"{kind}/{nb}"
+            w, xq, want = fixtures[f"{key}:w"], fixtures[f"{key}:xq"], fixtures[f"{key}:y"]
+            m, n = want.shape
+            assert_ref_matches(clib, cspec, _run16, want, c16(w, n, nb * 32), xq, m, n, nb * 32, nth=2,
+                               context=f"c16 llama.cpp {key}", variants=simd_variants(cspec))
+
+
+@pytest.mark.parametrize("variant", SIMD_C16)
+def test_linear_iq4_nl_c16_variants_match_ref(lib16, variant):
+    lib_, spec = lib16
+    skip_unless_runnable(MAP_C16, variant)
+    rng = np.random.default_rng(35)
+    cases = [(f"random_{m}x{n}x{nb}", m, n, nb * 32, c16(weights(n, nb, rng, float(rng.choice([1e-3, 1.0]))), n, nb * 32),
+              activations(m, nb * 32, rng)[1]) for m, n, nb in SHAPES]
+    cases += [(name, m, n, k, c16(w, n, k), x) for name, m, n, k, w, x in _edge_cases(rng)]
+    assert_variants_match_ref(lib_, spec, _run16, cases, [variant])
+    for m, n, nb in ((3, 24, 6), (1, 40, 20)):  # rows alone give the whole run's bits
+        w, x = c16(weights(n, nb, rng), n, nb * 32), activations(m, nb * 32, rng)[1]
+        assert_rows_independent(lib_, spec, _run16, variant, w, x, m, n, nb * 32, nth=2)

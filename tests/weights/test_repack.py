@@ -1,4 +1,4 @@
-"""Repacked weight layouts (weights/repack.py): the "q32_r8", "q8_0_c16", "q4_k_c16", "q2_k_c16", "q3_k_c16" and "q6_k_c16"
+"""Repacked weight layouts (weights/repack.py): the "q32_r8", "q8_0_c16", "iq4_nl_c16", "q4_k_c16", "q2_k_c16", "q3_k_c16" and "q6_k_c16"
 bytes as its
 docstring states them, the inverse,
 the fail-closed shape checks, and the packer writing a repacked copy beside the GGUF-mapped original."""
@@ -116,6 +116,38 @@ def test_q8_0_c16_unpack_inverts_repack(n, k):
     packed = repack("q8_0_c16", "q8_0", plain, (k, n))
     assert packed.size == layout_nbytes("q8_0_c16", "q8_0", (k, n), plain.size)
     assert np.array_equal(unpack("q8_0_c16", "q8_0", packed, (k, n)), plain)
+
+
+def test_iq4_nl_c16_bytes_are_the_documented_layout():
+    n, nb = 19, 3  # two groups (the second with 13 pad rows); the scale area is 96 bytes padded to 128
+    rng = np.random.default_rng(3)
+    plain = rng.integers(0, 256, size=(n, nb, 18), dtype=np.uint8)
+    out = repack("iq4_nl_c16", "iq4_nl", plain.reshape(-1), (nb * 32, n))
+    s = 128
+    assert out.size == 2 * (s + 256 * nb) == layout_nbytes("iq4_nl_c16", "iq4_nl", (nb * 32, n), plain.size)
+    groups = out.reshape(2, s + 256 * nb)
+    assert not groups[:, 32 * nb:s].any()
+    for row in range(32):
+        g, c = divmod(row, 16)
+        for b in range(nb):
+            d = groups[g, 32 * b + 2 * c:32 * b + 2 * c + 2]
+            qs = [int(groups[g, s + 256 * b + 64 * (i // 4) + 4 * c + i % 4]) for i in range(16)]
+            if row >= n:  # pad rows: zero bytes
+                assert not d.any() and not any(qs), (row, b)
+                continue
+            assert d.tobytes() == plain[row, b, 0:2].tobytes() and qs == plain[row, b, 2:].tolist(), (row, b)
+
+
+@pytest.mark.parametrize("n,k", [(1, 32), (15, 96), (16, 640), (17, 64), (40, 2048), (0, 32)])
+def test_iq4_nl_c16_unpack_inverts_repack(n, k):
+    rng = np.random.default_rng(n * 1000 + k + 7)
+    plain = rng.integers(0, 256, size=n * k // 32 * 18, dtype=np.uint8)
+    packed = repack("iq4_nl_c16", "iq4_nl", plain, (k, n))
+    assert packed.size == layout_nbytes("iq4_nl_c16", "iq4_nl", (k, n), plain.size)
+    assert np.array_equal(unpack("iq4_nl_c16", "iq4_nl", packed, (k, n)), plain)
+    assert "holds iq4_nl, not q4_0" in shape_error("iq4_nl_c16", "q4_0", (64, 3))
+    assert "multiple of 32" in shape_error("iq4_nl_c16", "iq4_nl", (48, 3))
+    assert derivable("iq4_nl_c16", "ggml_blocks", "iq4_nl") and not derivable("iq4_nl_c16", "ggml_blocks", "q4_0")
 
 
 def test_q8_0_c16_refuses_what_it_cannot_hold():

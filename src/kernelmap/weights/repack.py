@@ -31,6 +31,15 @@ One 64-byte load is contract lane l's four values of 16 rows, the operand of one
 the activation's four quants broadcast (the column-lane vectors linear/q32_gemm_body.h builds by gathers from
 the GGUF layout), so a decode GEMV reads each weight byte once, in order, with no shuffle.
 
+Layout "iq4_nl_c16" (iq4_nl; any K, a multiple of 32): rows (output columns) in groups of 16 (rows past N in the
+last group are zero bytes), each group S + 256 * nb bytes (nb = K / 32, S = 32 * nb rounded up to 64):
+  - byte 32 b + 2 c (b < nb, c < 16): row c's fp16 d of block b, as "q8_0_c16";
+  - byte S + 256 b + 64 t + 4 c + i (t < 4, i < 4): byte 4 t + i of row c's block b's 16 nibble bytes (its low
+    nibble value 4 t + i, its high nibble value 16 + 4 t + i).
+One 64-byte load is dword t of 16 rows' nibbles: a mask and a shift give values 4t..4t+3 and 16+4t.. of 16 rows as
+column lanes, a table lookup their values (linear/iq4_nl_body.h): a decode GEMV reads each weight byte once, in
+order, with no gather.
+
 Layout "q4_k_c16" (q4_K; K a multiple of 256): rows in groups of 16 (pad rows zero bytes), each group nb = K / 256
 records of 2368 bytes, record b holding superblock b of the 16 rows:
   - bytes [0, 2048): vector v = 8 k + t (k < 4, t < 8) at 64 v, row c's four bytes at 64 v + 4 c = the block's
@@ -102,6 +111,7 @@ C16 = 16  # rows per group of "q8_0_c16"
 # repacked layout -> (the GGUF layout it is made from, the dtypes it holds)
 REPACKED: dict[str, tuple[str, frozenset[str]]] = {"q32_r8": ("ggml_blocks", frozenset(_Q32)),
                                                    "q8_0_c16": ("ggml_blocks", frozenset({"q8_0"})),
+                                                   "iq4_nl_c16": ("ggml_blocks", frozenset({"iq4_nl"})),
                                                    "q4_k_c16": ("ggml_blocks", frozenset({"q4_k"})),
                                                    "q2_k_c16": ("ggml_blocks", frozenset({"q2_k"})),
                                                    "q3_k_c16": ("ggml_blocks", frozenset({"q3_k"})),
@@ -134,6 +144,11 @@ def shape_error(layout: str, dtype: str, shape: tuple[int, ...]) -> str | None:
             return f"layout q8_0_c16 holds q8_0, not {dtype}"
         if len(shape) != 2 or shape[0] % 32 or not shape[0]:
             return f"layout q8_0_c16 needs a 2-D tensor with ne0 (K) a positive multiple of 32, not {list(shape)}"
+    if layout == "iq4_nl_c16":
+        if dtype != "iq4_nl":
+            return f"layout iq4_nl_c16 holds iq4_nl, not {dtype}"
+        if len(shape) != 2 or shape[0] % 32 or not shape[0]:
+            return f"layout iq4_nl_c16 needs a 2-D tensor with ne0 (K) a positive multiple of 32, not {list(shape)}"
     if layout in _KC16_RECORD:
         want = layout[:4]
         if dtype != want:
@@ -156,6 +171,9 @@ def layout_nbytes(layout: str, dtype: str, shape: tuple[int, ...], plain: int) -
     if layout == "q8_0_c16":
         nb = int(shape[0]) // 32
         return -(-int(shape[-1]) // C16) * (_c16_scales(nb) + 512 * nb)
+    if layout == "iq4_nl_c16":
+        nb = int(shape[0]) // 32
+        return -(-int(shape[-1]) // C16) * (_c16_scales(nb) + 256 * nb)
     if layout in _KC16_RECORD:
         return -(-int(shape[-1]) // C16) * _KC16_RECORD[layout] * (int(shape[0]) // 256)
     return plain
@@ -170,9 +188,10 @@ def _geometry(layout: str, dtype: str, shape: tuple[int, ...]) -> tuple[_Q32Form
     return _Q32[dtype], n, int(shape[0]) // 32, -(-n // ROWS)
 
 
-def _c16_geometry(dtype: str, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
-    """(rows N, blocks per row, 16-row groups, scale bytes S) of a tensor "q8_0_c16" can hold; ValueError otherwise."""
-    bad = shape_error("q8_0_c16", dtype, shape)
+def _c16_geometry(dtype: str, shape: tuple[int, ...], layout: str = "q8_0_c16") -> tuple[int, int, int, int]:
+    """(rows N, blocks per row, 16-row groups, scale bytes S) of a tensor `layout` ("q8_0_c16" or "iq4_nl_c16", the
+    32-element 16-row layouts) can hold; ValueError otherwise."""
+    bad = shape_error(layout, dtype, shape)
     if bad is not None:
         raise ValueError(bad)
     nb = int(shape[0]) // 32
@@ -200,6 +219,27 @@ def _unpack_c16(dtype: str, data: np.ndarray, shape: tuple[int, ...]) -> np.ndar
     out[..., :2] = groups[:, :32 * nb].reshape(ng, nb, C16, 2).transpose(0, 2, 1, 3).reshape(ng * C16, nb, 2)
     q = groups[:, s:].reshape(ng, nb, 8, C16, 4).transpose(0, 3, 1, 2, 4).reshape(ng * C16, nb, 32)
     out[..., 2:] = q ^ 0x80
+    return out[:n].reshape(-1)
+
+
+def _repack_nl(dtype: str, data: np.ndarray | memoryview | bytes, shape: tuple[int, ...]) -> np.ndarray:
+    n, nb, ng, s = _c16_geometry(dtype, shape, "iq4_nl_c16")
+    blocks = np.zeros((ng * C16, nb, 18), dtype=np.uint8)
+    blocks[:n] = np.frombuffer(data, dtype=np.uint8, count=n * nb * 18).reshape(n, nb, 18)
+    out = np.zeros((ng, s + 256 * nb), dtype=np.uint8)
+    out[:, :32 * nb] = blocks[..., :2].reshape(ng, C16, nb, 2).transpose(0, 2, 1, 3).reshape(ng, 32 * nb)
+    # [group][row][block][dword] -> [group][block][dword][row]
+    qs = np.ascontiguousarray(blocks[..., 2:]).view("<u4").reshape(ng, C16, nb, 4)
+    out[:, s:].view("<u4").reshape(ng, nb, 4, C16)[...] = qs.transpose(0, 2, 3, 1)
+    return out.reshape(-1)
+
+
+def _unpack_nl(dtype: str, data: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    n, nb, ng, s = _c16_geometry(dtype, shape, "iq4_nl_c16")
+    groups = np.asarray(data, dtype=np.uint8).reshape(ng, s + 256 * nb)
+    out = np.empty((ng * C16, nb, 18), dtype=np.uint8)
+    out[..., :2] = groups[:, :32 * nb].reshape(ng, nb, C16, 2).transpose(0, 2, 1, 3).reshape(ng * C16, nb, 2)
+    out[..., 2:] = groups[:, s:].reshape(ng, nb, 4, C16, 4).transpose(0, 3, 1, 2, 4).reshape(ng * C16, nb, 16)
     return out[:n].reshape(-1)
 
 
@@ -360,6 +400,8 @@ def repack(layout: str, dtype: str, data: np.ndarray | memoryview | bytes, shape
     """The bytes of `layout` (uint8, layout_nbytes long) from a tensor's GGUF bytes; shape_error must be None."""
     if layout == "q8_0_c16":
         return _repack_c16(dtype, data, shape)
+    if layout == "iq4_nl_c16":
+        return _repack_nl(dtype, data, shape)
     if layout == "q4_k_c16":
         return _repack_q4k(dtype, data, shape)
     if layout == "q2_k_c16":
@@ -390,6 +432,8 @@ def unpack(layout: str, dtype: str, data: np.ndarray, shape: tuple[int, ...]) ->
     """The GGUF bytes (uint8) of a tensor stored in `layout`: the inverse of `repack` (tests, tools)."""
     if layout == "q8_0_c16":
         return _unpack_c16(dtype, data, shape)
+    if layout == "iq4_nl_c16":
+        return _unpack_nl(dtype, data, shape)
     if layout == "q4_k_c16":
         return _unpack_q4k(dtype, data, shape)
     if layout == "q2_k_c16":

@@ -13,5 +13,5 @@
 
 void km_linear_iq4_nl_q8_0_ggml__avx512vnni(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
                                             int ith, int nth) {
-    kiq_linear(y, w, x, M, N, K, ith, nth);
+    kiq_linear(y, w, x, M, N, K, ith, nth, 0);
 }

@@ -18,6 +18,7 @@
 #define KM_IQ4_NL_REF_H
 
 #include <math.h>
+#include <string.h>
 
 #include "km_common.h"
 
@@ -29,17 +30,28 @@ static inline void km_iq4nl_unpack(const km_block_iq4_nl *blk, int32_t v[32]) {
     }
 }
 
-static inline void km_iq4nl_ref_cols(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
-                                     int64_t n0, int64_t n1) {
+/* Where block b of weight row n is: the GGUF layout's own block, or (c16 refs) one rebuilt into tmp. */
+typedef const km_block_iq4_nl *(*km_iq4nl_block_fn)(const void *w, int64_t nb, int64_t n, int64_t b,
+                                                    km_block_iq4_nl *tmp);
+
+static inline const km_block_iq4_nl *km_iq4nl_gguf_block(const void *w, int64_t nb, int64_t n, int64_t b,
+                                                         km_block_iq4_nl *tmp) {
+    (void)tmp;
+    return (const km_block_iq4_nl *)w + n * nb + b;
+}
+
+/* Columns [n0, n1) of y for all M rows, the weight's blocks from `block`. */
+static inline void km_iq4nl_ref_cols_at(float *y, const void *w, km_iq4nl_block_fn block, const void *x, int64_t M,
+                                        int64_t N, int64_t K, int64_t n0, int64_t n1) {
     const int64_t nb = K / 32;
-    const km_block_iq4_nl *wb = (const km_block_iq4_nl *)w;
     const km_block_q8_0 *xb = (const km_block_q8_0 *)x;
     for (int64_t n = n0; n < n1; n++) {
         for (int64_t m = 0; m < M; m++) {
             float acc[2][8] = {{0}};
             float chain = 0.0f, tail = 0.0f;
             for (int64_t b = 0; b < nb; b++) {
-                const km_block_iq4_nl *wk = &wb[n * nb + b];
+                km_block_iq4_nl tmp;
+                const km_block_iq4_nl *wk = block(w, nb, n, b, &tmp);
                 const km_block_q8_0 *xk = &xb[m * nb + b];
                 int32_t v[32];
                 km_iq4nl_unpack(wk, v);
@@ -71,6 +83,25 @@ static inline void km_iq4nl_ref_cols(float *y, const void *w, const void *x, int
             }
         }
     }
+}
+
+/* The same on the GGUF layout (w [N, K] iq4_nl blocks). */
+static inline void km_iq4nl_ref_cols(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K,
+                                     int64_t n0, int64_t n1) {
+    km_iq4nl_ref_cols_at(y, w, km_iq4nl_gguf_block, x, M, N, K, n0, n1);
+}
+
+/* "iq4_nl_c16" (weights/repack.py): block b of row n rebuilt from its group (d at 32 b + 2 c, nibble byte 4 t + i
+ * at S + 256 b + 64 t + 4 c + i, c = n mod 16, S = 32 nb rounded up to 64). */
+static inline const km_block_iq4_nl *km_iq4nl_c16_block(const void *w, int64_t nb, int64_t n, int64_t b,
+                                                        km_block_iq4_nl *tmp) {
+    const int64_t s = (32 * nb + 63) / 64 * 64;
+    const uint8_t *grp = (const uint8_t *)w + n / 16 * (s + 256 * nb);
+    const int c = (int)(n % 16);
+    memcpy(&tmp->d, grp + 32 * b + 2 * c, 2);
+    for (int t = 0; t < 4; t++)
+        for (int i = 0; i < 4; i++) tmp->qs[4 * t + i] = grp[s + 256 * b + 64 * t + 4 * c + i];
+    return tmp;
 }
 
 #endif /* KM_IQ4_NL_REF_H */
