@@ -2,8 +2,8 @@
  * circuit: c022e9e4b93b8b8c20af0d5584c4749ced106093dc5facd81292d8fb60efdab1
  * gguf: 16e9314102f36d63db8a89b0e06720e7b0c72b4bdb9462baadcce515b3e41ed2
  * interfaces: 9197623c8503fb896dece98df8944d0ecda6addb1e0b1ea6d26998eea10443ce
- * maps: 005b6ff6bc6ea5ad8ec66f4e3e2a861adbb51e7b99df6f8daddc7eb6034dafac
- * policy: 1a7e6fe6c7b0354c028ff1ac00c05a8a45504d3b7b7d84b43052a189a055db94
+ * maps: 770bc1227a3a6044c0dfbb03ecd11c05c7bd1f8abce6a9bc5aa1595b2733b822
+ * policy: f47cc8e80ea3f0c66d4d6566898919e30c802297eeed789984fc10a2a023d51d
   */
 #define _GNU_SOURCE
 #include <errno.h>
