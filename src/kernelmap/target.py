@@ -96,6 +96,29 @@ def _parse_cpuinfo(text: str) -> frozenset[str]:
     return frozenset(common or ())
 
 
+AMX_FEATURES = frozenset({"amx_tile", "amx_int8", "amx_bf16"})
+
+
+def _tile_state_granted() -> bool:
+    """Whether Linux grants this process the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA;
+    kernels before 5.16 refuse). The CPU flag alone does not make the tile instructions usable."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.syscall(158, 0x1023, 18) == 0  # SYS_arch_prctl on x86_64, ARCH_REQ_XCOMP_PERM, XTILEDATA
+    except (OSError, AttributeError):
+        return False
+
+
+def _without_refused_tiles(found: frozenset[str]) -> frozenset[str]:
+    """`found` without the AMX features when the OS refuses the tile state: the resolver then never selects a
+    tile variant a program built here could not run (its start-up check would refuse; see codegen/emit.py)."""
+    if found & AMX_FEATURES and not (_machine() == "x86_64" and _tile_state_granted()):
+        return found - AMX_FEATURES
+    return found
+
+
 @functools.lru_cache(maxsize=1)
 def host_features() -> frozenset[str]:
     """Features the CPU has and the OS enables (Linux: /proc/cpuinfo; elsewhere: archspec)."""
@@ -106,7 +129,7 @@ def host_features() -> frozenset[str]:
         except OSError:
             found = frozenset()
         if found:
-            return found
+            return _without_refused_tiles(found)
     import archspec.cpu
 
     return frozenset(archspec.cpu.host().features)

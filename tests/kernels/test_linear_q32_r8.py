@@ -6,7 +6,7 @@ repacked. Each ref must equal the GGUF-layout provider's ref (linear_<w>_<a>_ggm
 statement of llama.cpp's order and llama.cpp's outputs) bit for bit on the same values: random weights with N on
 both sides of the 8-row group (q4_0: N % 8 == 0 and != 0), 2..262 blocks (past 256 blocks the SIMD variants run
 K in slices with parked accumulators), tiny and huge scales, extreme codes, M 1..3 (the decode loop) and 16..70 (the prefill GEMM on panels unpacked from the layout),
-nth 1..3 (and more threads than groups); every SIMD variant must equal the ref the same way; q5_0 also on real rows of the Gemma 3 GGUF (the
+nth 1..3 (and more threads than groups); every SIMD variant (q4_0's amx too, on a host with AMX-INT8) must equal the ref the same way; q5_0 also on real rows of the Gemma 3 GGUF (the
 default model has no q4_0, q4_1 or q5_1 tensors). The repacker itself is tested in tests/weights/test_repack.py.
 """
 
@@ -43,7 +43,10 @@ SHAPES = [(1, 1, 2), (1, 7, 4), (1, 8, 20), (1, 9, 64), (1, 17, 6), (1, 40, 20),
           # M >= 16: the prefill GEMM on panels unpacked from the layout (KQ32G_MIN_M 16; 32-block panel chunks, so
           # 34 and 66 blocks park accumulators between chunks; 70 rows: two 64-row super-tiles; N past 8- and
           # 16-column panels with tails; q5_0's AVX2 lane-outer tiles of 8 rows and their 4 / 2 / 1-row tails)
-          (16, 8, 2), (17, 24, 64), (33, 37, 34), (23, 40, 4), (70, 130, 66), (16, 16, 96)]
+          (16, 8, 2), (17, 24, 64), (33, 37, 34), (23, 40, 4), (70, 130, 66), (16, 16, 96),
+          # q4_0's repacked order on AMX tiles (the amx variant: rows in tiles of 16, 1-15 tail rows on the VNNI
+          # tiles): three tiles over a parked 2-block chunk, a 64-row super-tile of 4 tiles and a 6-row tail
+          (48, 32, 34), (70, 64, 66), (40, 24, 6)]
 _run = runner(w_offset=4, x_offset=38)  # weights: the ABI promises 4-byte alignment (KERNEL_ABI.md)
 
 

@@ -114,3 +114,21 @@ def test_require_feature_excluded_by_env_says_so(monkeypatch):
     with pytest.raises(TargetError) as err:
         target.require(["avx512f"], "variant km_x__avx512")
     assert "which KERNELMAP_ISA excludes" in str(err.value)
+
+
+@pytest.mark.parametrize("granted", [True, False])
+def test_amx_features_count_only_when_the_os_grants_the_tile_state(monkeypatch, granted):
+    flags = frozenset({"avx512f", "avx512_vnni", "amx_tile", "amx_int8", "amx_bf16"})
+    monkeypatch.setattr(target, "_machine", lambda: "x86_64")
+    monkeypatch.setattr(target, "_tile_state_granted", lambda: granted)
+    got = target._without_refused_tiles(flags)
+    assert got == (flags if granted else flags - target.AMX_FEATURES)
+    assert target._without_refused_tiles(frozenset({"avx2"})) == {"avx2"}  # no AMX flag: nothing asked
+
+
+def test_tile_state_request_on_this_host_matches_the_generated_programs_check():
+    """On a CPU with AMX the compiler's host features keep AMX exactly when this process is granted the tiles."""
+    cpu = target._parse_cpuinfo(open("/proc/cpuinfo").read())
+    if not cpu & target.AMX_FEATURES:
+        pytest.skip("this CPU has no AMX")
+    assert bool(target.host_features() & target.AMX_FEATURES) == target._tile_state_granted()

@@ -16,8 +16,21 @@
  *   C (16 x 16 int32) = tdpbssd: C[r][2l + mm] = lane l of (weight row r, activation row mm).
  * A C row is a kl_f8x2 row pair (lanes interleaved, as km_lanes_avx512.h lays them), so the float steps
  * are one convert + mul + fma per weight row and block. The diagonal B wastes 7/8 of the tile's products
- * (the 8-lane contract caps a tile at 1024 useful MACs); measured on the Xeon it still beats the VNNI
- * body at M = 128 (see the instantiating file).
+ * (the 8-lane contract caps a tile at 1024 useful MACs).
+ *
+ * Speed, measured (2026-12-05, the 2-vCPU Intel Xeon with AMX-INT8; `kernelmap bench --filter
+ * linear_q8_0_q8_0_ggml --variant avx512vnni,amx --rows 128 --threads 1,2`, two runs): this variant 24-25 /
+ * 38-49 GMAC/s at 1 / 2 threads, the avx512vnni variant's column-lane GEMM (linear/q32_gemm_body.h) 81-96 /
+ * 116-142. It is slower, which is why its priority (25) is below avx512vnni's (30): static priority never picks
+ * it over VNNI. The reason is the contract more than the code: one block of tile work (zero, load A and B,
+ * tdpbssd, store C) took 13-19 ns there (benchmarks/amx_tile_rate.c; one tdpbssd 6-14 ns whatever its K, 4 to
+ * 64 bytes, as the host's load moved), so 1024 useful products per block cap any AMX schedule of an 8-lane
+ * ggml contract at ~55-80 GMAC/s per core, below q8_0's VNNI lane-step floor there (107 GMAC/s per core,
+ * `kernelmap bench --prefill`). Another tiling of these contracts (activation rows x 4 bytes of one lane
+ * against 16 columns, K = 4) has the same 1024-product cap. Contracts whose float step takes a whole block's
+ * sum (q4_0's repacked order) fill the tile (8192 products): km_lanes_avx512_amx.h and the amx variant of
+ * linear_q4_0_q8_0_ggml_r8, 1.2-1.6x its avx512vnni variant. Kept as the tested 8-lane AMX point (the kernel
+ * tests compare it with the ref on a host with AMX; tests/codegen/test_amx_startup.py checks the tile grant).
  *
  * The OS must grant the tile state first (Linux: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA));
  * the generated program asks at start-up and refuses to run if the OS says no; the kernel asks again on
@@ -33,43 +46,21 @@
 
 #include <immintrin.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 
+#include "km_lanes_avx512_amx.h" /* kl_tile_granted */
 #include "q32_ggml_body.h"
 
-long syscall(long number, ...); /* <unistd.h> declares it only under _GNU_SOURCE; the sources build as C11 */
-
-#define KQA_XCOMP_PERM 0x1023 /* ARCH_REQ_XCOMP_PERM */
-#define KQA_XTILEDATA 18      /* XFEATURE_XTILEDATA */
 #define KQA_MAXNB 512         /* blocks per row on the tile path (K <= 16384); longer rows: kq32_linear */
 
-/* 1 once the OS has granted this process the tile state (asked once; the answer is cached). */
-static int kqa_tiles_granted(void) {
-    static int state; /* 0 not asked, 1 granted, -1 refused */
-    int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
-    if (s == 0) {
-        s = syscall(SYS_arch_prctl, KQA_XCOMP_PERM, KQA_XTILEDATA) == 0 ? 1 : -1;
-        __atomic_store_n(&state, s, __ATOMIC_RELEASE);
-    }
-    return s > 0;
-}
+/* The tile configuration (palette 1): tile 0 = C (16 rows x 64 bytes), 1 = A (16 x 32), 2 = B (8 x 64); a
+ * constant object, as km_lanes_avx512_amx.h's (a local's stores can be dropped before ldtilecfg reads them). */
+static const kl_tilecfg kqa_tile_config __attribute__((aligned(64))) = {
+    .palette = 1,
+    .colsb = {64, 32, 64},
+    .rows = {16, 16, 8},
+};
 
-/* The tile configuration (palette 1): tile 0 = C (16 rows x 64 bytes), 1 = A (16 x 32), 2 = B (8 x 64). */
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} __attribute__((packed)) kqa_tilecfg;
-
-static void kqa_config(void) {
-    kqa_tilecfg c;
-    memset(&c, 0, sizeof c);
-    c.palette = 1;
-    c.rows[0] = 16, c.colsb[0] = 64;
-    c.rows[1] = 16, c.colsb[1] = 32;
-    c.rows[2] = 8, c.colsb[2] = 64;
-    _tile_loadconfig(&c);
-}
+static void kqa_config(void) { _tile_loadconfig(&kqa_tile_config); }
 
 /* Activation rows m0 and m1 (m1 == m0 for an odd last row), blocks [0, nb): per block the 8 x 64-byte
  * diagonal B at bq (512 bytes a block) and the pair (fp16(x_m0.d), fp16(x_m1.d)) at dx. */
@@ -118,7 +109,7 @@ static inline void kqa_rows16(float *y0, float *y1, int nr, const uint8_t *a, in
  * tile grant, K too long, no memory): the caller then takes the VNNI body. */
 static int kqa_linear_q8_0(float *y, const void *w, const void *x, int64_t M, int64_t N, int64_t K, int ith, int nth) {
     const int64_t nb = K / KM_QK8_0;
-    if (nb > KQA_MAXNB || !kqa_tiles_granted()) return 0;
+    if (nb > KQA_MAXNB || !kl_tile_granted()) return 0;
     int64_t lo, hi;
     km_part(N, ith, nth, &lo, &hi);
     if (lo >= hi) return 1;

@@ -43,6 +43,10 @@
  *   KQ32G_MIN_M  smallest M this schedule takes
  *   KQ32G_LMT    optional (lanes with KL_IV_DP4U), 4..16: the offset formats' vec_dot order in lane-outer tiles of
  *                this many rows (kq32g_ltile; the other formats and orders keep the tiles above)
+ *
+ * Lanes headers with KL_TILE (km_lanes_avx512_amx.h: AMX-INT8) run the repacked order's rows in tiles of 16 on the
+ * tile unit (kq32g_ttile): one tdpbssd per block gives the 16 x 16 whole-block sums that order takes, the float
+ * steps stay kq32g_tile1's; the rows past the last 16 and an OS that refuses the tile state take kq32g_tile1.
  */
 #ifndef KM_Q32_GEMM_BODY_H
 #define KM_Q32_GEMM_BODY_H
@@ -267,6 +271,44 @@ KL_INLINE void kq32g_tile1(float *y, int64_t N, int nc, const kq32g_blk *P, int 
         }
 }
 
+#if defined(KL_TILE)
+/* The repacked order on tiles (lanes headers with KL_TILE, km_lanes_avx512_amx.h): 16 activation rows (x: the first
+ * row's block at the chunk start, row stride xrow bytes; dxf: their f32 scales, row r's block bb at r * ds + bb)
+ * against G (<= KQ32G_NG) groups' panels (group g's at P + g * KQ32G_KB; bc blocks), whose weights as signed bytes
+ * (code - offset) are at S in the tile's B layout (group g's block bb at S + (g * KQ32G_KB + bb) * 512: the block's
+ * q[0..7]); nc: the last group's columns. Per
+ * (row, column) one chain from +0 (or its parked value at park + r * pstride + g * KQ32G_L): acc = fma((float)isum,
+ * d * dx, acc)
+ * over the blocks in increasing order, isum the block's exact int32 sum of its 32 products, which the tile gives
+ * whole: kq32g_tile1's float steps in kq32g_tile1's order, so kq32g_tile1's bits. */
+KL_INLINE void kq32g_ttile(float *y, int64_t N, int nc, const kq32g_blk *P, const int8_t *S, int bc, const uint8_t *x,
+                           int64_t xrow, const float *dxf, int64_t ds, float *park, int64_t pstride, int first,
+                           int last, const int fmt, const int G) {
+    const int64_t xblk = KL_Q32_XBLK(fmt), xq = KL_Q32_XQS(fmt);
+    int32_t cb[2][KQ32G_NG][256] __attribute__((aligned(64))); /* a block's sums while the tiles make the next one's */
+    kl_fv acc[KQ32G_NG][16];
+    for (int g = 0; g < G; g++)
+        for (int r = 0; r < 16; r++) acc[g][r] = first ? kl_fv_zero() : kl_fv_load(park + r * pstride + g * KQ32G_L);
+    kl_tile_sums(cb[0][0], G > 1 ? cb[0][1] : NULL, x + xq, xrow, S, S + KQ32G_KB * 512);
+    for (int bb = 0; bb < bc; bb++) {
+        if (bb + 1 < bc) /* the next block's sums first: the tile unit works while the float steps below run */
+            kl_tile_sums(cb[(bb + 1) & 1][0], G > 1 ? cb[(bb + 1) & 1][1] : NULL, x + (bb + 1) * xblk + xq, xrow,
+                         S + (bb + 1) * 512, S + (KQ32G_KB + bb + 1) * 512);
+        for (int g = 0; g < G; g++) {
+            const kl_fv d = kl_fv_load(P[g * KQ32G_KB + bb].d);
+            const int32_t *c = cb[bb & 1][g];
+            for (int r = 0; r < 16; r++)
+                acc[g][r] = kl_fv_fma(kl_fv_from_i32(c + 16 * r), kl_fv_mul(d, kl_fv_set1(dxf[r * ds + bb])), acc[g][r]);
+        }
+    }
+    for (int g = 0; g < G; g++)
+        for (int r = 0; r < 16; r++) {
+            if (last) kl_fv_storen(y + r * N + g * KQ32G_L, acc[g][r], g == G - 1 ? nc : KQ32G_L);
+            else kl_fv_store(park + r * pstride + g * KQ32G_L, acc[g][r]);
+        }
+}
+#endif
+
 #if defined(KQ32G_LMT)
 #ifndef KL_IV_DP4U
 #error "linear/q32_gemm_body.h: KQ32G_LMT needs kl_iv_dp4u (KL_IV_DP4U) of the lanes header"
@@ -403,6 +445,18 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
     kq32g_blk P[KQ32G_NG * KQ32G_KB];
     float park[KQ32G_MS * KQ32G_NG * KQ32G_PARK * KQ32G_L] __attribute__((aligned(64)));
     const int chunked = nb > KQ32G_KB;
+#if defined(KL_TILE)
+    /* the repacked order's 16-row tiles on AMX (kq32g_ttile), when the OS grants the tile state */
+    int8_t S[KQ32G_NG * KQ32G_KB * 512] __attribute__((aligned(64)));
+    int tiles = one && M >= 16 ? kl_tile_begin() : 0;
+    float *dxa = NULL; /* every activation row's f32 block scales (row r's block b at r * nb + b), made once per call */
+    if (tiles && !(dxa = malloc((size_t)(M * nb) * sizeof(float)))) {
+        kl_tile_end();
+        tiles = 0; /* no memory: kq32g_tile1 (the same bits) */
+    }
+    for (int64_t r = 0; tiles && r < M; r++)
+        for (int64_t b = 0; b < nb; b++) dxa[r * nb + b] = kl_f32_f16(x + r * xrow + b * xblk);
+#endif
 #if defined(KQ32G_LMT)
     kq32g_lblk PL[KQ32G_KB];
     const int lout = !one && fmt != KL_Q32_Q8_0 && !KL_Q32_HASMIN(fmt); /* the offset formats' vec_dot order */
@@ -451,6 +505,13 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
                     const kq32g_src src = kq32g_src_at(w, wrow, nb, n, g, G, nc, lay);
                     kq32g_pack_src(P + g * KQ32G_KB, &src, b0, bc, fmt);
                 }
+#if defined(KL_TILE)
+                if (tiles)
+                    for (int g = 0; g < G; g++)
+                        for (int bb = 0; bb < bc; bb++)
+                            for (int l = 0; l < 8; l++)
+                                kl_iv_store(S + (g * KQ32G_KB + bb) * 512 + 64 * l, kl_iv_sub8(P[g * KQ32G_KB + bb].q[l], KQ32G_OFF(fmt)));
+#endif
                 kq32g_pf pf; /* the next chunk of this panel, else the next panel's first (q32_r8: per group of 8
                               * rows one range, the group's tiles of those blocks) */
                 if (!last) {
@@ -507,6 +568,21 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
 #endif
                 if (one) {
                     const int64_t ps = KQ32G_NG * KQ32G_PARK * KQ32G_L;
+#if defined(KL_TILE)
+                    for (; tiles && m + 16 <= ms; m += 16) {
+                        float *pk = chunked ? park + m * ps : park;
+                        kq32g_pf_step(&pf, 16 * pfs);
+#if KQ32G_NG > 1
+                        if (G == 2) {
+                            kq32g_ttile(yb + m * N, N, nc, P, S, bc, xb + m * xrow, xrow, dxa + (m0 + m) * nb + b0, nb, pk,
+                                        ps, first, last, fmt, 2);
+                            continue;
+                        }
+#endif
+                        kq32g_ttile(yb + m * N, N, nc, P, S, bc, xb + m * xrow, xrow, dxa + (m0 + m) * nb + b0, nb, pk, ps,
+                                    first, last, fmt, 1);
+                    }
+#endif
                     for (; m + KQ32G_MT1 <= ms; m += KQ32G_MT1) {
                         float *pk = chunked ? park + m * ps : park;
                         kq32g_pf_step(&pf, KQ32G_MT1 * pfs);
@@ -547,6 +623,10 @@ static void kq32g_linear(float *y, const uint8_t *w, const uint8_t *x, int64_t M
             }
         }
     }
+#if defined(KL_TILE)
+    if (tiles) kl_tile_end();
+    free(dxa);
+#endif
 }
 
 #endif /* KM_Q32_GEMM_BODY_H */

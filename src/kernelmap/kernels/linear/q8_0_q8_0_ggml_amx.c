@@ -5,7 +5,7 @@
  * state take the family body linear/q32_ggml_body.h on the AVX-512 VNNI lanes (the avx512vnni variant's
  * schedule). Byte-identical to km_linear_q8_0_q8_0_ggml__ref for every (ith, nth) and M.
  */
-#include "km_lanes_avx512.h"
+#include "km_lanes_avx512_amx.h"
 
 #define KQ32_TT 16      /* activation rows per prefill tile */
 #define KQ32_TREG 2    /* tiles up to this many rows keep their t vectors in registers */
