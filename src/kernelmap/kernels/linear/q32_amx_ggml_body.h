@@ -28,8 +28,8 @@
  * ggml contract at ~55-80 GMAC/s per core, below q8_0's VNNI lane-step floor there (107 GMAC/s per core,
  * `kernelmap bench --prefill`). Another tiling of these contracts (activation rows x 4 bytes of one lane
  * against 16 columns, K = 4) has the same 1024-product cap. Contracts whose float step takes a whole block's
- * sum (q4_0's repacked order) fill the tile (8192 products): km_lanes_avx512_amx.h and the amx variant of
- * linear_q4_0_q8_0_ggml_r8, 1.2-1.6x its avx512vnni variant. Kept as the tested 8-lane AMX point (the kernel
+ * sum (q4_0's repacked order) fill the tile (8192 products): km_lanes_avx512_amx.h and the amx variants of
+ * linear_q4_0_q8_0_ggml_r8 and linear_q4_0_q8_0_ggml (r8: 1.0-1.6x its avx512vnni variant at M = 128). Kept as the tested 8-lane AMX point (the kernel
  * tests compare it with the ref on a host with AMX; tests/codegen/test_amx_startup.py checks the tile grant).
  *
  * The OS must grant the tile state first (Linux: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA));
